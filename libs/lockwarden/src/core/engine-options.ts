@@ -1,0 +1,100 @@
+import { hostname } from 'node:os';
+import { LockConfigError } from '../errors';
+import type { LockEventListener } from './events';
+import type { LockLogger } from './logger';
+import { SILENT_LOGGER } from './logger';
+import { checkInteger, checkKnownNames, checkOptionsObject, describe, MAX_MS, MIN_LEASE_MS } from './options';
+import type { LockDefaults } from './options';
+import type { RedisSpec } from './redis-client';
+
+/**
+ * Settings of one lock engine (one `LockModule`).
+ *
+ * @example
+ * ```ts
+ * const engine = new LockEngine({ redis: 'redis://127.0.0.1:6380', keyPrefix: 'billing:lock:' });
+ * ```
+ */
+export interface LockEngineOptions {
+  /** A redis:// URL, ioredis options, or an ioredis client you own (it is never closed for you). */
+  redis: RedisSpec;
+  /** Prefix of every Redis key and channel. Default `'lock:'`. */
+  keyPrefix?: string;
+  /** Lease the watchdog keeps renewing while a lock without `ttlMs` is held. Default 30 000 ms. */
+  leaseMs?: number;
+  /** Default wait budget of `acquire` and `withLock`. Default 10 000 ms. */
+  waitMs?: number;
+  /** Human-readable id of this process, stored beside each lock for inspection. Default `hostname:pid`. */
+  instanceId?: string;
+  /** How long before a lease ends a holder whose renewal has not succeeded is told the lock is lost. Default min(2 000 ms, lease/5). */
+  safetyMarginMs?: number;
+  /** Longest a single Redis call may take when the wait budget is shorter. Default 2 000 ms. */
+  commandTimeoutMs?: number;
+  /** Called for every lock event (acquired, released, waiting, timeout, extended, renewed, lost). */
+  onEvent?: LockEventListener;
+}
+
+export interface ResolvedEngineOptions extends LockDefaults {
+  redis: RedisSpec;
+  instanceId: string;
+  commandTimeoutMs: number;
+  logger: LockLogger;
+  onEvent: LockEventListener | undefined;
+}
+
+export const ENGINE_OPTION_NAMES: ReadonlySet<string> = new Set([
+  'redis',
+  'keyPrefix',
+  'leaseMs',
+  'waitMs',
+  'instanceId',
+  'safetyMarginMs',
+  'commandTimeoutMs',
+  'onEvent',
+]);
+
+export function resolveEngineOptions(raw: unknown, logger: LockLogger = SILENT_LOGGER): ResolvedEngineOptions {
+  const o = checkOptionsObject('Lock module', raw);
+  checkKnownNames('lock module', o, ENGINE_OPTION_NAMES);
+  if (o.redis === undefined || o.redis === null) {
+    throw new LockConfigError('The redis option is required: a redis:// URL, ioredis options or an ioredis client.');
+  }
+  const keyPrefix = o.keyPrefix === undefined ? 'lock:' : o.keyPrefix;
+  if (typeof keyPrefix !== 'string' || keyPrefix.length > 256) {
+    throw new LockConfigError(`keyPrefix must be a string of at most 256 characters, got ${describe(keyPrefix)}.`);
+  }
+  const instanceId = o.instanceId === undefined ? `${hostname()}:${process.pid}` : o.instanceId;
+  if (
+    typeof instanceId !== 'string' ||
+    instanceId.length === 0 ||
+    instanceId.length > 200 ||
+    instanceId.includes('|')
+  ) {
+    throw new LockConfigError(
+      `instanceId must be a non-empty string of at most 200 characters without "|", got ${describe(instanceId)}.`,
+    );
+  }
+  if (o.onEvent !== undefined && typeof o.onEvent !== 'function') {
+    throw new LockConfigError(`onEvent must be a function, got ${describe(o.onEvent)}.`);
+  }
+  const leaseMs = o.leaseMs === undefined ? 30_000 : checkInteger('leaseMs', o.leaseMs, MIN_LEASE_MS, MAX_MS);
+  return {
+    redis: o.redis as RedisSpec,
+    keyPrefix,
+    leaseMs,
+    waitMs: o.waitMs === undefined ? 10_000 : checkInteger('waitMs', o.waitMs, 0, MAX_MS),
+    instanceId,
+    safetyMarginMs:
+      o.safetyMarginMs === undefined ? undefined : checkInteger('safetyMarginMs', o.safetyMarginMs, 0, MAX_MS),
+    commandTimeoutMs:
+      o.commandTimeoutMs === undefined ? 2_000 : checkInteger('commandTimeoutMs', o.commandTimeoutMs, 1, MAX_MS),
+    logger,
+    onEvent: o.onEvent as LockEventListener | undefined,
+  };
+}
+
+/** The margin for one lease: never more than a third of it, so renewal always gets a chance. */
+export function safetyMarginFor(leaseMs: number, configured: number | undefined): number {
+  const margin = configured ?? Math.min(2_000, Math.floor(leaseMs / 5));
+  return Math.min(margin, Math.floor(leaseMs / 3));
+}

@@ -1,0 +1,103 @@
+import { LockLostError } from '../errors';
+import type { LockHandle } from './lock-handle';
+import type { MutexKeys } from './lock-keys';
+
+export type LeaseState = 'held' | 'released' | 'lost';
+
+/** What a lease needs from the engine that granted it. */
+export interface LeaseOwner {
+  releaseLease(lease: Lease): Promise<boolean>;
+  extendLease(lease: Lease, ms: number | undefined): Promise<void>;
+}
+
+/**
+ * One acquisition as the engine tracks it: a secret owner token, the lease
+ * timing the watchdog works from, and the holds that share it (reentrancy).
+ * Times are `performance.now()` milliseconds, never wall-clock.
+ */
+export class Lease {
+  state: LeaseState = 'held';
+  holds = 1;
+  readonly controller = new AbortController();
+  /** When Redis will drop the key at the earliest, counted from before the request that set it. */
+  expiresAt: number;
+  /** When the watchdog wants to renew next (Infinity for a fixed lease). */
+  nextRenewAt: number;
+  renewing = false;
+  /** Set by the scheduler while it tracks the lease. */
+  tracked = false;
+
+  constructor(
+    readonly owner: LeaseOwner,
+    readonly key: string,
+    readonly keys: MutexKeys,
+    readonly token: string,
+    readonly fencingToken: number,
+    public leaseMs: number,
+    readonly renew: boolean,
+    readonly safetyMarginMs: number,
+    startedAt: number,
+  ) {
+    this.expiresAt = startedAt + leaseMs;
+    this.nextRenewAt = renew ? startedAt + leaseMs / 3 : Infinity;
+  }
+
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  /** The moment to give up on the lease: its expiry minus the safety margin. */
+  get abortAt(): number {
+    return this.expiresAt - this.safetyMarginMs;
+  }
+
+  confirm(sentAt: number, leaseMs: number): void {
+    this.leaseMs = leaseMs;
+    this.expiresAt = sentAt + leaseMs;
+    this.nextRenewAt = this.renew ? sentAt + leaseMs / 3 : Infinity;
+  }
+
+  /** Marks the lease lost and aborts its signal. Returns false if it had already ended. */
+  lose(reason: string, cause?: unknown): boolean {
+    if (this.state !== 'held') return false;
+    this.state = 'lost';
+    this.controller.abort(new LockLostError(this.key, reason, cause === undefined ? undefined : { cause }));
+    return true;
+  }
+}
+
+/** The public face of one hold on a lease; reentrant holds get their own handle. */
+export class LeaseHandle implements LockHandle {
+  private released = false;
+
+  constructor(readonly lease: Lease) {}
+
+  get key(): string {
+    return this.lease.key;
+  }
+
+  get fencingToken(): number {
+    return this.lease.fencingToken;
+  }
+
+  get signal(): AbortSignal {
+    return this.lease.signal;
+  }
+
+  isHeld(): boolean {
+    return !this.released && this.lease.state === 'held';
+  }
+
+  extend(ms?: number): Promise<void> {
+    if (this.released) {
+      return Promise.reject(new LockLostError(this.lease.key, 'this handle was already released'));
+    }
+    return this.lease.owner.extendLease(this.lease, ms);
+  }
+
+  release(): Promise<boolean> {
+    if (this.released) return Promise.resolve(false);
+    this.released = true;
+    return this.lease.owner.releaseLease(this.lease);
+  }
+}

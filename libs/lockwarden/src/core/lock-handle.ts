@@ -1,0 +1,28 @@
+/**
+ * A held lock. Returned by `acquire`/`tryAcquire`, passed to `withLock`
+ * callbacks, and found again with `LockService.current()`.
+ *
+ * @example
+ * ```ts
+ * const lock = await locks.acquire('ledger:7');
+ * try {
+ *   await ledger.append(entry, { fencingToken: lock.fencingToken, signal: lock.signal });
+ * } finally {
+ *   await lock.release();
+ * }
+ * ```
+ */
+export interface LockHandle {
+  /** The key as the caller gave it (without the prefix). */
+  readonly key: string;
+  /** Rises strictly per key across all processes; hand it to the resource you protect. A reentrant hold carries the outer one. */
+  readonly fencingToken: number;
+  /** Aborts, with a `LockLostError` reason, when the lock is lost. */
+  readonly signal: AbortSignal;
+  /** True until this hold is released or the lock is lost. */
+  isHeld(): boolean;
+  /** Sets the remaining lease to `ms` (default: the lock's lease). Rejects with `LockLostError` if the lock is no longer ours. */
+  extend(ms?: number): Promise<void>;
+  /** Releases this hold. True when it released, false when it was no longer held. Idempotent. */
+  release(): Promise<boolean>;
+}

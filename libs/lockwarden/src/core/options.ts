@@ -1,0 +1,126 @@
+import { LockConfigError } from '../errors';
+
+/** Largest timer delay Node accepts, and so the largest lease or wait we allow. */
+export const MAX_MS = 2 ** 31 - 1;
+/** Shortest lease that survives a round trip and a renewal. */
+export const MIN_LEASE_MS = 10;
+export const MAX_KEY_LENGTH = 1024;
+
+/**
+ * Per-call options of `acquire`, `tryAcquire` and `withLock`.
+ *
+ * @example
+ * ```ts
+ * await locks.withLock('payout:7', pay, { waitMs: 2_000, fair: true });
+ * await locks.acquire('cache:warm', { ttlMs: 5_000, waitMs: 0 }); // fixed lease, no renewal
+ * ```
+ */
+export interface AcquireOptions {
+  /** Fixed lease in ms. The lock is never renewed and simply expires after it. Omit to let the watchdog renew a `leaseMs` lease while you hold it. */
+  ttlMs?: number;
+  /** How long to wait for a busy lock, in ms. 0 makes a single attempt. Defaults to the module's `waitMs`. */
+  waitMs?: number;
+  /** Cancels the wait. Rejects with `LockAbortedError`; nothing is left locked. */
+  signal?: AbortSignal;
+  /** Grant the lock to waiters in arrival order (FIFO). Default false. */
+  fair?: boolean;
+}
+
+/** The engine's defaults, already validated. */
+export interface LockDefaults {
+  keyPrefix: string;
+  leaseMs: number;
+  waitMs: number;
+  safetyMarginMs: number | undefined;
+}
+
+/** Options of one acquisition with every default applied. */
+export interface ResolvedAcquire {
+  key: string;
+  leaseMs: number;
+  renew: boolean;
+  waitMs: number;
+  signal: AbortSignal | undefined;
+  fair: boolean;
+}
+
+const ACQUIRE_OPTION_NAMES: ReadonlySet<string> = new Set(['ttlMs', 'waitMs', 'signal', 'fair']);
+
+export function checkKey(key: unknown, where = 'lock key'): string {
+  if (typeof key !== 'string') {
+    throw new LockConfigError(`The ${where} must be a string, got ${describe(key)}.`);
+  }
+  if (key.length === 0) throw new LockConfigError(`The ${where} must not be empty.`);
+  if (key.length > MAX_KEY_LENGTH) {
+    throw new LockConfigError(
+      `The ${where} is ${key.length} characters long; the limit is ${MAX_KEY_LENGTH}. Hash long identifiers first.`,
+      key.slice(0, 64),
+    );
+  }
+  return key;
+}
+
+export function checkInteger(field: string, value: unknown, min: number, max: number, key?: string): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
+    throw new LockConfigError(
+      `${field} must be an integer from ${min} to ${max} (milliseconds), got ${describe(value)}.`,
+      key,
+    );
+  }
+  return value;
+}
+
+/** Rejects option names we do not know, so a typo such as `waitMS` is never silently ignored. */
+export function checkKnownNames(what: string, options: object, allowed: ReadonlySet<string>, key?: string): void {
+  for (const name of Object.keys(options)) {
+    if (!allowed.has(name)) {
+      throw new LockConfigError(`Unknown ${what} option "${name}". Allowed: ${[...allowed].sort().join(', ')}.`, key);
+    }
+  }
+}
+
+export function checkOptionsObject(what: string, options: unknown, key?: string): Record<string, unknown> {
+  if (options === undefined || options === null) return {};
+  if (typeof options !== 'object' || Array.isArray(options)) {
+    throw new LockConfigError(`${what} options must be an object, got ${describe(options)}.`, key);
+  }
+  return options as Record<string, unknown>;
+}
+
+/**
+ * Validates one call's key and options and applies the defaults. Throws
+ * `LockConfigError` naming the field and its allowed range.
+ */
+export function resolveAcquire(
+  rawKey: unknown,
+  rawOptions: unknown,
+  defaults: LockDefaults,
+  extraNames: ReadonlySet<string> = EMPTY,
+): ResolvedAcquire {
+  const key = checkKey(rawKey);
+  const options = checkOptionsObject('Acquire', rawOptions, key);
+  if (extraNames.size === 0) checkKnownNames('acquire', options, ACQUIRE_OPTION_NAMES, key);
+  else checkKnownNames('acquire', options, new Set([...ACQUIRE_OPTION_NAMES, ...extraNames]), key);
+
+  const { ttlMs, waitMs, signal, fair } = options;
+  const renew = ttlMs === undefined;
+  const leaseMs = renew ? defaults.leaseMs : checkInteger('ttlMs', ttlMs, MIN_LEASE_MS, MAX_MS, key);
+  const wait = waitMs === undefined ? defaults.waitMs : checkInteger('waitMs', waitMs, 0, MAX_MS, key);
+  if (signal !== undefined && !(signal instanceof AbortSignal)) {
+    throw new LockConfigError(`signal must be an AbortSignal, got ${describe(signal)}.`, key);
+  }
+  if (fair !== undefined && typeof fair !== 'boolean') {
+    throw new LockConfigError(`fair must be a boolean, got ${describe(fair)}.`, key);
+  }
+  return { key, leaseMs, renew, waitMs: wait, signal, fair: fair === true };
+}
+
+const EMPTY: ReadonlySet<string> = new Set();
+
+export function describe(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  if (typeof value === 'string') return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value);
+  if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'bigint') return String(value);
+  return typeof value;
+}

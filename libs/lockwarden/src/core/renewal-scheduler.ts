@@ -1,0 +1,147 @@
+import type { LockEvent } from './events';
+import type { Lease } from './lease';
+import type { LockLogger } from './logger';
+import type { LockStore } from './mutex-store';
+
+/**
+ * The watchdog's engine: one timer for every held lock, never one per lock.
+ *
+ * Each firing renews, in one batched script call per 500 keys, every lease
+ * whose renewal falls due within the next sixth of its lease, so leases taken
+ * at different moments share rounds. Renewal is scheduled from the confirmed
+ * acquisition, renews only while the token still owns the key, and retries
+ * failures until the lease's safety margin is reached; then the lease's
+ * signal aborts, before any other client can take the key.
+ */
+export class RenewalScheduler {
+  private readonly leases = new Set<Lease>();
+  private timer: NodeJS.Timeout | undefined;
+  private timerAt = Infinity;
+  private stopped = false;
+  /** How late the last firing ran compared with when it was due, in ms. */
+  lastLagMs = 0;
+  rounds = 0;
+
+  constructor(
+    private readonly store: LockStore,
+    private readonly logger: LockLogger,
+    private readonly emit: (event: LockEvent) => void,
+  ) {}
+
+  get size(): number {
+    return this.leases.size;
+  }
+
+  track(lease: Lease): void {
+    if (this.stopped) return;
+    lease.tracked = true;
+    this.leases.add(lease);
+    const at = Math.min(lease.nextRenewAt, lease.abortAt);
+    if (at < this.timerAt) this.arm(at);
+  }
+
+  untrack(lease: Lease): void {
+    lease.tracked = false;
+    this.leases.delete(lease);
+    if (this.leases.size === 0) this.disarm();
+  }
+
+  /** Re-plans after a lease's timing changed outside a renewal round (extend()). */
+  reschedule(lease: Lease): void {
+    if (!lease.tracked) return;
+    const at = Math.min(lease.nextRenewAt, lease.abortAt);
+    if (at < this.timerAt) this.arm(at);
+  }
+
+  stop(): void {
+    this.stopped = true;
+    this.disarm();
+    for (const lease of this.leases) lease.tracked = false;
+    this.leases.clear();
+  }
+
+  private arm(at: number): void {
+    clearTimeout(this.timer);
+    this.timerAt = at;
+    this.timer = setTimeout(() => this.fire(), Math.max(0, Math.ceil(at - performance.now())));
+    this.timer.unref();
+  }
+
+  private disarm(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    this.timerAt = Infinity;
+  }
+
+  private fire(): void {
+    this.timer = undefined;
+    const now = performance.now();
+    this.lastLagMs = Math.max(0, now - this.timerAt);
+    this.timerAt = Infinity;
+    try {
+      const due: Lease[] = [];
+      for (const lease of this.leases) {
+        if (lease.state !== 'held') {
+          this.untrack(lease);
+        } else if (now >= lease.abortAt) {
+          this.untrack(lease);
+          this.lost(lease, `its lease ran out before a renewal succeeded (safety margin ${lease.safetyMarginMs} ms)`);
+        } else if (lease.renew && !lease.renewing && lease.nextRenewAt - lease.leaseMs / 6 <= now) {
+          due.push(lease);
+        }
+      }
+      if (due.length > 0) this.renew(due, now);
+    } catch (err) {
+      this.logger.warn(`Lock watchdog round failed: ${String(err)}`);
+    }
+    this.rearm();
+  }
+
+  private renew(due: Lease[], sentAt: number): void {
+    this.rounds++;
+    for (const lease of due) lease.renewing = true;
+    const items = due.map((lease) => ({ lockKey: lease.keys.lock, token: lease.token, leaseMs: lease.leaseMs }));
+    this.store.renew(items).then(
+      (results) => {
+        due.forEach((lease, i) => {
+          lease.renewing = false;
+          if (lease.state !== 'held') return;
+          if (results[i]) {
+            lease.confirm(sentAt, items[i].leaseMs);
+            this.emit({ type: 'renewed', key: lease.key, fencingToken: lease.fencingToken });
+          } else {
+            this.untrack(lease);
+            this.lost(lease, 'the key is no longer ours in Redis (it expired or was deleted)');
+          }
+        });
+        this.rearm();
+      },
+      (err: unknown) => {
+        const retryAt = performance.now();
+        for (const lease of due) {
+          lease.renewing = false;
+          lease.nextRenewAt = retryAt + Math.min(1_000, lease.leaseMs / 10);
+        }
+        this.logger.debug(`Lock renewal failed, retrying within the lease: ${String(err)}`);
+        this.rearm();
+      },
+    );
+  }
+
+  private lost(lease: Lease, reason: string): void {
+    if (!lease.lose(reason)) return;
+    this.logger.warn(`Lock "${lease.key}" lost: ${reason}.`);
+    this.emit({ type: 'lost', key: lease.key, fencingToken: lease.fencingToken, reason });
+  }
+
+  private rearm(): void {
+    if (this.stopped) return;
+    let next = Infinity;
+    for (const lease of this.leases) {
+      const at = lease.renewing ? lease.abortAt : Math.min(lease.nextRenewAt, lease.abortAt);
+      if (at < next) next = at;
+    }
+    if (next === Infinity) this.disarm();
+    else if (next !== this.timerAt) this.arm(next);
+  }
+}

@@ -1,0 +1,39 @@
+import { createHash } from 'node:crypto';
+import { LUA_SOURCES, type LuaScriptName } from './lua-sources.generated';
+import type { RedisClient } from '../redis-client';
+
+/**
+ * One named Lua operation. Runs by EVALSHA and falls back to EVAL once per
+ * connection that has not seen it (after a restart or on a new cluster node),
+ * which loads it into that server's script cache.
+ */
+export class LuaScript {
+  readonly sha: string;
+
+  constructor(
+    readonly name: LuaScriptName,
+    readonly source: string = LUA_SOURCES[name],
+  ) {
+    this.sha = createHash('sha1').update(this.source).digest('hex');
+  }
+
+  async run(client: RedisClient, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
+    try {
+      return await client.evalsha(this.sha, keys.length, ...keys, ...args);
+    } catch (err) {
+      if (!isNoScript(err)) throw err;
+      return client.eval(this.source, keys.length, ...keys, ...args);
+    }
+  }
+}
+
+function isNoScript(err: unknown): boolean {
+  return err instanceof Error && err.message.startsWith('NOSCRIPT');
+}
+
+/** The scripts of the mutex, created once per process. */
+export const SCRIPTS = {
+  acquire: new LuaScript('acquire'),
+  release: new LuaScript('release'),
+  renew: new LuaScript('renew'),
+} as const;

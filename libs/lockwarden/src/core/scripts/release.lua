@@ -1,0 +1,39 @@
+-- Release a mutex held by ARGV[1] and pass it to the first live fair waiter, if any.
+-- Also withdraws ARGV[1] from the fair queue when it was only waiting (a cancelled acquire).
+-- KEYS[1] lock hash   KEYS[2] fencing counter   KEYS[3] fair queue   KEYS[4] waiter records
+-- KEYS[5] wake-up channel (named here so it shares the lock's slot)
+-- ARGV[1] owner token   ARGV[2] 'publish' or 'spublish'
+-- Returns 1 when it released the caller's lock, 0 when the caller did not hold it.
+if redis.call('hget', KEYS[1], 'o') ~= ARGV[1] then
+  if redis.call('zrem', KEYS[3], ARGV[1]) == 1 then
+    redis.call('hdel', KEYS[4], ARGV[1])
+  end
+  return 0
+end
+redis.call('del', KEYS[1])
+
+if redis.call('exists', KEYS[3]) == 1 then
+  local t = redis.call('time')
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  while true do
+    local head = redis.call('zrange', KEYS[3], 0, 0)[1]
+    if not head then break end
+    local rec = redis.call('hget', KEYS[4], head)
+    redis.call('zrem', KEYS[3], head)
+    redis.call('hdel', KEYS[4], head)
+    if rec then
+      local deadline, lease, waiterId, instance = string.match(rec, '^(%d+)|(%d+)|([^|]*)|(.*)$')
+      if tonumber(deadline) >= now then
+        -- Lock passing: the waiter owns the lock before it even hears about it.
+        local f = redis.call('incr', KEYS[2])
+        redis.call('hset', KEYS[1], 'o', head, 'f', f, 'i', instance)
+        redis.call('pexpire', KEYS[1], lease)
+        redis.call(ARGV[2], KEYS[5], 'g' .. waiterId .. ':' .. f)
+        return 1
+      end
+    end
+  end
+end
+
+redis.call(ARGV[2], KEYS[5], 'r')
+return 1

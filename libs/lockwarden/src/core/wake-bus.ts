@@ -1,0 +1,211 @@
+import type { Redis, Cluster } from 'ioredis';
+import { closeClient } from './redis-client';
+import type { RedisClient } from './redis-client';
+
+type ParkResult = 'wake' | 'grant' | 'timer' | 'interrupt';
+
+/**
+ * One waiting acquire. A wake-up that arrives while its attempt is still in
+ * flight is remembered, so "attempt failed" followed by "start waiting" never
+ * misses a release that landed in between.
+ */
+export class Waiter {
+  pendingWake = false;
+  grantedFence = 0;
+  private resolvePark: ((result: ParkResult) => void) | undefined;
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    readonly channel: string,
+    readonly fair: boolean,
+    readonly waiterId: string,
+  ) {}
+
+  /** Waits until a wake-up, a grant, `ms` elapsing or `interrupt()`; returns at once if one is pending. */
+  park(ms: number): Promise<ParkResult> {
+    if (this.grantedFence > 0) return Promise.resolve('grant');
+    if (this.pendingWake) {
+      this.pendingWake = false;
+      return Promise.resolve('wake');
+    }
+    return new Promise<ParkResult>((resolve) => {
+      this.resolvePark = resolve;
+      this.timer = setTimeout(() => this.settle('timer'), Math.max(1, Math.ceil(ms)));
+    });
+  }
+
+  wake(): void {
+    if (!this.settle('wake')) this.pendingWake = true;
+  }
+
+  grant(fence: number): void {
+    this.grantedFence = fence;
+    this.settle('grant');
+  }
+
+  interrupt(): void {
+    this.settle('interrupt');
+  }
+
+  private settle(result: ParkResult): boolean {
+    const resolve = this.resolvePark;
+    if (!resolve) return false;
+    this.resolvePark = undefined;
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    if (result === 'wake') this.pendingWake = false;
+    resolve(result);
+    return true;
+  }
+}
+
+interface ChannelState {
+  readonly waiters: Waiter[];
+  ready: Promise<unknown>;
+  idleSince: number;
+}
+
+/** How long a channel with no waiters stays subscribed, so steady contention does not resubscribe per wait. */
+const LINGER_MS = 5_000;
+
+/**
+ * Delivers release and grant messages to waiting acquires over one subscriber
+ * connection per engine, never one per waiter.
+ *
+ * A release wakes only the longest-waiting local non-fair waiter (only one can
+ * win, so waking all would just make them race); a grant goes to the waiter it
+ * names. After a reconnect every waiter retries, since messages sent while the
+ * connection was down are lost.
+ */
+export class WakeBus {
+  private subscriber: Redis | Cluster | undefined;
+  private readonly channels = new Map<string, ChannelState>();
+  private sweepTimer: NodeJS.Timeout | undefined;
+  private closed = false;
+
+  constructor(
+    private readonly main: RedisClient,
+    private readonly sharded: boolean = false,
+  ) {}
+
+  /** Registers a waiter; the returned promise settles once its channel is subscribed. */
+  join(waiter: Waiter): Promise<unknown> {
+    let state = this.channels.get(waiter.channel);
+    if (!state) {
+      const sub = this.connection();
+      state = { waiters: [], ready: this.subscribe(sub, waiter.channel), idleSince: 0 };
+      this.channels.set(waiter.channel, state);
+    }
+    state.waiters.push(waiter);
+    return state.ready;
+  }
+
+  /** Removes a waiter. One that leaves holding an unused wake-up passes it on. */
+  leave(waiter: Waiter, acquired: boolean): void {
+    const state = this.channels.get(waiter.channel);
+    if (!state) return;
+    const i = state.waiters.indexOf(waiter);
+    if (i >= 0) state.waiters.splice(i, 1);
+    if (!acquired && waiter.pendingWake) this.wakeOne(state);
+    if (state.waiters.length === 0) {
+      state.idleSince = Date.now();
+      this.scheduleSweep();
+    }
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    clearTimeout(this.sweepTimer);
+    for (const state of this.channels.values()) for (const w of state.waiters) w.interrupt();
+    this.channels.clear();
+    const sub = this.subscriber;
+    this.subscriber = undefined;
+    if (sub) {
+      sub.removeAllListeners('ready');
+      await closeClient(sub);
+    }
+  }
+
+  private connection(): Redis | Cluster {
+    if (this.subscriber) return this.subscriber;
+    // The subscriber is always ours, even when the main client is the user's.
+    const sub: Redis | Cluster = (this.main as Redis).duplicate();
+    sub.on('error', () => {
+      // Reconnection is automatic; waits are capped by the lease, so nothing hangs meanwhile.
+    });
+    sub.on(this.sharded ? 'smessage' : 'message', (channel: string, message: string) =>
+      this.dispatch(channel, message),
+    );
+    let firstReady = true;
+    sub.on('ready', () => {
+      if (firstReady) {
+        firstReady = false;
+        return;
+      }
+      for (const state of this.channels.values()) for (const w of state.waiters) w.wake();
+    });
+    this.subscriber = sub;
+    return sub;
+  }
+
+  private subscribe(sub: Redis | Cluster, channel: string): Promise<unknown> {
+    const done = this.sharded ? sub.ssubscribe(channel) : sub.subscribe(channel);
+    // The waiter handles a failure (as a backend error); never leave it unhandled here.
+    done.catch(() => this.channels.delete(channel));
+    return done;
+  }
+
+  private dispatch(channel: string, message: string): void {
+    const state = this.channels.get(channel);
+    if (!state || state.waiters.length === 0) return;
+    if (message.charCodeAt(0) === 103 /* 'g' */) {
+      const sep = message.lastIndexOf(':');
+      const id = message.slice(1, sep);
+      const fence = Number(message.slice(sep + 1));
+      for (const w of state.waiters) {
+        if (w.fair && w.waiterId === id) {
+          w.grant(fence);
+          return;
+        }
+      }
+      return;
+    }
+    this.wakeOne(state);
+    // Fair waiters hear of a plain release only when no live waiter was queued: let them all retry.
+    for (const w of state.waiters) if (w.fair) w.wake();
+  }
+
+  private wakeOne(state: ChannelState): void {
+    for (const w of state.waiters) {
+      if (!w.fair && !w.pendingWake) {
+        w.wake();
+        return;
+      }
+    }
+  }
+
+  private scheduleSweep(): void {
+    if (this.sweepTimer || this.closed) return;
+    this.sweepTimer = setTimeout(() => this.sweep(), LINGER_MS);
+    this.sweepTimer.unref();
+  }
+
+  private sweep(): void {
+    this.sweepTimer = undefined;
+    const sub = this.subscriber;
+    if (!sub) return;
+    const now = Date.now();
+    let idleLeft = false;
+    for (const [channel, state] of this.channels) {
+      if (state.waiters.length > 0) continue;
+      if (now - state.idleSince >= LINGER_MS) {
+        this.channels.delete(channel);
+        const done = this.sharded ? sub.sunsubscribe(channel) : sub.unsubscribe(channel);
+        done.catch(() => undefined);
+      } else {
+        idleLeft = true;
+      }
+    }
+    if (idleLeft) this.scheduleSweep();
+  }
+}

@@ -1,0 +1,28 @@
+import { LockError } from './lock.error';
+
+/**
+ * Redis was unreachable or failed while handling a lock; `cause` carries the
+ * underlying error. Unlike {@link LockTimeoutError} this says nothing about
+ * other holders: the state of the lock is unknown.
+ *
+ * @example
+ * ```ts
+ * try {
+ *   await locks.withLock('sync', run);
+ * } catch (err) {
+ *   if (err instanceof LockBackendError) metrics.increment('redis_down');
+ *   throw err;
+ * }
+ * ```
+ */
+export class LockBackendError extends LockError {
+  constructor(key: string | undefined, action: string, cause: unknown) {
+    const detail = cause instanceof Error ? cause.message : String(cause);
+    super(
+      `Redis failed while trying to ${action}${key === undefined ? '' : ` lock "${key}"`}: ${detail}. ` +
+        `Check that Redis is reachable; the lock state is unknown until it is.`,
+      key,
+      { cause },
+    );
+  }
+}

@@ -1,0 +1,29 @@
+import { LockError } from './lock.error';
+
+/**
+ * The key is held by someone else and the wait budget ran out. Redis itself
+ * answered every attempt: this is contention, not an outage.
+ *
+ * @example
+ * ```ts
+ * try {
+ *   await locks.acquire('invoice:42', { waitMs: 500 });
+ * } catch (err) {
+ *   if (err instanceof LockTimeoutError) return res.status(409).send('busy, retry later');
+ *   throw err;
+ * }
+ * ```
+ */
+export class LockTimeoutError extends LockError {
+  /** How long the caller waited, in milliseconds. */
+  readonly waitedMs: number;
+
+  constructor(key: string, waitedMs: number) {
+    super(
+      `Timed out after ${waitedMs} ms waiting for lock "${key}", which is held by someone else. ` +
+        `Raise waitMs, or use tryAcquire() / onBusy: 'skip' if the work may be skipped.`,
+      key,
+    );
+    this.waitedMs = waitedMs;
+  }
+}

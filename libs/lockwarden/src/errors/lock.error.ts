@@ -1,0 +1,24 @@
+/**
+ * Base class of every error Lockwarden throws, so one `instanceof LockError`
+ * check separates lock problems from the protected code's own errors.
+ *
+ * @example
+ * ```ts
+ * try {
+ *   await locks.withLock('report:daily', () => buildReport());
+ * } catch (err) {
+ *   if (err instanceof LockError) logger.warn(`lock problem on ${err.key}: ${err.message}`);
+ *   else throw err;
+ * }
+ * ```
+ */
+export class LockError extends Error {
+  /** The lock key the error is about, when there is one. */
+  readonly key: string | undefined;
+
+  constructor(message: string, key?: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+    this.key = key;
+  }
+}

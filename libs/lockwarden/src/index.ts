@@ -1,0 +1,18 @@
+export { LockModule } from './lock.module';
+export { LockService } from './lock.service';
+export { LOCK_MODULE_OPTIONS } from './lock.module-definition';
+export type { LockModuleOptions } from './lock-options.interface';
+export type { LockHandle } from './core/lock-handle';
+export type { AcquireOptions } from './core/options';
+export type { LockEngineOptions } from './core/engine-options';
+export type { RedisSpec, RedisClient } from './core/redis-client';
+export { LockEngine } from './core/lock-engine';
+export {
+  LockError,
+  LockTimeoutError,
+  LockLostError,
+  LockBackendError,
+  LockConfigError,
+  LockAbortedError,
+} from './errors';
+export type { LockEvent, LockEventType, LockEventListener } from './core/events';

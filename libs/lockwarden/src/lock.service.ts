@@ -1,0 +1,106 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import type { OnApplicationShutdown } from '@nestjs/common';
+import { LockEngine } from './core/lock-engine';
+import type { LockHandle } from './core/lock-handle';
+import type { AcquireOptions } from './core/options';
+import { LOCK_MODULE_OPTIONS } from './lock.module-definition';
+import type { LockModuleOptions } from './lock-options.interface';
+
+/**
+ * Distributed locks on Redis, injectable anywhere once `LockModule` is imported.
+ *
+ * Reentrancy follows the async flow: inside a `withLock` callback (or a
+ * `@Locked` method) a nested acquire of the same key re-enters the held lock
+ * instead of deadlocking. A bare `acquire()` outside such a callback is always
+ * a new owner.
+ *
+ * @example
+ * ```ts
+ * @Injectable()
+ * export class PayoutService {
+ *   constructor(private readonly locks: LockService) {}
+ *
+ *   pay(accountId: string) {
+ *     return this.locks.withLock(`payout:${accountId}`, async (lock) => {
+ *       lock.signal.throwIfAborted();
+ *       await this.ledger.write(accountId, { fencingToken: lock.fencingToken });
+ *     });
+ *   }
+ * }
+ * ```
+ */
+@Injectable()
+export class LockService implements OnApplicationShutdown {
+  private readonly engine: LockEngine;
+
+  constructor(@Inject(LOCK_MODULE_OPTIONS) options: LockModuleOptions) {
+    this.engine = new LockEngine(options, new Logger('Lockwarden'));
+  }
+
+  /**
+   * Waits up to `waitMs` for the lock and returns its handle. Rejects with
+   * `LockTimeoutError` when someone else held it all along, `LockBackendError`
+   * when Redis failed, `LockAbortedError` when `signal` fired.
+   *
+   * @example
+   * ```ts
+   * const lock = await locks.acquire('invoice:42', { waitMs: 2_000 });
+   * try { await send(invoice); } finally { await lock.release(); }
+   * ```
+   */
+  acquire(key: string, options?: AcquireOptions): Promise<LockHandle> {
+    return this.engine.acquire(key, options);
+  }
+
+  /**
+   * One attempt: the handle when the lock was free, `null` when it is held.
+   *
+   * @example
+   * ```ts
+   * const lock = await locks.tryAcquire('cache:rebuild');
+   * if (!lock) return; // someone else is rebuilding
+   * ```
+   */
+  tryAcquire(key: string, options?: AcquireOptions): Promise<LockHandle | null> {
+    return this.engine.tryAcquire(key, options);
+  }
+
+  /**
+   * Runs `fn` while holding the lock and releases it afterwards, also when
+   * `fn` throws; a release error never hides `fn`'s own error. Rejects with
+   * `LockLostError` when the lock was lost before `fn` settled.
+   *
+   * @example
+   * ```ts
+   * const total = await locks.withLock('stock:sku-1', async (lock) => {
+   *   return inventory.reserve('sku-1', 2, { signal: lock.signal });
+   * });
+   * ```
+   */
+  withLock<T>(key: string, fn: (lock: LockHandle) => T | Promise<T>, options?: AcquireOptions): Promise<T> {
+    return this.engine.withLock(key, fn, options);
+  }
+
+  /**
+   * The innermost lock held by the calling async context (for `key`, when
+   * given): how decorated methods reach their signal and fencing token.
+   *
+   * @example
+   * ```ts
+   * const lock = locks.current('order:7');
+   * await repo.save(order, { fencingToken: lock?.fencingToken });
+   * ```
+   */
+  current(key?: string): LockHandle | undefined {
+    return this.engine.current(key);
+  }
+
+  /** The framework-free engine, for integrations (decorators, health checks). */
+  get lockEngine(): LockEngine {
+    return this.engine;
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.engine.close();
+  }
+}

@@ -1,0 +1,58 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { resolve } from 'node:path';
+import { createInterface } from 'node:readline';
+
+/** A TypeScript script running in its own Node process, driven by the lines it prints. */
+export class ChildScript {
+  readonly lines: string[] = [];
+  readonly exited: Promise<number | null>;
+  private waiters: { re: RegExp; resolve: (m: RegExpMatchArray) => void }[] = [];
+  private stderr = '';
+
+  constructor(readonly child: ChildProcess) {
+    createInterface({ input: child.stdout! }).on('line', (line) => {
+      this.lines.push(line);
+      this.waiters = this.waiters.filter((w) => {
+        const m = line.match(w.re);
+        if (m) w.resolve(m);
+        return !m;
+      });
+    });
+    child.stderr!.on('data', (chunk: Buffer) => (this.stderr += chunk.toString()));
+    this.exited = new Promise((done) => child.once('exit', (code) => done(code)));
+  }
+
+  /** Resolves with the first line (already printed or still to come) matching `re`. */
+  waitFor(re: RegExp): Promise<RegExpMatchArray> {
+    for (const line of this.lines) {
+      const m = line.match(re);
+      if (m) return Promise.resolve(m);
+    }
+    return new Promise((resolveMatch, reject) => {
+      this.waiters.push({ re, resolve: resolveMatch });
+      void this.exited.then((code) =>
+        reject(new Error(`child exited (${code}) before printing ${re}:\n${this.stderr.slice(-2000)}`)),
+      );
+    });
+  }
+
+  /** Waits for a clean exit and fails with the child's stderr otherwise. */
+  async succeeded(): Promise<void> {
+    const code = await this.exited;
+    if (code !== 0) throw new Error(`child exited with ${code}:\n${this.stderr.slice(-3000)}`);
+  }
+
+  kill(signal: NodeJS.Signals = 'SIGKILL'): void {
+    this.child.kill(signal);
+  }
+}
+
+/** Runs `test/workers/<name>.ts` under ts-node (CommonJS, like a user's compiled app). */
+export function runWorker(name: string, env: Record<string, string>): ChildScript {
+  const script = resolve('test', 'workers', `${name}.ts`);
+  const child = spawn(process.execPath, ['-r', 'ts-node/register/transpile-only', script], {
+    env: { ...process.env, TS_NODE_PROJECT: resolve('tsconfig.json'), ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  return new ChildScript(child);
+}

@@ -1,0 +1,127 @@
+import { Inject, Injectable, Module } from '@nestjs/common';
+import type { INestApplicationContext } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
+import { Redis } from 'ioredis';
+import { LockAbortedError, LockConfigError, LockModule, LockService } from 'lockwarden';
+import type { LockHandle } from 'lockwarden';
+import { startRedis, uniquePrefix } from './harness/redis';
+import type { RedisTarget } from './harness/redis';
+
+let redis: RedisTarget;
+let admin: Redis;
+
+beforeAll(async () => {
+  redis = await startRedis();
+  admin = redis.client();
+});
+
+afterAll(async () => {
+  await admin.quit();
+  await redis.stop();
+});
+
+@Injectable()
+class ReportService {
+  constructor(readonly locks: LockService) {}
+
+  build(): Promise<number> {
+    return this.locks.withLock('report', (lock) => lock.fencingToken);
+  }
+}
+
+const CONFIG = Symbol('CONFIG');
+
+@Module({ providers: [{ provide: CONFIG, useFactory: () => ({ url: redis.url }) }], exports: [CONFIG] })
+class ConfigModule {}
+
+async function app(imports: unknown[], providers: unknown[] = [ReportService]): Promise<INestApplicationContext> {
+  const moduleRef = await Test.createTestingModule({
+    imports: imports as never[],
+    providers: providers as never[],
+  }).compile();
+  return moduleRef.init();
+}
+
+describe('LockModule', () => {
+  it('forRoot provides an injectable LockService that locks', async () => {
+    const ctx = await app([LockModule.forRoot({ redis: redis.url, keyPrefix: uniquePrefix('mod') })]);
+    try {
+      expect(await ctx.get(ReportService).build()).toBe(1);
+    } finally {
+      await ctx.close();
+    }
+  });
+
+  it('forRootAsync builds its options from injected providers, and isGlobal shares it', async () => {
+    @Injectable()
+    class Deep {
+      constructor(@Inject(LockService) readonly locks: LockService) {}
+    }
+    @Module({ providers: [Deep], exports: [Deep] })
+    class FeatureModule {}
+
+    const ctx = await app([
+      LockModule.forRootAsync({
+        isGlobal: true,
+        imports: [ConfigModule],
+        inject: [CONFIG],
+        useFactory: (config: { url: string }) => ({ redis: config.url, keyPrefix: uniquePrefix('async') }),
+      }),
+      FeatureModule,
+    ]);
+    try {
+      const locks = ctx.get(Deep).locks;
+      expect(await locks.withLock('x', (l) => l.fencingToken)).toBe(1);
+    } finally {
+      await ctx.close();
+    }
+  });
+
+  it('fails at bootstrap with LockConfigError on bad options', async () => {
+    await expect(app([LockModule.forRoot({ redis: redis.url, leaseMs: 1 })])).rejects.toBeInstanceOf(LockConfigError);
+    await expect(
+      app([LockModule.forRoot({ redis: redis.url, waitMS: 5 } as unknown as { redis: string })]),
+    ).rejects.toThrow(/Unknown lock module option "waitMS"/);
+  });
+
+  it('uses a client it was given and never closes it', async () => {
+    const client = redis.client();
+    const ctx = await app([LockModule.forRoot({ redis: client, keyPrefix: uniquePrefix('given') })]);
+    expect(await ctx.get(ReportService).build()).toBe(1);
+    await ctx.close();
+    expect(await client.ping()).toBe('PONG');
+    await client.quit();
+  });
+});
+
+describe('app.close()', () => {
+  it('releases held locks, rejects waiters, and leaves no open handles', async () => {
+    const keyPrefix = uniquePrefix('close');
+    const baseline = process.getActiveResourcesInfo();
+    const ctx = await app([LockModule.forRoot({ redis: redis.url, keyPrefix, leaseMs: 1_000 })]);
+    const locks = ctx.get(LockService);
+    const held: LockHandle = await locks.acquire('held');
+    await locks.acquire('fixed', { ttlMs: 60_000 });
+    const waiting = locks.acquire('held', { waitMs: 60_000 }).catch((e: unknown) => e);
+    expect(await admin.exists(`${keyPrefix}{held}`, `${keyPrefix}{fixed}`)).toBe(2);
+
+    await ctx.close();
+
+    expect(await waiting).toBeInstanceOf(LockAbortedError);
+    expect(held.signal.aborted).toBe(true);
+    expect(await admin.exists(`${keyPrefix}{held}`, `${keyPrefix}{fixed}`)).toBe(0);
+    expect(openHandlesBeyond(baseline)).toEqual([]);
+  });
+});
+
+/** Resources (sockets, timers, ...) alive now that were not alive at `baseline`. */
+function openHandlesBeyond(baseline: string[]): string[] {
+  const left = [...baseline];
+  const extra: string[] = [];
+  for (const r of process.getActiveResourcesInfo()) {
+    const i = left.indexOf(r);
+    if (i >= 0) left.splice(i, 1);
+    else extra.push(r);
+  }
+  return extra;
+}

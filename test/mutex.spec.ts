@@ -1,0 +1,327 @@
+import type { Redis } from 'ioredis';
+import { LockAbortedError, LockConfigError, LockEngine, LockLostError, LockTimeoutError } from 'lockwarden';
+import type { LockEngineOptions } from 'lockwarden';
+import { aborted, EventLog } from './harness/event-log';
+import { startRedis, uniquePrefix } from './harness/redis';
+import type { RedisTarget } from './harness/redis';
+
+let redis: RedisTarget;
+let admin: Redis;
+const engines: LockEngine[] = [];
+
+beforeAll(async () => {
+  redis = await startRedis();
+  admin = redis.client();
+});
+
+afterEach(async () => {
+  await Promise.all(engines.splice(0).map((e) => e.close()));
+});
+
+afterAll(async () => {
+  await admin.quit();
+  await redis.stop();
+});
+
+function engine(options: Partial<LockEngineOptions> = {}, events?: EventLog): LockEngine {
+  const e = new LockEngine({
+    redis: redis.url,
+    keyPrefix: uniquePrefix('mutex'),
+    onEvent: events?.listener,
+    ...options,
+  });
+  engines.push(e);
+  return e;
+}
+
+/** Two engines on separate connections with the same prefix: two "processes" in one. */
+function pair(options: Partial<LockEngineOptions> = {}, events?: EventLog): [LockEngine, LockEngine] {
+  const keyPrefix = uniquePrefix('pair');
+  return [engine({ keyPrefix, ...options }, events), engine({ keyPrefix, ...options }, events)];
+}
+
+describe('mutual exclusion', () => {
+  it('lets 50 concurrent flows through one at a time and loses no update', async () => {
+    const [a, b] = pair();
+    let counter = 0;
+    let inside = 0;
+    let maxInside = 0;
+    const flows = Array.from({ length: 50 }, (_, i) =>
+      (i % 2 ? a : b).withLock('counter', async () => {
+        inside++;
+        maxInside = Math.max(maxInside, inside);
+        const read = counter;
+        await admin.ping(); // a real await between read and write
+        counter = read + 1;
+        inside--;
+      }),
+    );
+    await Promise.all(flows);
+    expect(counter).toBe(50);
+    expect(maxInside).toBe(1);
+  });
+
+  it('runs flows on different keys in parallel', async () => {
+    const e = engine();
+    let inside = 0;
+    let maxInside = 0;
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const flows = ['a', 'b', 'c'].map((key) =>
+      e.withLock(key, async () => {
+        inside++;
+        maxInside = Math.max(maxInside, inside);
+        if (inside === 3) release();
+        await gate;
+        inside--;
+      }),
+    );
+    await Promise.all(flows);
+    expect(maxInside).toBe(3);
+  });
+});
+
+describe('reentrancy', () => {
+  it('re-enters a key held by an enclosing withLock, with the outer fencing token', async () => {
+    const e = engine();
+    await e.withLock('r', async (outer) => {
+      const inner = await e.acquire('r', { waitMs: 0 });
+      expect(inner.fencingToken).toBe(outer.fencingToken);
+      const nested = await e.withLock('r', (lock) => lock.fencingToken);
+      expect(nested).toBe(outer.fencingToken);
+      expect(await inner.release()).toBe(true);
+      expect(outer.isHeld()).toBe(true);
+      expect(e.current('r')).toBe(outer);
+    });
+    expect(await admin.exists(`${e.options.keyPrefix}{r}`)).toBe(0);
+  });
+
+  it('keeps the lock until the last hold is released', async () => {
+    const e = engine();
+    let inner: Awaited<ReturnType<LockEngine['acquire']>> | undefined;
+    await e.withLock('hold', async () => {
+      inner = await e.acquire('hold');
+    });
+    expect(inner?.isHeld()).toBe(true);
+    expect(await admin.exists(`${e.options.keyPrefix}{hold}`)).toBe(1);
+    expect(await inner?.release()).toBe(true);
+    expect(await admin.exists(`${e.options.keyPrefix}{hold}`)).toBe(0);
+  });
+
+  it('treats sibling flows under one Promise.all as different owners', async () => {
+    const e = engine();
+    let inside = 0;
+    let maxInside = 0;
+    const sibling = (): Promise<void> =>
+      e.withLock('s', async () => {
+        inside++;
+        maxInside = Math.max(maxInside, inside);
+        await admin.ping();
+        inside--;
+      });
+    await e.withLock('parent', () => Promise.all([sibling(), sibling(), sibling()]));
+    expect(maxInside).toBe(1);
+  });
+
+  it('never re-enters from a bare acquire outside any callback', async () => {
+    const e = engine();
+    const first = await e.acquire('bare');
+    await expect(e.acquire('bare', { waitMs: 0 })).rejects.toBeInstanceOf(LockTimeoutError);
+    await expect(e.tryAcquire('bare')).resolves.toBeNull();
+    await first.release();
+  });
+});
+
+describe('fencing tokens', () => {
+  it('rise strictly per key across engines and survive release', async () => {
+    const [a, b] = pair();
+    const tokens: number[] = [];
+    for (let i = 0; i < 10; i++) {
+      tokens.push(await (i % 2 ? a : b).withLock('f', (lock) => lock.fencingToken));
+    }
+    expect(tokens).toEqual([...tokens].sort((x, y) => x - y));
+    expect(new Set(tokens).size).toBe(10);
+    const other = await a.withLock('other-key', (lock) => lock.fencingToken);
+    expect(other).toBe(1);
+  });
+});
+
+describe('release', () => {
+  it('is idempotent and only releases our own hold', async () => {
+    const e = engine();
+    const lock = await e.acquire('idem');
+    expect(await lock.release()).toBe(true);
+    expect(await lock.release()).toBe(false);
+    expect(lock.isHeld()).toBe(false);
+  });
+
+  it('from a stale handle after expiry leaves the new owner intact', async () => {
+    const [a, b] = pair();
+    const stale = await a.acquire('stale', { ttlMs: 100 });
+    const fresh = await b.acquire('stale', { waitMs: 10_000 }); // granted once the 100 ms lease ran out
+    expect(fresh.fencingToken).toBeGreaterThan(stale.fencingToken);
+    expect(await stale.release()).toBe(false);
+    expect(fresh.isHeld()).toBe(true);
+    await expect(fresh.extend(5_000)).resolves.toBeUndefined();
+    expect(await fresh.release()).toBe(true);
+  });
+});
+
+describe('waiting', () => {
+  it('wakes a waiter by the release message, not by polling', async () => {
+    const events = new EventLog();
+    const [a, b] = pair({}, events);
+    // A 10-minute lease: if the waiter slept until the lease ended, the test would time out.
+    const holder = await a.acquire('handoff', { ttlMs: 600_000 });
+    const parked = events.next({ type: 'waiting', key: 'handoff' });
+    const waiting = b.acquire('handoff', { waitMs: 600_000 });
+    await parked;
+    await holder.release();
+    const lock = await waiting;
+    expect(lock.fencingToken).toBe(holder.fencingToken + 1);
+    expect(events.count({ type: 'waiting', key: 'handoff' })).toBe(1);
+    await lock.release();
+  });
+
+  it('fails at once with waitMs: 0 and after the budget otherwise', async () => {
+    const e = engine();
+    const holder = await e.acquire('busy');
+    await expect(e.acquire('busy', { waitMs: 0 })).rejects.toBeInstanceOf(LockTimeoutError);
+    const err = await e.acquire('busy', { waitMs: 150 }).catch((x: unknown) => x);
+    expect(err).toBeInstanceOf(LockTimeoutError);
+    expect((err as LockTimeoutError).message).toMatch(/held by someone else/);
+    expect((err as LockTimeoutError).message).not.toMatch(/quorum/i);
+    await holder.release();
+  });
+
+  it('cancels a wait with an AbortSignal and leaves nothing behind', async () => {
+    const events = new EventLog();
+    const e = engine({}, events);
+    const holder = await e.acquire('cancel');
+    const ctrl = new AbortController();
+    const parked = events.next({ type: 'waiting', key: 'cancel' });
+    const waiting = e.acquire('cancel', { signal: ctrl.signal, waitMs: 600_000 });
+    await parked;
+    ctrl.abort(new Error('user gave up'));
+    await expect(waiting).rejects.toBeInstanceOf(LockAbortedError);
+    await holder.release();
+    expect(await admin.exists(`${e.options.keyPrefix}{cancel}`)).toBe(0);
+  });
+
+  it.each([false, true])('undoes a grant that lands just as the caller gives up (fair: %s)', async (fair) => {
+    const e = engine();
+    const ctrl = new AbortController();
+    // The script is already on the wire when the abort arrives: Redis grants the lock, the caller is gone.
+    const attempt = e.acquire('orphan', { signal: ctrl.signal, fair });
+    ctrl.abort();
+    await expect(attempt).rejects.toBeInstanceOf(LockAbortedError);
+    expect(await admin.exists(`${e.options.keyPrefix}{orphan}`)).toBe(0);
+    expect(await admin.exists(`${e.options.keyPrefix}{orphan}:queue`)).toBe(0);
+    expect(await e.tryAcquire('orphan').then((l) => l?.release())).toBe(true);
+  });
+
+  it('rejects a signal that is already aborted without touching Redis', async () => {
+    const e = engine();
+    await expect(e.acquire('pre', { signal: AbortSignal.abort() })).rejects.toBeInstanceOf(LockAbortedError);
+    expect(await admin.exists(`${e.options.keyPrefix}{pre}:fence`)).toBe(0);
+  });
+});
+
+describe('fair mode', () => {
+  it('grants waiters in arrival order, across engines', async () => {
+    const events = new EventLog();
+    const [a, b] = pair({}, events);
+    const holder = await a.acquire('fifo', { fair: true });
+    const order: number[] = [];
+    const waiters: Promise<void>[] = [];
+    for (let i = 0; i < 6; i++) {
+      const parked = events.next({ type: 'waiting', key: 'fifo' });
+      waiters.push(
+        (i % 2 ? a : b).acquire('fifo', { fair: true, waitMs: 60_000 }).then(async (lock) => {
+          order.push(i);
+          await lock.release();
+        }),
+      );
+      await parked; // the next waiter arrives only after this one has queued
+    }
+    await holder.release();
+    await Promise.all(waiters);
+    expect(order).toEqual([0, 1, 2, 3, 4, 5]);
+  });
+
+  it('drops a dead waiter from the queue after a bounded time', async () => {
+    const [a, b] = pair();
+    const holder = await a.acquire('dead', { fair: true });
+    // A waiter that queued and then vanished: its record says it checked in long ago.
+    const prefix = a.options.keyPrefix;
+    await admin.zadd(`${prefix}{dead}:queue`, 1, 'ghost-token');
+    await admin.hset(`${prefix}{dead}:waiters`, 'ghost-token', '1|30000|ghost|ghost-host');
+    const next = b.acquire('dead', { fair: true, waitMs: 60_000 });
+    await holder.release();
+    const lock = await next;
+    expect(lock.isHeld()).toBe(true);
+    expect(await admin.zscore(`${prefix}{dead}:queue`, 'ghost-token')).toBeNull();
+    await lock.release();
+  });
+});
+
+describe('watchdog', () => {
+  it('keeps a lock past its lease, and aborts the signal when the key is deleted', async () => {
+    const events = new EventLog();
+    const e = engine({ leaseMs: 150 }, events);
+    const lock = await e.acquire('wd');
+    await events.next({ type: 'renewed', key: 'wd' }, 4); // four renewals: well past one 150 ms lease
+    expect(lock.isHeld()).toBe(true);
+    expect(await admin.pttl(`${e.options.keyPrefix}{wd}`)).toBeGreaterThan(0);
+    await admin.del(`${e.options.keyPrefix}{wd}`);
+    const reason = await aborted(lock.signal);
+    expect(reason).toBeInstanceOf(LockLostError);
+    expect(lock.isHeld()).toBe(false);
+    expect(await lock.release()).toBe(false);
+  });
+
+  it('does not renew a fixed ttlMs lease and aborts before it ends', async () => {
+    const events = new EventLog();
+    const e = engine({}, events);
+    const lock = await e.acquire('fixed', { ttlMs: 100 });
+    const reason = await aborted(lock.signal);
+    expect(reason).toBeInstanceOf(LockLostError);
+    expect(events.count({ type: 'renewed', key: 'fixed' })).toBe(0);
+  });
+
+  it('rejects withLock with LockLostError when the lock is lost mid-callback', async () => {
+    const e = engine({ leaseMs: 150 });
+    let sawAbort = false;
+    const run = e.withLock('mid', async (lock) => {
+      await admin.del(`${e.options.keyPrefix}{mid}`);
+      await aborted(lock.signal);
+      sawAbort = lock.signal.aborted;
+      return 'done';
+    });
+    await expect(run).rejects.toBeInstanceOf(LockLostError);
+    expect(sawAbort).toBe(true);
+  });
+
+  it('lets the callback error win over a lost lock and a failed release', async () => {
+    const e = engine({ leaseMs: 150 });
+    const boom = new Error('boom');
+    const run = e.withLock('err', async (lock) => {
+      await admin.del(`${e.options.keyPrefix}{err}`);
+      await aborted(lock.signal);
+      throw boom;
+    });
+    await expect(run).rejects.toBe(boom);
+  });
+
+  it('extends a held lock and refuses to extend a lost one', async () => {
+    const e = engine();
+    const lock = await e.acquire('ext', { ttlMs: 1_000 });
+    await lock.extend(60_000);
+    expect(await admin.pttl(`${e.options.keyPrefix}{ext}`)).toBeGreaterThan(1_000);
+    await expect(lock.extend(5)).rejects.toBeInstanceOf(LockConfigError);
+    await expect(lock.extend(5)).rejects.toThrow(/extend\(ms\) must be an integer from 10/);
+    await admin.del(`${e.options.keyPrefix}{ext}`);
+    await expect(lock.extend()).rejects.toBeInstanceOf(LockLostError);
+    expect(lock.signal.aborted).toBe(true);
+  });
+});

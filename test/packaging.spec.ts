@@ -1,0 +1,119 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { startRedis } from './harness/redis';
+import type { RedisTarget } from './harness/redis';
+
+/**
+ * The published package must serve Nest 11 apps (CommonJS) and Nest 12 apps
+ * (ES modules). Build it, `npm pack` it, install the tarball into a fresh app
+ * of each kind, and take a real lock there.
+ */
+const root = resolve('.');
+let redis: RedisTarget;
+let work: string;
+let tarball: string;
+
+beforeAll(async () => {
+  redis = await startRedis();
+  work = mkdtempSync(join(tmpdir(), 'lockwarden-pack-'));
+  run('npx', ['tsc', '-p', 'libs/lockwarden/tsconfig.lib.json'], root);
+  run('npm', ['pack', '--silent', '--pack-destination', work], resolve('libs/lockwarden'));
+  tarball = join(
+    work,
+    readdirSync(work).find((f) => f.endsWith('.tgz'))!,
+  );
+}, 120_000);
+
+afterAll(async () => {
+  await redis.stop();
+  rmSync(work, { recursive: true, force: true });
+});
+
+function run(cmd: string, args: string[], cwd: string): string {
+  return execFileSync(cmd, args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: 300_000 });
+}
+
+function consumer(name: string, pkg: object, file: string, source: string): string {
+  const dir = join(work, name);
+  run('mkdir', ['-p', dir], work);
+  writeFileSync(join(dir, 'package.json'), JSON.stringify({ name, private: true, ...pkg }, null, 2));
+  writeFileSync(join(dir, file), source);
+  run('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error', tarball], dir);
+  return run('node', [file], dir);
+}
+
+const appSource = (importLines: string): string => `${importLines}
+const { Module } = common;
+const { NestFactory } = core;
+const { LockModule, LockService, LockTimeoutError } = lockwarden;
+class AppModule {}
+Module({ imports: [LockModule.forRoot({ redis: process.env.REDIS_URL, keyPrefix: 'pack:' + process.pid + ':' })] })(AppModule);
+const app = await NestFactory.createApplicationContext(AppModule, { logger: false });
+const locks = app.get(LockService);
+const token = await locks.withLock('k', async (lock) => {
+  const busy = await locks.tryAcquire('other');
+  await busy.release();
+  return lock.fencingToken;
+});
+const held = await locks.acquire('k');
+const err = await locks.acquire('k', { waitMs: 0 }).catch((e) => e);
+console.log(JSON.stringify({ token, timeout: err instanceof LockTimeoutError, nest: core.NestFactory ? 'ok' : 'no' }));
+await held.release();
+await app.close();
+`;
+
+describe('the packed library', () => {
+  it('works in a Nest 11 CommonJS app', () => {
+    const out = consumer(
+      'nest11-cjs',
+      {
+        dependencies: {
+          '@nestjs/common': '^11.0.0',
+          '@nestjs/core': '^11.0.0',
+          'reflect-metadata': '^0.2.0',
+          rxjs: '^7.8.0',
+        },
+      },
+      'main.cjs',
+      `require('reflect-metadata');
+const common = require('@nestjs/common');
+const core = require('@nestjs/core');
+const lockwarden = require('lockwarden');
+(async () => {
+${appSource('')}
+})().catch((e) => { console.error(e); process.exit(1); });
+`.replace(/^/, `process.env.REDIS_URL = ${JSON.stringify(redis.url)};\n`),
+    );
+    expect(JSON.parse(out.trim().split('\n').pop()!)).toEqual({ token: 1, timeout: true, nest: 'ok' });
+    expect(run('node', ['-p', "require('@nestjs/core/package.json').version"], join(work, 'nest11-cjs'))).toMatch(
+      /^11\./,
+    );
+  }, 300_000);
+
+  it('works in a Nest 12 ES-module app', () => {
+    const out = consumer(
+      'nest12-esm',
+      {
+        type: 'module',
+        dependencies: {
+          '@nestjs/common': '^12.0.0',
+          '@nestjs/core': '^12.0.0',
+          'reflect-metadata': '^0.2.0',
+          rxjs: '^7.8.0',
+        },
+      },
+      'main.js',
+      `process.env.REDIS_URL = ${JSON.stringify(redis.url)};
+${appSource(`import 'reflect-metadata';
+import * as common from '@nestjs/common';
+import * as core from '@nestjs/core';
+import * as lockwarden from 'lockwarden';`)}`,
+    );
+    expect(JSON.parse(out.trim().split('\n').pop()!)).toEqual({ token: 1, timeout: true, nest: 'ok' });
+    expect(run('node', ['-p', "require('@nestjs/core/package.json').version"], join(work, 'nest12-esm'))).toMatch(
+      /^12\./,
+    );
+  }, 300_000);
+});

@@ -1,0 +1,49 @@
+// A lock client in its own process, for the multi-process tests.
+// MODE=counter  ROUNDS times: read a plain Redis counter, then write it back +1, under the lock.
+// MODE=fence    ROUNDS times: take the lock and print its fencing token.
+// MODE=hold     take the lock, print "held <token>", and keep it until killed.
+import { Redis } from 'ioredis';
+import { LockEngine } from '../../libs/lockwarden/src/core';
+
+async function main(): Promise<void> {
+  const { REDIS, PREFIX, KEY = 'k', MODE, ROUNDS = '0', LEASE_MS = '30000' } = process.env;
+  const engine = new LockEngine({ redis: REDIS!, keyPrefix: PREFIX, leaseMs: Number(LEASE_MS), waitMs: 60_000 });
+  const data = new Redis(REDIS!);
+  await barrier(data, `${PREFIX}barrier`, Number(process.env.PARTIES ?? '1'));
+  if (MODE === 'counter') {
+    for (let i = 0; i < Number(ROUNDS); i++) {
+      await engine.withLock(KEY, async () => {
+        const value = Number((await data.get(`${PREFIX}counter`)) ?? '0');
+        await data.set(`${PREFIX}counter`, String(value + 1));
+      });
+    }
+  } else if (MODE === 'fence') {
+    for (let i = 0; i < Number(ROUNDS); i++) {
+      const token = await engine.withLock(KEY, (lock) => lock.fencingToken);
+      console.log(`token ${token}`);
+    }
+  } else if (MODE === 'hold') {
+    const lock = await engine.acquire(KEY);
+    console.log(`held ${lock.fencingToken}`);
+    await new Promise(() => undefined);
+  }
+  console.log('done');
+  await data.quit();
+  await engine.close();
+}
+
+/** Waits until `parties` workers have arrived, so they really contend instead of running one after another. */
+async function barrier(data: Redis, key: string, parties: number): Promise<void> {
+  if (parties <= 1) return;
+  if ((await data.incr(`${key}:count`)) === parties) {
+    await data.rpush(`${key}:go`, ...Array.from({ length: parties }, () => 'go'));
+  }
+  const waiter = data.duplicate();
+  await waiter.blpop(`${key}:go`, 0);
+  waiter.disconnect();
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exitCode = 1;
+});
