@@ -14,6 +14,7 @@ module.exports = {
   },
   globalSetup: '<rootDir>/test/harness/global-setup.cjs',
   globalTeardown: '<rootDir>/test/harness/global-teardown.cjs',
+  setupFilesAfterEnv: ['<rootDir>/test/harness/no-unhandled.ts'],
   testTimeout: 60000,
   maxWorkers: 2,
 };
