@@ -114,6 +114,19 @@ describe('app.close()', () => {
   });
 });
 
+describe('app.close() with Redis gone', () => {
+  it('still finishes, and leaves no open handles', async () => {
+    const own = await startRedis({ own: true });
+    const baseline = process.getActiveResourcesInfo();
+    const ctx = await app([LockModule.forRoot({ redis: own.url, commandTimeoutMs: 200 })]);
+    const held = await ctx.get(LockService).acquire('k');
+    await own.stop();
+    await ctx.close();
+    expect(held.signal.aborted).toBe(true);
+    expect(openHandlesBeyond(baseline)).toEqual([]);
+  });
+});
+
 /** Resources (sockets, timers, ...) alive now that were not alive at `baseline`. */
 function openHandlesBeyond(baseline: string[]): string[] {
   const left = [...baseline];

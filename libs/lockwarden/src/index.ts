@@ -7,6 +7,14 @@ export type { AcquireOptions } from './core/options';
 export type { LockEngineOptions } from './core/engine-options';
 export type { RedisSpec, RedisClient } from './core/redis-client';
 export { LockEngine } from './core/lock-engine';
+export { Locked } from './decorators/locked.decorator';
+export type { KeySpec } from './decorators/key-template';
+export type { LockedOptions, OnBusy } from './decorators/locked-options';
+export { LOCKED_METADATA } from './decorators/locked.constants';
+export { getLockedMetadata } from './decorators/locked-metadata.accessor';
+export type { LockedMetadata, LockMode } from './decorators/locked-metadata.accessor';
+export { LockInterceptor } from './interceptors/lock.interceptor';
+export { toHttpError } from './interceptors/lock-http-errors';
 export {
   LockError,
   LockTimeoutError,

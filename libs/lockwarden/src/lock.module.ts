@@ -1,4 +1,6 @@
 import { Module } from '@nestjs/common';
+import { LOCK_SERVICE_FOR_DECORATORS } from './decorators/locked.constants';
+import { LockInterceptor } from './interceptors/lock.interceptor';
 import { LockConfigurableModule } from './lock.module-definition';
 import { LockService } from './lock.service';
 
@@ -20,7 +22,7 @@ import { LockService } from './lock.service';
  * ```
  */
 @Module({
-  providers: [LockService],
-  exports: [LockService],
+  providers: [LockService, { provide: LOCK_SERVICE_FOR_DECORATORS, useExisting: LockService }, LockInterceptor],
+  exports: [LockService, LOCK_SERVICE_FOR_DECORATORS, LockInterceptor],
 })
 export class LockModule extends LockConfigurableModule {}

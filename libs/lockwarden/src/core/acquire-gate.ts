@@ -50,6 +50,8 @@ export class AcquireGate {
         this.whenAborted(undefined);
         reject(new LockBackendError(this.key, action, new Error(`Redis did not answer within ${timeoutMs} ms`)));
       }, timeoutMs);
+      // The pending Redis call keeps the process alive while it matters; this timer never should.
+      timer.unref();
       this.whenAborted(() => {
         clearTimeout(timer);
         reject(new LockAbortedError(this.key, this.reason));

@@ -1,5 +1,6 @@
 /** What happened to a lock. */
-export type LockEventType = 'acquired' | 'released' | 'waiting' | 'timeout' | 'extended' | 'renewed' | 'lost';
+export type LockEventType =
+  'acquired' | 'released' | 'waiting' | 'timeout' | 'skipped' | 'extended' | 'renewed' | 'lost';
 
 /**
  * One lock event, for your own logging or tests. `waiting` fires once per

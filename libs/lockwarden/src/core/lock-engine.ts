@@ -86,7 +86,7 @@ export class LockEngine implements LeaseOwner {
     const reentered = this.reenter(req.key);
     if (reentered) return reentered;
     const lease = await this.acquireNew({ ...req, waitMs: 0 });
-    return lease && new LeaseHandle(lease);
+    return typeof lease === 'number' ? null : new LeaseHandle(lease);
   }
 
   async withLock<T>(key: string, fn: (lock: LockHandle) => T | Promise<T>, options?: AcquireOptions): Promise<T> {
@@ -113,6 +113,52 @@ export class LockEngine implements LeaseOwner {
     await this.releaseQuietly(handle);
     if (lost !== undefined) throw lost instanceof LockLostError ? lost : new LockLostError(handle.key, String(lost));
     return result;
+  }
+
+  /**
+   * Takes several locks one at a time, in the order given (callers sort them,
+   * so two calls never wait on each other crosswise). On any failure it
+   * releases what it took. With `busy: 'skip'` a held key yields `null`; with
+   * `'throw'` it fails at once with LockTimeoutError.
+   */
+  async acquireAll(
+    keys: readonly string[],
+    options: AcquireOptions,
+    busy: 'wait' | 'throw' | 'skip',
+  ): Promise<LeaseHandle[] | null> {
+    const opts = busy === 'wait' ? options : { ...options, waitMs: 0 };
+    const held: LeaseHandle[] = [];
+    try {
+      for (const key of keys) {
+        const handle = busy === 'skip' ? await this.tryAcquire(key, opts) : await this.acquire(key, opts);
+        if (!handle) {
+          await this.releaseAll(held);
+          this.emit({ type: 'skipped', key });
+          return null;
+        }
+        held.push(handle as LeaseHandle);
+      }
+      return held;
+    } catch (err) {
+      await this.releaseAll(held);
+      throw err;
+    }
+  }
+
+  /** Runs `fn` as the holder of every handle (outermost first), so nested acquires re-enter them. */
+  runInFrames<T>(handles: readonly LeaseHandle[], fn: () => T): T {
+    let run = fn;
+    for (let i = handles.length - 1; i >= 0; i--) {
+      const handle = handles[i];
+      const inner = run;
+      run = () => this.context.run(handle.lease, handle, inner);
+    }
+    return run();
+  }
+
+  /** Releases in reverse order; failures are logged, never thrown (the leases then expire). */
+  async releaseAll(handles: readonly LockHandle[]): Promise<void> {
+    for (let i = handles.length - 1; i >= 0; i--) await this.releaseQuietly(handles[i]);
   }
 
   /** The innermost lock held by the calling async context (for `key`, when given). */
@@ -181,10 +227,10 @@ export class LockEngine implements LeaseOwner {
   private async acquireOrThrow(req: ResolvedAcquire): Promise<LockHandle> {
     const started = performance.now();
     const lease = await this.acquireNew(req);
-    if (!lease) {
+    if (typeof lease === 'number') {
       const waitedMs = Math.round(performance.now() - started);
       this.emit({ type: 'timeout', key: req.key, waitedMs });
-      throw new LockTimeoutError(req.key, waitedMs);
+      throw new LockTimeoutError(req.key, waitedMs, lease);
     }
     return new LeaseHandle(lease);
   }
@@ -193,9 +239,10 @@ export class LockEngine implements LeaseOwner {
    * One acquisition: a single round trip when the lock is free. When it is
    * busy: subscribe to its channel, try again (so a release in between is not
    * missed), then sleep until a release message, a grant, or the lock's
-   * remaining lease, whichever comes first, within the wait budget.
+   * remaining lease, whichever comes first, within the wait budget. Resolves
+   * the lease, or, when the budget ran out, how long the lock is still held.
    */
-  private async acquireNew(req: ResolvedAcquire): Promise<Lease | null> {
+  private async acquireNew(req: ResolvedAcquire): Promise<Lease | number> {
     const keys = mutexKeys(this.options.keyPrefix, req.key);
     const token = newOwnerToken();
     const waiterId = req.fair ? newWaiterId() : '';
@@ -229,7 +276,7 @@ export class LockEngine implements LeaseOwner {
         );
         if (reply > 0) return (lease = this.grant(req, keys, token, reply, sentAt, started));
         const now = performance.now();
-        if (now >= deadline) return null;
+        if (now >= deadline) return -reply;
         if (!waiter) {
           waiter = new Waiter(keys.channel, req.fair, waiterId);
           await this.ask(gate, req.key, 'subscribe to', this.bus.join(waiter), deadline - now);

@@ -16,9 +16,11 @@ export interface ClientLease {
 /**
  * Clients we create fail commands after a few reconnection attempts rather
  * than queueing them for minutes, so a dead Redis surfaces as LockBackendError
- * within a lock's wait budget.
+ * within a lock's wait budget. `disconnectTimeout: 0`: closing a client whose
+ * socket is already gone must not leave ioredis's 2 s destroy timer keeping
+ * the process alive.
  */
-const OWNED_DEFAULTS: RedisOptions = { maxRetriesPerRequest: 2, connectTimeout: 5_000 };
+export const OWNED_DEFAULTS: RedisOptions = { maxRetriesPerRequest: 2, connectTimeout: 5_000, disconnectTimeout: 0 };
 
 export function isRedisClient(value: unknown): value is RedisClient {
   return (
@@ -52,11 +54,16 @@ export function openClient(spec: RedisSpec): ClientLease {
  */
 export async function closeClient(client: RedisClient): Promise<void> {
   if (client.status === 'end') return;
-  const ended = new Promise<void>((resolve) => client.once('end', () => resolve()));
+  // Only a client with a socket emits 'end'; one between reconnects just drops its retry timer.
+  const hasSocket = client.status === 'ready' || client.status === 'connect' || client.status === 'connecting';
+  const ended = hasSocket ? new Promise<void>((resolve) => client.once('end', () => resolve())) : undefined;
   if (client.status === 'ready') {
     await client.quit().catch(() => client.disconnect());
   } else {
     client.disconnect();
   }
   await ended;
+  // ioredis arms a destroy timer even for a socket already gone (disconnectTimeout, 0 for our
+  // clients); let it fire so nothing of ours outlives close().
+  if (!hasSocket) await new Promise<void>((resolve) => setTimeout(resolve, 0));
 }

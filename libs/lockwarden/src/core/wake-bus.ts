@@ -129,7 +129,9 @@ export class WakeBus {
   private connection(): Redis | Cluster {
     if (this.subscriber) return this.subscriber;
     // The subscriber is always ours, even when the main client is the user's.
-    const sub: Redis | Cluster = (this.main as Redis).duplicate();
+    const sub: Redis | Cluster = this.main.isCluster
+      ? (this.main as Cluster).duplicate()
+      : (this.main as Redis).duplicate({ disconnectTimeout: 0 });
     sub.on('error', () => {
       // Reconnection is automatic; waits are capped by the lease, so nothing hangs meanwhile.
     });

@@ -17,13 +17,16 @@ import { LockError } from './lock.error';
 export class LockTimeoutError extends LockError {
   /** How long the caller waited, in milliseconds. */
   readonly waitedMs: number;
+  /** How long the current holder's lease still ran at the last look, when known: a fair Retry-After. */
+  readonly retryAfterMs: number | undefined;
 
-  constructor(key: string, waitedMs: number) {
+  constructor(key: string, waitedMs: number, retryAfterMs?: number) {
     super(
       `Timed out after ${waitedMs} ms waiting for lock "${key}", which is held by someone else. ` +
         `Raise waitMs, or use tryAcquire() / onBusy: 'skip' if the work may be skipped.`,
       key,
     );
     this.waitedMs = waitedMs;
+    this.retryAfterMs = retryAfterMs;
   }
 }

@@ -1,0 +1,12 @@
+/** Metadata key under which a decorated method's lock settings are stored (with SetMetadata). */
+export const LOCKED_METADATA = 'lockwarden:locked';
+
+/**
+ * The token decorated classes receive `LockService` under. Nest prints it when
+ * it cannot resolve it, so it doubles as the fix for a missing LockModule.
+ */
+export const LOCK_SERVICE_FOR_DECORATORS =
+  'LockService (import LockModule.forRoot() or forRootAsync() into this module, or make it global with isGlobal: true, to use @Locked, @ReadLocked and @WriteLocked)';
+
+/** The property a decorated instance holds its LockService in. */
+export const LOCK_SERVICE_PROPERTY = Symbol('lockwarden:lockService');

@@ -1,0 +1,168 @@
+import { Controller, Get, Param } from '@nestjs/common';
+import type { INestApplication } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
+import type { Redis } from 'ioredis';
+import { LockEngine, LockModule, LockService, Locked } from 'lockwarden';
+import { Subject } from 'rxjs';
+import type { Observable } from 'rxjs';
+import request from 'supertest';
+import { aborted, EventLog } from './harness/event-log';
+import { freePort } from './harness/free-port';
+import { startRedis, uniquePrefix } from './harness/redis';
+import type { RedisTarget } from './harness/redis';
+
+let redis: RedisTarget;
+let admin: Redis;
+let app: INestApplication;
+let prefix: string;
+let other: LockEngine;
+const events = new EventLog();
+const stream = new Subject<string>();
+let inside = 0;
+let maxInside = 0;
+
+@Controller('r')
+class RouteController {
+  constructor(readonly locks: LockService) {}
+
+  @Get('serial')
+  @Locked('route:serial')
+  async serial(): Promise<{ ok: boolean }> {
+    inside++;
+    maxInside = Math.max(maxInside, inside);
+    await admin.ping();
+    await admin.ping();
+    inside--;
+    return { ok: true };
+  }
+
+  @Get('strict')
+  @Locked('route:strict', { onBusy: 'throw' })
+  strict(): string {
+    return 'ran';
+  }
+
+  @Get('stream')
+  @Locked('route:stream')
+  stream(): Observable<string> {
+    return stream.asObservable();
+  }
+
+  @Get('lost')
+  @Locked('route:lost')
+  async lost(): Promise<string> {
+    const lock = this.locks.current('route:lost')!;
+    await admin.del(`${prefix}{route:lost}`);
+    await aborted(lock.signal);
+    return 'finished without its lock';
+  }
+
+  @Get('bad/:id')
+  @Locked('route:{1.missing}')
+  bad(@Param('id') id: string, query?: { missing?: string }): string {
+    return `${id}${query?.missing ?? ''}`;
+  }
+
+  @Get('once/:id')
+  @Locked('route:once:{0}')
+  once(@Param('id') id: string): { token: number | undefined; id: string } {
+    return { token: this.locks.current(`route:once:${id}`)?.fencingToken, id };
+  }
+}
+
+beforeAll(async () => {
+  redis = await startRedis();
+  admin = redis.client();
+  prefix = uniquePrefix('http');
+  const moduleRef = await Test.createTestingModule({
+    imports: [LockModule.forRoot({ redis: redis.url, keyPrefix: prefix, leaseMs: 600, onEvent: events.listener })],
+    controllers: [RouteController],
+  }).compile();
+  app = moduleRef.createNestApplication({ logger: false });
+  await app.init();
+  other = new LockEngine({ redis: redis.url, keyPrefix: prefix });
+});
+
+afterAll(async () => {
+  await other.close();
+  await app.close();
+  await admin.quit();
+  await redis.stop();
+});
+
+describe('@Locked controller routes over HTTP', () => {
+  it('serializes concurrent requests on one route', async () => {
+    const responses = await Promise.all(
+      Array.from({ length: 10 }, () => request(app.getHttpServer()).get('/r/serial')),
+    );
+    expect(responses.map((r) => r.status)).toEqual(Array(10).fill(200));
+    expect(maxInside).toBe(1);
+  });
+
+  it("answers 409 with Retry-After when busy and onBusy is 'throw'", async () => {
+    const held = await other.acquire('route:strict', { ttlMs: 30_000 });
+    const res = await request(app.getHttpServer()).get('/r/strict');
+    expect(res.status).toBe(409);
+    expect(Number(res.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    expect(JSON.stringify(res.body)).not.toContain('route:strict');
+    await held.release();
+    const ok = await request(app.getHttpServer()).get('/r/strict');
+    expect(ok.status).toBe(200);
+    expect(ok.text).toBe('ran');
+  });
+
+  it('holds the lock until an Observable response completes', async () => {
+    const acquired = events.next({ type: 'acquired', key: 'route:stream' });
+    const pending = request(app.getHttpServer())
+      .get('/r/stream')
+      .then((r) => r);
+    await acquired;
+    expect(await other.tryAcquire('route:stream')).toBeNull();
+    stream.next('first');
+    await admin.ping();
+    expect(events.count({ type: 'released', key: 'route:stream' })).toBe(0);
+    const released = events.next({ type: 'released', key: 'route:stream' });
+    stream.next('last');
+    stream.complete();
+    const res = await pending;
+    expect(res.status).toBe(200);
+    expect(res.text).toBe('last');
+    await released;
+    expect(await admin.exists(`${prefix}{route:stream}`)).toBe(0);
+  });
+
+  it('answers 409 when the lock is lost before the handler finished', async () => {
+    const res = await request(app.getHttpServer()).get('/r/lost');
+    expect(res.status).toBe(409);
+  });
+
+  it('answers 500 without leaking the message on a bad key', async () => {
+    const res = await request(app.getHttpServer()).get('/r/bad/7');
+    expect(res.status).toBe(500);
+    expect(res.text).not.toMatch(/placeholder|route:/);
+  });
+
+  it('takes the lock exactly once for a route that is also a wrapped method', async () => {
+    const before = events.count({ type: 'acquired', key: 'route:once:a' });
+    const res = await request(app.getHttpServer()).get('/r/once/a');
+    expect(res.status).toBe(200);
+    expect(res.body.token).toBeGreaterThan(0);
+    expect(events.count({ type: 'acquired', key: 'route:once:a' })).toBe(before + 1);
+  });
+
+  it('answers 503 when Redis is unreachable', async () => {
+    const deadPort = await freePort();
+    const moduleRef = await Test.createTestingModule({
+      imports: [LockModule.forRoot({ redis: `redis://127.0.0.1:${deadPort}`, commandTimeoutMs: 300 })],
+      controllers: [RouteController],
+    }).compile();
+    const down = moduleRef.createNestApplication({ logger: false });
+    await down.init();
+    try {
+      const res = await request(down.getHttpServer()).get('/r/strict');
+      expect(res.status).toBe(503);
+    } finally {
+      await down.close();
+    }
+  });
+});
