@@ -10,7 +10,10 @@ import {
   LockModule,
   LockService,
   LockTimeoutError,
+  LockUpgradeError,
   Locked,
+  ReadLocked,
+  WriteLocked,
 } from 'lockwarden';
 import { aborted, EventLog } from './harness/event-log';
 import { startRedis, uniquePrefix } from './harness/redis';
@@ -137,6 +140,38 @@ class Jobs {
   }
 }
 
+@Injectable()
+class Catalog {
+  readonly overlap = new Overlap();
+  release: (() => void) | undefined;
+
+  @ReadLocked('catalog:{0}')
+  async read(id: string, gate?: Promise<void>, arrived?: () => void): Promise<void> {
+    await this.overlap.run(`read`, async () => {
+      arrived?.();
+      await gate;
+    });
+    void id;
+  }
+
+  @WriteLocked('catalog:{0}')
+  async write(id: string): Promise<void> {
+    await this.overlap.run(`write`, () => admin.ping());
+    void id;
+  }
+
+  @ReadLocked('catalog:{0}')
+  async readThenWrite(id: string): Promise<void> {
+    await this.write(id);
+  }
+
+  @WriteLocked('catalog:{0}')
+  async writeThenRead(id: string): Promise<number> {
+    await this.read(id);
+    return 1;
+  }
+}
+
 let ctx: INestApplicationContext;
 let accounts: Accounts;
 let locks: LockService;
@@ -152,7 +187,7 @@ beforeAll(async () => {
       ScheduleModule.forRoot(),
       LockModule.forRoot({ redis: redis.url, keyPrefix: prefix, leaseMs: 600, onEvent: events.listener }),
     ],
-    providers: [Accounts, Jobs],
+    providers: [Accounts, Jobs, Catalog],
   }).compile();
   ctx = await moduleRef.init();
   accounts = ctx.get(Accounts);
@@ -251,6 +286,38 @@ describe('@Locked on service methods', () => {
     const bare = new Accounts();
     await expect(bare.debit('z')).rejects.toThrow(/has no LockService/);
     expect(bare.overlap.total).toBe(0);
+  });
+});
+
+describe('@ReadLocked and @WriteLocked', () => {
+  it('lets readers share and keeps writers apart from everyone', async () => {
+    const catalog = ctx.get(Catalog);
+    let open!: () => void;
+    const gate = new Promise<void>((r) => (open = r));
+    let inside = 0;
+    let allInside!: () => void;
+    const allIn = new Promise<void>((r) => (allInside = r));
+    const arrived = (): void => {
+      if (++inside === 3) allInside();
+    };
+    const reads = [1, 2, 3].map(() => catalog.read('c1', gate, arrived));
+    await allIn;
+    expect(catalog.overlap.max.get('read')).toBe(3); // three readers inside at once
+    const write = catalog.write('c1');
+    await events.next({ type: 'waiting', key: 'catalog:c1' });
+    expect(catalog.overlap.max.get('write')).toBeUndefined(); // the writer waits for the readers
+    open();
+    await Promise.all([...reads, write]);
+    expect(catalog.overlap.max.get('write')).toBe(1);
+  });
+
+  it('refuses an upgrade from a read-locked method to a write-locked one', async () => {
+    await expect(ctx.get(Catalog).readThenWrite('c2')).rejects.toBeInstanceOf(LockUpgradeError);
+  });
+
+  it('downgrades from a write-locked method to a read-locked one', async () => {
+    await expect(ctx.get(Catalog).writeThenRead('c3')).resolves.toBe(1);
+    expect(await admin.exists(`${prefix}{catalog:c3}:rw`)).toBe(0);
   });
 });
 

@@ -2,6 +2,7 @@
 // MODE=counter  ROUNDS times: read a plain Redis counter, then write it back +1, under the lock.
 // MODE=fence    ROUNDS times: take the lock and print its fencing token.
 // MODE=hold     take the lock, print "held <token>", and keep it until killed.
+// MODE=read-hold  the same with a read hold of a read/write lock.
 import { Redis } from 'ioredis';
 import { LockEngine } from '../../libs/lockwarden/src/core';
 
@@ -22,6 +23,10 @@ async function main(): Promise<void> {
       const token = await engine.withLock(KEY, (lock) => lock.fencingToken);
       console.log(`token ${token}`);
     }
+  } else if (MODE === 'read-hold') {
+    const lock = await engine.acquireRead(KEY);
+    console.log(`held ${lock.fencingToken}`);
+    await new Promise(() => undefined);
   } else if (MODE === 'hold') {
     const lock = await engine.acquire(KEY);
     console.log(`held ${lock.fencingToken}`);

@@ -3,11 +3,13 @@ export { LockService } from './lock.service';
 export { LOCK_MODULE_OPTIONS } from './lock.module-definition';
 export type { LockModuleOptions } from './lock-options.interface';
 export type { LockHandle } from './core/lock-handle';
-export type { AcquireOptions } from './core/options';
+export type { AcquireOptions, RwAcquireOptions } from './core/options';
 export type { LockEngineOptions } from './core/engine-options';
 export type { RedisSpec, RedisClient } from './core/redis-client';
 export { LockEngine } from './core/lock-engine';
 export { Locked } from './decorators/locked.decorator';
+export { ReadLocked } from './decorators/read-locked.decorator';
+export { WriteLocked } from './decorators/write-locked.decorator';
 export type { KeySpec } from './decorators/key-template';
 export type { LockedOptions, OnBusy } from './decorators/locked-options';
 export { LOCKED_METADATA } from './decorators/locked.constants';
@@ -22,5 +24,6 @@ export {
   LockBackendError,
   LockConfigError,
   LockAbortedError,
+  LockUpgradeError,
 } from './errors';
 export type { LockEvent, LockEventType, LockEventListener } from './core/events';

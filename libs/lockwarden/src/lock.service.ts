@@ -2,7 +2,7 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { OnApplicationShutdown } from '@nestjs/common';
 import { LockEngine } from './core/lock-engine';
 import type { LockHandle } from './core/lock-handle';
-import type { AcquireOptions } from './core/options';
+import type { AcquireOptions, RwAcquireOptions } from './core/options';
 import { LOCK_MODULE_OPTIONS } from './lock.module-definition';
 import type { LockModuleOptions } from './lock-options.interface';
 
@@ -79,6 +79,63 @@ export class LockService implements OnApplicationShutdown {
    */
   withLock<T>(key: string, fn: (lock: LockHandle) => T | Promise<T>, options?: AcquireOptions): Promise<T> {
     return this.engine.withLock(key, fn, options);
+  }
+
+  /**
+   * A shared hold on a read/write lock: many readers at once, never together
+   * with a writer. Each reader has its own owner token and lease. Once a
+   * writer waits, new readers queue behind it (`writerPreference: false` lets
+   * a reader overtake).
+   *
+   * @example
+   * ```ts
+   * const lock = await locks.acquireRead('catalog');
+   * try { return await catalog.snapshot(); } finally { await lock.release(); }
+   * ```
+   */
+  acquireRead(key: string, options?: RwAcquireOptions): Promise<LockHandle> {
+    return this.engine.acquireRead(key, options);
+  }
+
+  /**
+   * An exclusive hold on a read/write lock, with a fencing token that rises
+   * per key. Inside a read hold of the same key it rejects at once with
+   * `LockUpgradeError`.
+   *
+   * @example
+   * ```ts
+   * const lock = await locks.acquireWrite('catalog', { waitMs: 5_000 });
+   * try { await catalog.rebuild(lock.fencingToken); } finally { await lock.release(); }
+   * ```
+   */
+  acquireWrite(key: string, options?: RwAcquireOptions): Promise<LockHandle> {
+    return this.engine.acquireWrite(key, options);
+  }
+
+  /**
+   * Runs `fn` under a read hold, like `withLock`. Reads re-enter reads; inside
+   * a write hold of the same key it takes a real read hold (a downgrade) that
+   * stays after the write is released.
+   *
+   * @example
+   * ```ts
+   * const price = await locks.withReadLock('prices', () => prices.get('sku-1'));
+   * ```
+   */
+  withReadLock<T>(key: string, fn: (lock: LockHandle) => T | Promise<T>, options?: RwAcquireOptions): Promise<T> {
+    return this.engine.withReadLock(key, fn, options);
+  }
+
+  /**
+   * Runs `fn` under a write hold, like `withLock`.
+   *
+   * @example
+   * ```ts
+   * await locks.withWriteLock('prices', (lock) => prices.replaceAll(feed, lock.fencingToken));
+   * ```
+   */
+  withWriteLock<T>(key: string, fn: (lock: LockHandle) => T | Promise<T>, options?: RwAcquireOptions): Promise<T> {
+    return this.engine.withWriteLock(key, fn, options);
   }
 
   /**

@@ -1,6 +1,7 @@
 import { LockLostError } from '../errors';
 import type { LockHandle } from './lock-handle';
-import type { MutexKeys } from './lock-keys';
+import type { MutexKeys, RwKeys } from './lock-keys';
+import type { LeaseKind } from './mutex-store';
 
 export type LeaseState = 'held' | 'released' | 'lost';
 
@@ -29,8 +30,9 @@ export class Lease {
 
   constructor(
     readonly owner: LeaseOwner,
+    readonly kind: LeaseKind,
     readonly key: string,
-    readonly keys: MutexKeys,
+    readonly keys: MutexKeys | RwKeys,
     readonly token: string,
     readonly fencingToken: number,
     public leaseMs: number,

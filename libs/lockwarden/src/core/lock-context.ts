@@ -1,5 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Lease, LeaseHandle } from './lease';
+import type { LeaseKind } from './mutex-store';
 
 /** One lock entered by a `withLock` callback or decorated method, linked to the locks around it. */
 export interface LockFrame {
@@ -21,10 +22,10 @@ export class LockContext {
     return this.storage.run({ lease, handle, parent: this.storage.getStore() }, fn);
   }
 
-  /** The innermost enclosing frame for `key` whose lock has not been released. */
-  find(key: string): LockFrame | undefined {
+  /** The innermost enclosing frame of `kind` for `key` whose lock has not been released. */
+  find(key: string, kind: LeaseKind): LockFrame | undefined {
     for (let f = this.storage.getStore(); f; f = f.parent) {
-      if (f.lease.key === key && f.lease.state !== 'released') return f;
+      if (f.lease.key === key && f.lease.kind === kind && f.lease.state !== 'released') return f;
     }
     return undefined;
   }

@@ -1,34 +1,38 @@
-import { LockBackendError, LockConfigError, LockError, LockLostError, LockTimeoutError } from '../errors';
-import { AcquireGate } from './acquire-gate';
+import { LockBackendError, LockConfigError, LockLostError, LockTimeoutError, LockUpgradeError } from '../errors';
+import type { AcquireGate } from './acquire-gate';
+import { acquireLoop, withdraw } from './acquire-loop';
+import type { AttemptSpec, LoopContext } from './acquire-loop';
 import { resolveEngineOptions, safetyMarginFor } from './engine-options';
 import type { LockEngineOptions, ResolvedEngineOptions } from './engine-options';
-import { Lease, LeaseHandle } from './lease';
-import type { LeaseOwner } from './lease';
 import { emitter } from './events';
 import type { LockEvent } from './events';
+import { Lease, LeaseHandle } from './lease';
+import type { LeaseOwner } from './lease';
 import { LockContext } from './lock-context';
 import type { LockHandle } from './lock-handle';
-import { mutexKeys } from './lock-keys';
-import type { MutexKeys } from './lock-keys';
+import { mutexKeys, rwKeys } from './lock-keys';
+import type { MutexKeys, RwKeys } from './lock-keys';
 import type { LockLogger } from './logger';
 import { RedisLockStore } from './mutex-store';
-import type { LockStore } from './mutex-store';
-import { checkInteger, MAX_MS, MIN_LEASE_MS, resolveAcquire } from './options';
-import type { AcquireOptions, ResolvedAcquire } from './options';
+import type { LeaseKind, LockStore } from './mutex-store';
+import { checkInteger, describe, MAX_MS, MIN_LEASE_MS, resolveAcquire } from './options';
+import type { AcquireOptions, ResolvedAcquire, RwAcquireOptions } from './options';
 import { closeClient, openClient } from './redis-client';
 import type { ClientLease, RedisClient } from './redis-client';
 import { RenewalScheduler } from './renewal-scheduler';
 import { newOwnerToken, newWaiterId } from './tokens';
-import { WakeBus, Waiter } from './wake-bus';
+import { WakeBus } from './wake-bus';
 
-/** A fair waiter checks back this often, and keeps its place twice that long without doing so. */
-const FAIR_REFRESH_MS = 2_000;
-const FAIR_WAITER_TTL_MS = 3 * FAIR_REFRESH_MS;
+/** A waiter with a place on the server checks back this often, and keeps it three times that long. */
+const REFRESH_MS = 2_000;
+const PLACE_TTL_MS = 3 * REFRESH_MS;
 const SHUTTING_DOWN = new Error('the lock service is shutting down');
+const RW_OPTION_NAMES: ReadonlySet<string> = new Set(['writerPreference']);
 
 /**
  * The framework-free lock engine behind `LockService`: reentrant, fenced
- * mutexes on Redis, woken by pub/sub, kept alive by one batched watchdog.
+ * mutexes and read/write locks on Redis, woken by pub/sub, kept alive by one
+ * batched watchdog.
  *
  * @example
  * ```ts
@@ -48,10 +52,10 @@ export class LockEngine implements LeaseOwner {
   private readonly scheduler: RenewalScheduler;
   private readonly context = new LockContext();
   private readonly leases = new Set<Lease>();
-  private readonly gates = new Set<AcquireGate>();
+  private readonly loop: LoopContext;
   private closing = false;
-  private readonly emit: (event: LockEvent) => void;
   private closed: Promise<void> | undefined;
+  private readonly emit: (event: LockEvent) => void;
 
   constructor(options: LockEngineOptions, logger?: LockLogger) {
     this.options = resolveEngineOptions(options, logger);
@@ -64,6 +68,14 @@ export class LockEngine implements LeaseOwner {
     this.bus = new WakeBus(this.client);
     this.emit = emitter(this.options.onEvent);
     this.scheduler = new RenewalScheduler(this.store, this.options.logger, this.emit);
+    this.loop = {
+      bus: this.bus,
+      gates: new Set<AcquireGate>(),
+      shuttingDown: () => (this.closing ? SHUTTING_DOWN : undefined),
+      commandTimeoutMs: this.options.commandTimeoutMs,
+      emit: this.emit,
+      logger: this.options.logger,
+    };
   }
 
   /** Locks held through this engine right now (each acquisition once, however many reentrant holds). */
@@ -76,26 +88,59 @@ export class LockEngine implements LeaseOwner {
     return this.scheduler;
   }
 
+  // ---- mutex -------------------------------------------------------------------------------
+
   async acquire(key: string, options?: AcquireOptions): Promise<LockHandle> {
     const req = resolveAcquire(key, options, this.options);
-    return this.reenter(req.key) ?? this.acquireOrThrow(req);
+    return this.reenter(req.key, 'mutex') ?? this.orThrow(req, this.acquireMutex(req));
   }
 
   async tryAcquire(key: string, options?: AcquireOptions): Promise<LockHandle | null> {
     const req = resolveAcquire(key, options, this.options);
-    const reentered = this.reenter(req.key);
+    const reentered = this.reenter(req.key, 'mutex');
     if (reentered) return reentered;
-    const lease = await this.acquireNew({ ...req, waitMs: 0 });
-    return typeof lease === 'number' ? null : new LeaseHandle(lease);
+    const got = await this.acquireMutex({ ...req, waitMs: 0 });
+    return typeof got === 'number' ? null : got;
   }
 
   async withLock<T>(key: string, fn: (lock: LockHandle) => T | Promise<T>, options?: AcquireOptions): Promise<T> {
-    if (typeof fn !== 'function') {
-      throw new LockConfigError(`withLock needs a function to run under lock "${String(key)}".`);
-    }
-    const handle = await this.acquire(key, options);
-    return this.runHolding(handle as LeaseHandle, fn);
+    checkCallback('withLock', key, fn);
+    return this.runHolding((await this.acquire(key, options)) as LeaseHandle, fn);
   }
+
+  // ---- read/write --------------------------------------------------------------------------
+
+  /** A shared hold: many readers at once, never together with a writer. */
+  async acquireRead(key: string, options?: RwAcquireOptions): Promise<LockHandle> {
+    const req = this.resolveRw(key, options);
+    const enclosing = this.reenterRw(req.key, 'read');
+    if (enclosing instanceof LeaseHandle) return enclosing;
+    return this.orThrow(req, this.acquireRw(req, 'read', enclosing?.token ?? '', rwPreference(options)));
+  }
+
+  /** An exclusive hold: no reader and no other writer. Refused at once (LockUpgradeError) inside a read hold. */
+  async acquireWrite(key: string, options?: RwAcquireOptions): Promise<LockHandle> {
+    const req = this.resolveRw(key, options);
+    const enclosing = this.reenterRw(req.key, 'write');
+    if (enclosing instanceof LeaseHandle) return enclosing;
+    return this.orThrow(req, this.acquireRw(req, 'write', '', true));
+  }
+
+  async withReadLock<T>(key: string, fn: (lock: LockHandle) => T | Promise<T>, options?: RwAcquireOptions): Promise<T> {
+    checkCallback('withReadLock', key, fn);
+    return this.runHolding((await this.acquireRead(key, options)) as LeaseHandle, fn);
+  }
+
+  async withWriteLock<T>(
+    key: string,
+    fn: (lock: LockHandle) => T | Promise<T>,
+    options?: RwAcquireOptions,
+  ): Promise<T> {
+    checkCallback('withWriteLock', key, fn);
+    return this.runHolding((await this.acquireWrite(key, options)) as LeaseHandle, fn);
+  }
+
+  // ---- holding ------------------------------------------------------------------------------
 
   /**
    * Runs `fn` as the holder of `handle`: nested acquires of the same key
@@ -125,12 +170,13 @@ export class LockEngine implements LeaseOwner {
     keys: readonly string[],
     options: AcquireOptions,
     busy: 'wait' | 'throw' | 'skip',
+    kind: LeaseKind = 'mutex',
   ): Promise<LeaseHandle[] | null> {
     const opts = busy === 'wait' ? options : { ...options, waitMs: 0 };
     const held: LeaseHandle[] = [];
     try {
       for (const key of keys) {
-        const handle = busy === 'skip' ? await this.tryAcquire(key, opts) : await this.acquire(key, opts);
+        const handle = await this.acquireKind(key, opts, kind, busy === 'skip');
         if (!handle) {
           await this.releaseAll(held);
           this.emit({ type: 'skipped', key });
@@ -180,7 +226,7 @@ export class LockEngine implements LeaseOwner {
     lease.state = 'released';
     this.forget(lease);
     try {
-      const released = await this.store.release(lease.keys, lease.token);
+      const released = await this.releaseOnServer(lease);
       this.emit({ type: 'released', key: lease.key, fencingToken: lease.fencingToken });
       return released;
     } catch (err) {
@@ -194,7 +240,7 @@ export class LockEngine implements LeaseOwner {
     const sentAt = performance.now();
     let renewed: boolean[];
     try {
-      renewed = await this.store.renew([{ lockKey: lease.keys.lock, token: lease.token, leaseMs }]);
+      renewed = await this.store.renew([{ lockKey: lease.keys.lock, token: lease.token, leaseMs, kind: lease.kind }]);
     } catch (err) {
       throw new LockBackendError(lease.key, 'extend', err);
     }
@@ -212,150 +258,163 @@ export class LockEngine implements LeaseOwner {
     this.emit({ type: 'extended', key: lease.key, fencingToken: lease.fencingToken });
   }
 
-  // ---- acquisition ----------------------------------------------------------------------------
+  // ---- acquisition internals ----------------------------------------------------------------
 
-  private reenter(key: string): LeaseHandle | undefined {
-    const frame = this.context.current(key);
-    if (!frame) return undefined;
-    if (frame.lease.state === 'lost') {
-      throw new LockLostError(key, 'the enclosing hold of this key was already lost');
-    }
-    frame.lease.holds++;
-    return new LeaseHandle(frame.lease);
+  private acquireKind(
+    key: string,
+    options: AcquireOptions,
+    kind: LeaseKind,
+    once: boolean,
+  ): Promise<LockHandle | null> {
+    if (kind === 'mutex') return once ? this.tryAcquire(key, options) : this.acquire(key, options);
+    const rw = kind === 'read' ? this.acquireRead(key, options) : this.acquireWrite(key, options);
+    if (!once) return rw;
+    return rw.catch((err: unknown) => {
+      if (err instanceof LockTimeoutError) return null;
+      throw err;
+    });
   }
 
-  private async acquireOrThrow(req: ResolvedAcquire): Promise<LockHandle> {
-    const started = performance.now();
-    const lease = await this.acquireNew(req);
-    if (typeof lease === 'number') {
-      const waitedMs = Math.round(performance.now() - started);
-      this.emit({ type: 'timeout', key: req.key, waitedMs });
-      throw new LockTimeoutError(req.key, waitedMs, lease);
-    }
+  private reenter(key: string, kind: LeaseKind): LeaseHandle | undefined {
+    const frame = this.context.find(key, kind);
+    return frame ? this.hold(frame.lease) : undefined;
+  }
+
+  /** Another hold on a lease this flow already has. */
+  private hold(lease: Lease): LeaseHandle {
+    if (lease.state === 'lost') throw new LockLostError(lease.key, 'the enclosing hold of this key was already lost');
+    lease.holds++;
     return new LeaseHandle(lease);
   }
 
   /**
-   * One acquisition: a single round trip when the lock is free. When it is
-   * busy: subscribe to its channel, try again (so a release in between is not
-   * missed), then sleep until a release message, a grant, or the lock's
-   * remaining lease, whichever comes first, within the wait budget. Resolves
-   * the lease, or, when the budget ran out, how long the lock is still held.
+   * Reentrancy of read/write locks by ancestry: read in read and write in
+   * write re-enter; read in write is a downgrade (a real read hold, proved by
+   * the write token, that outlives the write); write in read is refused.
+   * Returns the reentrant handle, or the write lease a read may downgrade from.
    */
-  private async acquireNew(req: ResolvedAcquire): Promise<Lease | number> {
+  private reenterRw(key: string, mode: 'read' | 'write'): LeaseHandle | Lease | undefined {
+    const write = this.context.find(key, 'write');
+    if (mode === 'write') {
+      if (write) return this.hold(write.lease);
+      if (this.context.find(key, 'read')) throw new LockUpgradeError(key);
+      return undefined;
+    }
+    const read = this.context.find(key, 'read');
+    if (read) return this.hold(read.lease);
+    if (write && write.lease.state === 'lost') return this.hold(write.lease);
+    return write?.lease;
+  }
+
+  private resolveRw(key: string, options: RwAcquireOptions | undefined): ResolvedAcquire {
+    const req = resolveAcquire(key, options, this.options, RW_OPTION_NAMES);
+    const pref = (options as { writerPreference?: unknown } | undefined)?.writerPreference;
+    if (pref !== undefined && typeof pref !== 'boolean') {
+      throw new LockConfigError(`writerPreference must be a boolean, got ${describe(pref)}.`, req.key);
+    }
+    if (req.fair) {
+      throw new LockConfigError(
+        'fair is not an option of read/write locks: they use writer preference instead.',
+        req.key,
+      );
+    }
+    return req;
+  }
+
+  private async orThrow(req: ResolvedAcquire, got: Promise<LockHandle | number>): Promise<LockHandle> {
+    const started = performance.now();
+    const result = await got;
+    if (typeof result !== 'number') return result;
+    const waitedMs = Math.round(performance.now() - started);
+    this.emit({ type: 'timeout', key: req.key, waitedMs });
+    throw new LockTimeoutError(req.key, waitedMs, result);
+  }
+
+  private async acquireMutex(req: ResolvedAcquire): Promise<LockHandle | number> {
     const keys = mutexKeys(this.options.keyPrefix, req.key);
     const token = newOwnerToken();
     const waiterId = req.fair ? newWaiterId() : '';
-    const started = performance.now();
-    const deadline = started + req.waitMs;
-    const gate = new AcquireGate(req.key, req.signal);
-    if (this.closing) gate.abort(SHUTTING_DOWN);
-    this.gates.add(gate);
-    let waiter: Waiter | undefined;
-    let sent = false;
-    let parked = false;
-    let lease: Lease | null = null;
-    try {
-      for (;;) {
-        gate.check();
-        const sentAt = performance.now();
-        sent = true;
-        const reply = await this.ask(
-          gate,
-          req.key,
-          'acquire',
-          this.store.acquire({
-            keys,
-            token,
-            leaseMs: req.leaseMs,
-            fair: req.fair,
-            waiterId,
-            waiterTtlMs: FAIR_WAITER_TTL_MS,
-          }),
-          deadline - sentAt,
-        );
-        if (reply > 0) return (lease = this.grant(req, keys, token, reply, sentAt, started));
-        const now = performance.now();
-        if (now >= deadline) return -reply;
-        if (!waiter) {
-          waiter = new Waiter(keys.channel, req.fair, waiterId);
-          await this.ask(gate, req.key, 'subscribe to', this.bus.join(waiter), deadline - now);
-          continue;
-        }
-        const cap = Math.min(-reply, deadline - now, req.fair ? FAIR_REFRESH_MS : Infinity);
-        if (!parked) {
-          parked = true;
-          this.emit({ type: 'waiting', key: req.key });
-        }
-        gate.whenAborted(() => waiter?.interrupt());
-        const woke = await waiter.park(cap);
-        gate.whenAborted(undefined);
-        if (woke === 'grant') {
-          return (lease = this.grant(req, keys, token, waiter.grantedFence, performance.now(), started));
-        }
-      }
-    } finally {
-      this.gates.delete(gate);
-      gate.dispose();
-      if (waiter) this.bus.leave(waiter, lease !== null);
-      if (!lease && sent) await this.withdraw(req.key, keys, token);
-    }
+    const store = this.store;
+    const spec: AttemptSpec = {
+      key: req.key,
+      channel: keys.channel,
+      fair: req.fair,
+      waiterId,
+      refreshMs: req.fair ? REFRESH_MS : undefined,
+      attempt: () =>
+        store.acquire({ keys, token, leaseMs: req.leaseMs, fair: req.fair, waiterId, waiterTtlMs: PLACE_TTL_MS }),
+      withdraw: () => store.release(keys, token),
+    };
+    return this.grantOrBusy(req, spec, 'mutex', keys, token);
   }
 
-  /**
-   * After a failed, timed-out or cancelled acquire: drop our place in the fair
-   * queue, and release the lock if the server granted it just as we gave up.
-   * A non-fair acquire whose every attempt was answered "busy" has nothing to undo.
-   */
-  private async withdraw(key: string, keys: MutexKeys, token: string): Promise<void> {
-    try {
-      await new AcquireGate(key, undefined).race(
-        this.store.release(keys, token),
-        this.options.commandTimeoutMs,
-        'withdraw from',
-      );
-    } catch (err) {
-      this.options.logger.debug(`Could not withdraw from lock "${key}"; its lease will expire: ${String(err)}`);
-    }
-  }
-
-  /** Awaits one Redis call within the budget (at least commandTimeoutMs), as a typed error on failure. */
-  private async ask<T>(gate: AcquireGate, key: string, action: string, work: Promise<T>, budgetMs: number): Promise<T> {
-    try {
-      return await gate.race(work, Math.max(budgetMs, this.options.commandTimeoutMs), action);
-    } catch (err) {
-      throw err instanceof LockError ? err : new LockBackendError(key, action, err);
-    }
-  }
-
-  private grant(
+  private async acquireRw(
     req: ResolvedAcquire,
-    keys: MutexKeys,
+    mode: 'read' | 'write',
+    heldWriteToken: string,
+    writerPreference: boolean,
+  ): Promise<LockHandle | number> {
+    const keys = rwKeys(this.options.keyPrefix, req.key);
+    const token = newOwnerToken();
+    const store = this.store;
+    const spec: AttemptSpec = {
+      key: req.key,
+      channel: keys.channel,
+      fair: false,
+      waiterId: '',
+      refreshMs: mode === 'write' ? REFRESH_MS : undefined,
+      attempt: () =>
+        store.rwAcquire({
+          keys,
+          token,
+          leaseMs: req.leaseMs,
+          mode,
+          heldWriteToken,
+          writerPreference,
+          placeTtlMs: PLACE_TTL_MS,
+        }),
+      withdraw: () => store.rwRelease(keys, token, mode),
+    };
+    return this.grantOrBusy(req, spec, mode, keys, token);
+  }
+
+  private async grantOrBusy(
+    req: ResolvedAcquire,
+    spec: AttemptSpec,
+    kind: LeaseKind,
+    keys: MutexKeys | RwKeys,
     token: string,
-    fence: number,
-    leaseFrom: number,
-    waitFrom: number,
-  ): Lease {
+  ): Promise<LockHandle | number> {
+    const started = performance.now();
+    const result = await acquireLoop(this.loop, spec, req.waitMs, req.signal);
+    if (!result.granted) return result.busyMs;
+    const margin = safetyMarginFor(req.leaseMs, this.options.safetyMarginMs);
     const lease = new Lease(
       this,
+      kind,
       req.key,
       keys,
       token,
-      fence,
+      result.fence,
       req.leaseMs,
       req.renew,
-      safetyMarginFor(req.leaseMs, this.options.safetyMarginMs),
-      leaseFrom,
+      margin,
+      result.leaseFrom,
     );
     this.leases.add(lease);
     this.scheduler.track(lease);
     this.emit({
       type: 'acquired',
       key: req.key,
-      fencingToken: fence,
-      waitedMs: Math.round(performance.now() - waitFrom),
+      fencingToken: result.fence,
+      waitedMs: Math.round(performance.now() - started),
     });
-    return lease;
+    return new LeaseHandle(lease);
+  }
+
+  private releaseOnServer(lease: Lease): Promise<boolean> {
+    if (lease.kind === 'mutex') return this.store.release(lease.keys as MutexKeys, lease.token);
+    return this.store.rwRelease(lease.keys as RwKeys, lease.token, lease.kind);
   }
 
   private forget(lease: Lease): void {
@@ -375,18 +434,28 @@ export class LockEngine implements LeaseOwner {
 
   private async shutdown(): Promise<void> {
     this.closing = true;
-    for (const gate of this.gates) gate.abort(SHUTTING_DOWN);
+    for (const gate of this.loop.gates) gate.abort(SHUTTING_DOWN);
     this.scheduler.stop();
     const held = [...this.leases];
     this.leases.clear();
     await Promise.all(
-      held.map(async (lease) => {
+      held.map((lease) => {
         lease.lose('the lock service is shutting down');
         lease.state = 'released';
-        await this.withdraw(lease.key, lease.keys, lease.token);
+        return withdraw(this.loop, { key: lease.key, withdraw: () => this.releaseOnServer(lease) });
       }),
     );
     await this.bus.close();
     if (this.connection.owned) await closeClient(this.client);
   }
+}
+
+function checkCallback(method: string, key: unknown, fn: unknown): void {
+  if (typeof fn !== 'function') {
+    throw new LockConfigError(`${method} needs a function to run under lock "${String(key)}".`);
+  }
+}
+
+function rwPreference(options: RwAcquireOptions | undefined): boolean {
+  return options?.writerPreference !== false;
 }

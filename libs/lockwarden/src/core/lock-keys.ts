@@ -36,3 +36,35 @@ export function mutexKeys(prefix: string, key: string): MutexKeys {
     releaseKeys: [base, fence, queue, waiters, channel],
   };
 }
+
+/**
+ * The Redis keys of one read/write lock: a key space of its own (`:rw`), so a
+ * mutex and a read/write lock with the same name are independent locks and
+ * can never corrupt each other. Same `{key}` hash tag, so same slot.
+ */
+export interface RwKeys {
+  /** Hash of the writer and of every reader, each with its own server-time deadline. */
+  readonly lock: string;
+  /** Zset of waiting writers (writer preference). */
+  readonly writers: string;
+  /** Counter of write fencing tokens. */
+  readonly fence: string;
+  readonly channel: string;
+  readonly acquireKeys: readonly string[];
+  readonly releaseKeys: readonly string[];
+}
+
+export function rwKeys(prefix: string, key: string): RwKeys {
+  const base = `${prefix}{${key}}:rw`;
+  const writers = `${base}:writers`;
+  const fence = `${base}:fence`;
+  const channel = `${base}:released`;
+  return {
+    lock: base,
+    writers,
+    fence,
+    channel,
+    acquireKeys: [base, writers, fence],
+    releaseKeys: [base, writers, channel],
+  };
+}

@@ -1,12 +1,16 @@
-import type { MutexKeys } from './lock-keys';
+import type { MutexKeys, RwKeys } from './lock-keys';
 import type { RedisClient } from './redis-client';
 import { SCRIPTS } from './scripts/lua-script';
+
+/** What a lease is: a mutex, or one side of a read/write lock. */
+export type LeaseKind = 'mutex' | 'read' | 'write';
 
 /** One lease to renew in a batch. */
 export interface RenewItem {
   readonly lockKey: string;
   readonly token: string;
   readonly leaseMs: number;
+  readonly kind: LeaseKind;
 }
 
 export interface StoreAcquire {
@@ -20,21 +24,39 @@ export interface StoreAcquire {
   readonly waiterTtlMs: number;
 }
 
+export interface StoreRwAcquire {
+  readonly keys: RwKeys;
+  readonly token: string;
+  readonly leaseMs: number;
+  readonly mode: 'read' | 'write';
+  /** Reads: the token of the write lease this flow holds (a downgrade), or ''. */
+  readonly heldWriteToken: string;
+  /** Reads: wait behind waiting writers. */
+  readonly writerPreference: boolean;
+  /** Writes: how long a waiting writer keeps its place without checking back. */
+  readonly placeTtlMs: number;
+}
+
 /**
  * The lock operations one topology offers. Each call is one script, so each
- * is atomic on the server and costs one round trip.
+ * is atomic on the server and costs one round trip. Acquires resolve the
+ * fencing token (>= 0) when granted, else -(ms worth waiting).
  */
 export interface LockStore {
-  /** The fencing token (> 0) when the lock is ours, else -(ms worth waiting). */
   acquire(req: StoreAcquire): Promise<number>;
   /** True when it released our hold; false when the lock was not ours (any queue place is dropped too). */
   release(keys: MutexKeys, token: string): Promise<boolean>;
+  rwAcquire(req: StoreRwAcquire): Promise<number>;
+  /** True when it released our hold; false when we held nothing (a waiting writer's place is dropped too). */
+  rwRelease(keys: RwKeys, token: string, mode: 'read' | 'write'): Promise<boolean>;
   /** One result per item, in order: whether the lease was still ours and is now renewed. */
   renew(items: readonly RenewItem[]): Promise<boolean[]>;
 }
 
 /** Most keys one renewal script receives, so one call never blocks Redis for long. */
 export const RENEW_BATCH = 500;
+
+const KIND_CODE: Record<LeaseKind, string> = { mutex: 'm', read: 'r', write: 'w' };
 
 export class RedisLockStore implements LockStore {
   constructor(
@@ -60,12 +82,34 @@ export class RedisLockStore implements LockStore {
     return Number(reply) === 1;
   }
 
+  async rwAcquire(req: StoreRwAcquire): Promise<number> {
+    const read = req.mode === 'read';
+    const reply = await SCRIPTS.rwAcquire.run(this.client, req.keys.acquireKeys, [
+      req.token,
+      req.leaseMs,
+      this.instanceId,
+      read ? 'r' : 'w',
+      read ? req.heldWriteToken : req.placeTtlMs,
+      req.writerPreference ? '1' : '0',
+    ]);
+    return Number(reply);
+  }
+
+  async rwRelease(keys: RwKeys, token: string, mode: 'read' | 'write'): Promise<boolean> {
+    const reply = await SCRIPTS.rwRelease.run(this.client, keys.releaseKeys, [
+      token,
+      mode === 'read' ? 'r' : 'w',
+      this.publishCommand,
+    ]);
+    return Number(reply) === 1;
+  }
+
   async renew(items: readonly RenewItem[]): Promise<boolean[]> {
     const calls: Promise<unknown>[] = [];
     for (let i = 0; i < items.length; i += RENEW_BATCH) {
       const batch = items.slice(i, i + RENEW_BATCH);
       const args: (string | number)[] = [];
-      for (const item of batch) args.push(item.token, item.leaseMs);
+      for (const item of batch) args.push(item.token, item.leaseMs, KIND_CODE[item.kind]);
       calls.push(
         SCRIPTS.renew.run(
           this.client,

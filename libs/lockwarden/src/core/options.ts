@@ -34,6 +34,20 @@ export interface LockDefaults {
   safetyMarginMs: number | undefined;
 }
 
+/**
+ * Options of `acquireRead`, `acquireWrite`, `withReadLock` and `withWriteLock`.
+ *
+ * @example
+ * ```ts
+ * await locks.withReadLock('catalog', render, { waitMs: 1_000 });
+ * await locks.withReadLock('stats', read, { writerPreference: false }); // may overtake waiting writers
+ * ```
+ */
+export interface RwAcquireOptions extends Omit<AcquireOptions, 'fair'> {
+  /** Reads only: wait behind writers that are already waiting, so readers cannot starve them. Default true. */
+  writerPreference?: boolean;
+}
+
 /** Options of one acquisition with every default applied. */
 export interface ResolvedAcquire {
   key: string;

@@ -100,7 +100,12 @@ export class RenewalScheduler {
   private renew(due: Lease[], sentAt: number): void {
     this.rounds++;
     for (const lease of due) lease.renewing = true;
-    const items = due.map((lease) => ({ lockKey: lease.keys.lock, token: lease.token, leaseMs: lease.leaseMs }));
+    const items = due.map((lease) => ({
+      lockKey: lease.keys.lock,
+      token: lease.token,
+      leaseMs: lease.leaseMs,
+      kind: lease.kind,
+    }));
     this.store.renew(items).then(
       (results) => {
         due.forEach((lease, i) => {

@@ -172,6 +172,11 @@ export class WakeBus {
       }
       return;
     }
+    if (message === 'a') {
+      // A read/write lock changed hands: every waiter may proceed now (all readers at once).
+      for (const w of state.waiters) w.wake();
+      return;
+    }
     this.wakeOne(state);
     // Fair waiters hear of a plain release only when no live waiter was queued: let them all retry.
     for (const w of state.waiters) if (w.fair) w.wake();

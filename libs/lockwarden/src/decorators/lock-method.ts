@@ -44,7 +44,7 @@ export function lockDecorator(mode: LockMode, name: string) {
         mode,
         spec: key,
         keys: compileKeySpec(key, where, paramTypes?.length ?? Infinity),
-        ...toMetadataOptions(checkLockedOptions(options, where)),
+        ...toMetadataOptions(checkLockedOptions(options, where, mode !== 'mutex')),
         where,
       };
       const wrapper = function (this: unknown, ...args: unknown[]): Promise<unknown> {
@@ -99,7 +99,7 @@ async function runLocked(
   const forRoute = scope !== undefined && scope.handler === wrapper && !scope.claimed;
   if (forRoute) scope.claimed = true;
 
-  const handles = await engine.acquireAll(keys, meta.options, meta.onBusy);
+  const handles = await engine.acquireAll(keys, meta.options, meta.onBusy, meta.mode);
   if (!handles) return undefined;
   if (forRoute) {
     scope.handles = handles;

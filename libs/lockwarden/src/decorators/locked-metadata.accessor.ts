@@ -3,6 +3,7 @@ import { LOCKED_METADATA } from './locked.constants';
 import type { OnBusy } from './locked-options';
 import type { AcquireOptions } from '../core/options';
 
+/** The lock a decorator takes: a mutex (`@Locked`), or one side of a read/write lock. */
 export type LockMode = 'mutex' | 'read' | 'write';
 
 /** Everything a lock decorator recorded about one method. */

@@ -18,6 +18,8 @@ export type OnBusy = 'wait' | 'throw' | 'skip';
 export interface LockedOptions extends AcquireOptions {
   /** `'wait'` (default) waits up to `waitMs`; `'throw'` rejects at once with `LockTimeoutError`; `'skip'` resolves `undefined` without running the method. */
   onBusy?: OnBusy;
+  /** `@ReadLocked` only: wait behind writers that are already waiting. Default true. */
+  writerPreference?: boolean;
 }
 
 export interface CheckedLockedOptions {
@@ -26,16 +28,25 @@ export interface CheckedLockedOptions {
 }
 
 const DECORATOR_ONLY: ReadonlySet<string> = new Set(['onBusy']);
+const RW_DECORATOR_ONLY: ReadonlySet<string> = new Set(['onBusy', 'writerPreference']);
 const CHECK_DEFAULTS = { keyPrefix: '', leaseMs: 30_000, waitMs: 0, safetyMarginMs: undefined };
 
 /** Validates decorator options where the decorator is applied, so mistakes surface at startup. */
-export function checkLockedOptions(options: unknown, where: string): CheckedLockedOptions {
+export function checkLockedOptions(options: unknown, where: string, readWrite = false): CheckedLockedOptions {
   try {
-    resolveAcquire('decorator-check', options, CHECK_DEFAULTS, DECORATOR_ONLY);
+    resolveAcquire('decorator-check', options, CHECK_DEFAULTS, readWrite ? RW_DECORATOR_ONLY : DECORATOR_ONLY);
   } catch (err) {
     throw new LockConfigError(`${where}: ${(err as Error).message}`);
   }
   const { onBusy = 'wait', ...acquire } = (options ?? {}) as LockedOptions;
+  if (readWrite && acquire.fair !== undefined) {
+    throw new LockConfigError(`${where}: fair is not an option of read/write locks (they use writer preference).`);
+  }
+  if (acquire.writerPreference !== undefined && typeof acquire.writerPreference !== 'boolean') {
+    throw new LockConfigError(
+      `${where}: writerPreference must be a boolean, got ${describe(acquire.writerPreference)}.`,
+    );
+  }
   if (onBusy !== 'wait' && onBusy !== 'throw' && onBusy !== 'skip') {
     throw new LockConfigError(`${where}: onBusy must be 'wait', 'throw' or 'skip', got ${describe(onBusy)}.`);
   }

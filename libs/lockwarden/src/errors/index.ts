@@ -4,3 +4,4 @@ export { LockLostError } from './lock-lost.error';
 export { LockBackendError } from './lock-backend.error';
 export { LockConfigError } from './lock-config.error';
 export { LockAbortedError } from './lock-aborted.error';
+export { LockUpgradeError } from './lock-upgrade.error';

@@ -31,9 +31,11 @@ function isNoScript(err: unknown): boolean {
   return err instanceof Error && err.message.startsWith('NOSCRIPT');
 }
 
-/** The scripts of the mutex, created once per process. */
+/** Every script, created (and hashed) once per process. */
 export const SCRIPTS = {
   acquire: new LuaScript('acquire'),
   release: new LuaScript('release'),
   renew: new LuaScript('renew'),
+  rwAcquire: new LuaScript('rw-acquire'),
+  rwRelease: new LuaScript('rw-release'),
 } as const;

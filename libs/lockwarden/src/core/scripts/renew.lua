@@ -1,14 +1,45 @@
--- Renew many mutex leases in one call, each only while its owner still holds it.
--- KEYS[i] lock hash i
--- ARGV[2i-1] owner token of lock i   ARGV[2i] new lease of lock i, in ms
--- Returns a list with 1 for each lease renewed and 0 for each lock no longer held.
+-- Renew many leases in one call, each only while its owner still holds it.
+-- KEYS[i] the lock key of item i: a mutex hash, or a read/write lock hash
+-- ARGV[3i-2] owner token of item i   ARGV[3i-1] new lease in ms   ARGV[3i] kind: 'm', 'r' or 'w'
+-- Returns a list with 1 for each lease renewed and 0 for each hold no longer ours.
+local now
+local function serverNow()
+  if not now then
+    local t = redis.call('time')
+    now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  end
+  return now
+end
+
 local out = {}
 for i = 1, #KEYS do
-  if redis.call('hget', KEYS[i], 'o') == ARGV[2 * i - 1] then
-    redis.call('pexpire', KEYS[i], ARGV[2 * i])
-    out[i] = 1
+  local key, token, lease, kind = KEYS[i], ARGV[3 * i - 2], tonumber(ARGV[3 * i - 1]), ARGV[3 * i]
+  out[i] = 0
+  if kind == 'm' then
+    if redis.call('hget', key, 'o') == token then
+      redis.call('pexpire', key, lease)
+      out[i] = 1
+    end
   else
-    out[i] = 0
+    local t = serverNow()
+    local renewed = false
+    if kind == 'w' then
+      if redis.call('hget', key, 'w') == token and tonumber(redis.call('hget', key, 'wd')) >= t then
+        redis.call('hset', key, 'wd', t + lease)
+        renewed = true
+      end
+    else
+      local field = 'r:' .. token
+      local value = redis.call('hget', key, field)
+      if value and tonumber(string.match(value, '^(%d+)')) >= t then
+        redis.call('hset', key, field, (t + lease) .. string.match(value, '(|.*)$'))
+        renewed = true
+      end
+    end
+    if renewed then
+      if redis.call('pttl', key) < lease then redis.call('pexpire', key, lease) end
+      out[i] = 1
+    end
   end
 end
 return out

@@ -1,0 +1,34 @@
+// Read/write lock clients in their own process, for the randomized invariant test.
+// FLOWS concurrent flows each do OPS random reads (70%) and writes (30%) on one key,
+// pushing "enter"/"leave" events to a Redis list while they hold the lock, so the
+// list's order is the true order of holders.
+import { Redis } from 'ioredis';
+import { LockEngine } from '../../libs/lockwarden/src/core';
+
+async function main(): Promise<void> {
+  const { REDIS, PREFIX, KEY = 'rw', FLOWS = '3', OPS = '100', LOG = 'log', NAME = String(process.pid) } = process.env;
+  const engine = new LockEngine({ redis: REDIS!, keyPrefix: PREFIX, leaseMs: 5_000, waitMs: 60_000 });
+  const log = new Redis(REDIS!);
+  const logKey = `${PREFIX}${LOG}`;
+  const flow = async (f: number): Promise<void> => {
+    for (let i = 0; i < Number(OPS); i++) {
+      const write = Math.random() < 0.3;
+      const body = async (): Promise<void> => {
+        await log.rpush(logKey, `${NAME}.${f} enter ${write ? 'w' : 'r'}`);
+        await log.ping();
+        await log.rpush(logKey, `${NAME}.${f} leave ${write ? 'w' : 'r'}`);
+      };
+      if (write) await engine.withWriteLock(KEY, body);
+      else await engine.withReadLock(KEY, body);
+    }
+  };
+  await Promise.all(Array.from({ length: Number(FLOWS) }, (_, f) => flow(f)));
+  console.log(`done ${Number(FLOWS) * Number(OPS)}`);
+  await log.quit();
+  await engine.close();
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exitCode = 1;
+});
