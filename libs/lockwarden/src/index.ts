@@ -1,5 +1,6 @@
 export { LockModule } from './lock.module';
 export { LockService } from './lock.service';
+export { LockWatchdog } from './lock-watchdog';
 export { LOCK_MODULE_OPTIONS } from './lock.module-definition';
 export type { LockModuleOptions } from './lock-options.interface';
 export type { LockHandle } from './core/lock-handle';
@@ -10,6 +11,7 @@ export { LockEngine } from './core/lock-engine';
 export { Locked } from './decorators/locked.decorator';
 export { ReadLocked } from './decorators/read-locked.decorator';
 export { WriteLocked } from './decorators/write-locked.decorator';
+export { ScheduledLock } from './decorators/scheduled-lock.decorator';
 export type { KeySpec } from './decorators/key-template';
 export type { LockedOptions, OnBusy } from './decorators/locked-options';
 export { LOCKED_METADATA } from './decorators/locked.constants';
@@ -25,5 +27,6 @@ export {
   LockConfigError,
   LockAbortedError,
   LockUpgradeError,
+  LockInterruptedError,
 } from './errors';
 export type { LockEvent, LockEventType, LockEventListener } from './core/events';

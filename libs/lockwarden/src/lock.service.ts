@@ -3,6 +3,7 @@ import type { OnApplicationShutdown } from '@nestjs/common';
 import { LockEngine } from './core/lock-engine';
 import type { LockHandle } from './core/lock-handle';
 import type { AcquireOptions, RwAcquireOptions } from './core/options';
+import { requestLockScopes } from './decorators/request-lock-scope';
 import { LOCK_MODULE_OPTIONS } from './lock.module-definition';
 import type { LockModuleOptions } from './lock-options.interface';
 
@@ -35,6 +36,11 @@ export class LockService implements OnApplicationShutdown {
 
   constructor(@Inject(LOCK_MODULE_OPTIONS) options: LockModuleOptions) {
     this.engine = new LockEngine(options, new Logger('Lockwarden'));
+    // Locks taken while a request runs belong to it: released when it ends if forgotten.
+    this.engine.onGrant = (handle) => {
+      const scope = requestLockScopes.getStore();
+      if (scope && !scope.ended) scope.tracked.add(handle);
+    };
   }
 
   /**

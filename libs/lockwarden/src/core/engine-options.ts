@@ -30,8 +30,12 @@ export interface LockEngineOptions {
   safetyMarginMs?: number;
   /** Longest a single Redis call may take when the wait budget is shorter. Default 2 000 ms. */
   commandTimeoutMs?: number;
-  /** Called for every lock event (acquired, released, waiting, timeout, extended, renewed, lost). */
+  /** Called for every lock event (acquired, released, waiting, timeout, skipped, extended, renewed, lost). */
   onEvent?: LockEventListener;
+  /** Default cap on how long one acquisition may be kept alive (see AcquireOptions.maxHoldMs). Default: none. */
+  maxHoldMs?: number;
+  /** On shutdown, how long in-flight locked work may take to finish after its signal aborted. Default 10 000 ms. */
+  shutdownGraceMs?: number;
 }
 
 export interface ResolvedEngineOptions extends LockDefaults {
@@ -40,6 +44,7 @@ export interface ResolvedEngineOptions extends LockDefaults {
   commandTimeoutMs: number;
   logger: LockLogger;
   onEvent: LockEventListener | undefined;
+  shutdownGraceMs: number;
 }
 
 export const ENGINE_OPTION_NAMES: ReadonlySet<string> = new Set([
@@ -51,6 +56,8 @@ export const ENGINE_OPTION_NAMES: ReadonlySet<string> = new Set([
   'safetyMarginMs',
   'commandTimeoutMs',
   'onEvent',
+  'maxHoldMs',
+  'shutdownGraceMs',
 ]);
 
 export function resolveEngineOptions(raw: unknown, logger: LockLogger = SILENT_LOGGER): ResolvedEngineOptions {
@@ -90,6 +97,9 @@ export function resolveEngineOptions(raw: unknown, logger: LockLogger = SILENT_L
       o.commandTimeoutMs === undefined ? 2_000 : checkInteger('commandTimeoutMs', o.commandTimeoutMs, 1, MAX_MS),
     logger,
     onEvent: o.onEvent as LockEventListener | undefined,
+    maxHoldMs: o.maxHoldMs === undefined ? undefined : checkInteger('maxHoldMs', o.maxHoldMs, MIN_LEASE_MS, MAX_MS),
+    shutdownGraceMs:
+      o.shutdownGraceMs === undefined ? 10_000 : checkInteger('shutdownGraceMs', o.shutdownGraceMs, 0, MAX_MS),
   };
 }
 

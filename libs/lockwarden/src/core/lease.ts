@@ -1,4 +1,5 @@
 import { LockLostError } from '../errors';
+import type { LockError } from '../errors';
 import type { LockHandle } from './lock-handle';
 import type { MutexKeys, RwKeys } from './lock-keys';
 import type { LeaseKind } from './mutex-store';
@@ -27,6 +28,14 @@ export class Lease {
   renewing = false;
   /** Set by the scheduler while it tracks the lease. */
   tracked = false;
+  /** No renewal reaches past this (maxHoldMs); Infinity when uncapped. */
+  maxHoldUntil = Infinity;
+  /** Set once maxHoldMs shortened or skipped a renewal: the lease now ends by the cap. */
+  capped = false;
+  /** A release before this only shortens the lease to it (lockAtLeastMs); 0 when unset. */
+  keepUntil = 0;
+  /** Why the lease was lost, once it was. */
+  lostError: LockLostError | undefined;
 
   constructor(
     readonly owner: LeaseOwner,
@@ -48,22 +57,34 @@ export class Lease {
     return this.controller.signal;
   }
 
-  /** The moment to give up on the lease: its expiry minus the safety margin. */
+  /** The moment to give up on the lease: its expiry (or its maxHoldMs cap) minus the safety margin. */
   get abortAt(): number {
-    return this.expiresAt - this.safetyMarginMs;
+    return Math.min(this.expiresAt, this.maxHoldUntil) - this.safetyMarginMs;
   }
 
-  confirm(sentAt: number, leaseMs: number): void {
-    this.leaseMs = leaseMs;
-    this.expiresAt = sentAt + leaseMs;
-    this.nextRenewAt = this.renew ? sentAt + leaseMs / 3 : Infinity;
+  /** The lease a renewal sent at `now` asks for: never past the maxHoldMs cap. */
+  renewalMs(now: number): number {
+    return Math.min(this.leaseMs, Math.floor(this.maxHoldUntil - now));
+  }
+
+  /** Records a renewal (or extend) sent at `sentAt` that set the server lease to `grantedMs`. */
+  confirm(sentAt: number, grantedMs: number): void {
+    this.expiresAt = sentAt + grantedMs;
+    this.nextRenewAt = this.renew ? sentAt + this.leaseMs / 3 : Infinity;
+  }
+
+  /** Asks the holder to stop (shutdown, client gone): aborts the signal but keeps the lease. */
+  interrupt(reason: LockError): void {
+    if (this.state === 'held' && !this.controller.signal.aborted) this.controller.abort(reason);
   }
 
   /** Marks the lease lost and aborts its signal. Returns false if it had already ended. */
   lose(reason: string, cause?: unknown): boolean {
     if (this.state !== 'held') return false;
     this.state = 'lost';
-    this.controller.abort(new LockLostError(this.key, reason, cause === undefined ? undefined : { cause }));
+    this.lostError = new LockLostError(this.key, reason, cause === undefined ? undefined : { cause });
+    // An interrupted holder's signal already fired; the loss still changes what withLock reports.
+    if (!this.controller.signal.aborted) this.controller.abort(this.lostError);
     return true;
   }
 }

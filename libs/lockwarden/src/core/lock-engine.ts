@@ -1,4 +1,11 @@
-import { LockBackendError, LockConfigError, LockLostError, LockTimeoutError, LockUpgradeError } from '../errors';
+import {
+  LockBackendError,
+  LockConfigError,
+  LockInterruptedError,
+  LockLostError,
+  LockTimeoutError,
+  LockUpgradeError,
+} from '../errors';
 import type { AcquireGate } from './acquire-gate';
 import { acquireLoop, withdraw } from './acquire-loop';
 import type { AttemptSpec, LoopContext } from './acquire-loop';
@@ -52,6 +59,9 @@ export class LockEngine implements LeaseOwner {
   private readonly scheduler: RenewalScheduler;
   private readonly context = new LockContext();
   private readonly leases = new Set<Lease>();
+  private readonly running = new Set<Promise<unknown>>();
+  /** Told of every new (non-reentrant) handle: how a request scope tracks locks taken during it. */
+  onGrant: ((handle: LeaseHandle) => void) | undefined;
   private readonly loop: LoopContext;
   private closing = false;
   private closed: Promise<void> | undefined;
@@ -149,14 +159,14 @@ export class LockEngine implements LeaseOwner {
   async runHolding<T>(handle: LeaseHandle, fn: (lock: LockHandle) => T | Promise<T>): Promise<T> {
     let result: T;
     try {
-      result = await this.context.run(handle.lease, handle, () => fn(handle));
+      result = await this.track(Promise.resolve(this.context.run(handle.lease, handle, () => fn(handle))));
     } catch (err) {
       await this.releaseQuietly(handle);
       throw err;
     }
-    const lost = handle.signal.aborted ? (handle.signal.reason as unknown) : undefined;
+    const lost = handle.lease.lostError;
     await this.releaseQuietly(handle);
-    if (lost !== undefined) throw lost instanceof LockLostError ? lost : new LockLostError(handle.key, String(lost));
+    if (lost) throw lost;
     return result;
   }
 
@@ -180,6 +190,7 @@ export class LockEngine implements LeaseOwner {
         if (!handle) {
           await this.releaseAll(held);
           this.emit({ type: 'skipped', key });
+          await this.logSkip(key, kind);
           return null;
         }
         held.push(handle as LeaseHandle);
@@ -191,15 +202,49 @@ export class LockEngine implements LeaseOwner {
     }
   }
 
-  /** Runs `fn` as the holder of every handle (outermost first), so nested acquires re-enter them. */
-  runInFrames<T>(handles: readonly LeaseHandle[], fn: () => T): T {
+  /**
+   * Runs `fn` as the holder of every handle (outermost first), so nested
+   * acquires re-enter them; a graceful shutdown waits for it.
+   */
+  runInFrames<T>(handles: readonly LeaseHandle[], fn: () => T | Promise<T>): Promise<T> {
     let run = fn;
     for (let i = handles.length - 1; i >= 0; i--) {
       const handle = handles[i];
       const inner = run;
       run = () => this.context.run(handle.lease, handle, inner);
     }
-    return run();
+    return this.track(Promise.resolve().then(run));
+  }
+
+  /** Asks the holders of these handles to stop, without releasing anything yet. */
+  interrupt(handles: Iterable<LockHandle>, reason: string): void {
+    for (const h of handles) {
+      const lease = (h as LeaseHandle).lease;
+      lease?.interrupt(new LockInterruptedError(lease.key, reason));
+    }
+  }
+
+  /**
+   * The first half of a graceful shutdown: abort the signal of every held lock
+   * ("shutting down"), then wait up to `graceMs` for the locked work running
+   * in withLock callbacks and decorated methods to finish. The watchdog keeps
+   * renewing meanwhile.
+   */
+  async drain(graceMs: number = this.options.shutdownGraceMs): Promise<void> {
+    this.closing = true;
+    for (const gate of this.loop.gates) gate.abort(SHUTTING_DOWN);
+    for (const lease of this.leases) {
+      lease.interrupt(new LockInterruptedError(lease.key, 'the application is shutting down'));
+    }
+    if (this.running.size === 0) return;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      Promise.allSettled([...this.running]),
+      new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, graceMs);
+      }),
+    ]);
+    clearTimeout(timer);
   }
 
   /** Releases in reverse order; failures are logged, never thrown (the leases then expire). */
@@ -238,9 +283,13 @@ export class LockEngine implements LeaseOwner {
     const leaseMs = ms === undefined ? lease.leaseMs : checkInteger('extend(ms)', ms, MIN_LEASE_MS, MAX_MS, lease.key);
     if (lease.state !== 'held') throw new LockLostError(lease.key, `it was already ${lease.state}`);
     const sentAt = performance.now();
+    const grantedMs = Math.min(leaseMs, Math.floor(lease.maxHoldUntil - sentAt));
+    if (grantedMs < MIN_LEASE_MS) throw new LockLostError(lease.key, 'it reached its maxHoldMs and cannot be extended');
     let renewed: boolean[];
     try {
-      renewed = await this.store.renew([{ lockKey: lease.keys.lock, token: lease.token, leaseMs, kind: lease.kind }]);
+      renewed = await this.store.renew([
+        { lockKey: lease.keys.lock, token: lease.token, leaseMs: grantedMs, kind: lease.kind },
+      ]);
     } catch (err) {
       throw new LockBackendError(lease.key, 'extend', err);
     }
@@ -251,9 +300,10 @@ export class LockEngine implements LeaseOwner {
         this.forget(lease);
         this.emit({ type: 'lost', key: lease.key, fencingToken: lease.fencingToken, reason });
       }
-      throw lease.signal.reason as LockLostError;
+      throw lease.lostError ?? new LockLostError(lease.key, reason);
     }
-    lease.confirm(sentAt, leaseMs);
+    lease.leaseMs = leaseMs;
+    lease.confirm(sentAt, grantedMs);
     this.scheduler.reschedule(lease);
     this.emit({ type: 'extended', key: lease.key, fencingToken: lease.fencingToken });
   }
@@ -273,6 +323,28 @@ export class LockEngine implements LeaseOwner {
       if (err instanceof LockTimeoutError) return null;
       throw err;
     });
+  }
+
+  /** Says who holds a skipped lock: the instance id stored beside it, never the owner token. */
+  private async logSkip(key: string, kind: LeaseKind): Promise<void> {
+    try {
+      const holder =
+        kind === 'mutex'
+          ? await this.client.hget(mutexKeys(this.options.keyPrefix, key).lock, 'i')
+          : await this.client.hget(rwKeys(this.options.keyPrefix, key).lock, 'wi');
+      this.options.logger.debug(`Skipped "${key}": it is held by ${holder ?? 'an instance that just released it'}.`);
+    } catch {
+      this.options.logger.debug(`Skipped "${key}": it is held by another instance.`);
+    }
+  }
+
+  private track<T>(work: Promise<T>): Promise<T> {
+    this.running.add(work);
+    const done = (): void => {
+      this.running.delete(work);
+    };
+    work.then(done, done);
+    return work;
   }
 
   private reenter(key: string, kind: LeaseKind): LeaseHandle | undefined {
@@ -401,6 +473,8 @@ export class LockEngine implements LeaseOwner {
       margin,
       result.leaseFrom,
     );
+    if (req.maxHoldMs !== undefined) lease.maxHoldUntil = result.leaseFrom + req.maxHoldMs;
+    if (req.lockAtLeastMs !== undefined) lease.keepUntil = result.leaseFrom + req.lockAtLeastMs;
     this.leases.add(lease);
     this.scheduler.track(lease);
     this.emit({
@@ -409,10 +483,23 @@ export class LockEngine implements LeaseOwner {
       fencingToken: result.fence,
       waitedMs: Math.round(performance.now() - started),
     });
-    return new LeaseHandle(lease);
+    const handle = new LeaseHandle(lease);
+    this.onGrant?.(handle);
+    return handle;
   }
 
-  private releaseOnServer(lease: Lease): Promise<boolean> {
+  /**
+   * Deletes our hold, or, before its lockAtLeastMs is up, only shortens the
+   * lease to what remains of it, so the lock stays taken until then.
+   */
+  private async releaseOnServer(lease: Lease): Promise<boolean> {
+    const keepMs = Math.ceil(lease.keepUntil - performance.now());
+    if (keepMs >= MIN_LEASE_MS) {
+      const [kept] = await this.store.renew([
+        { lockKey: lease.keys.lock, token: lease.token, leaseMs: keepMs, kind: lease.kind },
+      ]);
+      return kept;
+    }
     if (lease.kind === 'mutex') return this.store.release(lease.keys as MutexKeys, lease.token);
     return this.store.rwRelease(lease.keys as RwKeys, lease.token, lease.kind);
   }
@@ -436,6 +523,7 @@ export class LockEngine implements LeaseOwner {
     this.closing = true;
     for (const gate of this.loop.gates) gate.abort(SHUTTING_DOWN);
     this.scheduler.stop();
+    for (const lease of this.leases) this.scheduler.untrack(lease);
     const held = [...this.leases];
     this.leases.clear();
     await Promise.all(

@@ -24,6 +24,18 @@ export interface AcquireOptions {
   signal?: AbortSignal;
   /** Grant the lock to waiters in arrival order (FIFO). Default false. */
   fair?: boolean;
+  /**
+   * The longest one acquisition may be kept alive (ShedLock's lockAtMostFor).
+   * Renewal never extends the lease past it; when it is reached the signal
+   * aborts, and a crashed holder frees the lock by then at the latest.
+   */
+  maxHoldMs?: number;
+  /**
+   * Keep the lock until this long after it was acquired, even when the work
+   * finished sooner (ShedLock's lockAtLeastFor). Other instances whose clocks
+   * run a little behind then skip the same scheduled run instead of repeating it.
+   */
+  lockAtLeastMs?: number;
 }
 
 /** The engine's defaults, already validated. */
@@ -32,6 +44,7 @@ export interface LockDefaults {
   leaseMs: number;
   waitMs: number;
   safetyMarginMs: number | undefined;
+  maxHoldMs?: number | undefined;
 }
 
 /**
@@ -56,9 +69,18 @@ export interface ResolvedAcquire {
   waitMs: number;
   signal: AbortSignal | undefined;
   fair: boolean;
+  maxHoldMs: number | undefined;
+  lockAtLeastMs: number | undefined;
 }
 
-const ACQUIRE_OPTION_NAMES: ReadonlySet<string> = new Set(['ttlMs', 'waitMs', 'signal', 'fair']);
+const ACQUIRE_OPTION_NAMES: ReadonlySet<string> = new Set([
+  'ttlMs',
+  'waitMs',
+  'signal',
+  'fair',
+  'maxHoldMs',
+  'lockAtLeastMs',
+]);
 
 export function checkKey(key: unknown, where = 'lock key'): string {
   if (typeof key !== 'string') {
@@ -117,8 +139,23 @@ export function resolveAcquire(
   else checkKnownNames('acquire', options, new Set([...ACQUIRE_OPTION_NAMES, ...extraNames]), key);
 
   const { ttlMs, waitMs, signal, fair } = options;
+  const maxHoldMs =
+    options.maxHoldMs === undefined
+      ? defaults.maxHoldMs
+      : checkInteger('maxHoldMs', options.maxHoldMs, MIN_LEASE_MS, MAX_MS, key);
+  const lockAtLeastMs =
+    options.lockAtLeastMs === undefined
+      ? undefined
+      : checkInteger('lockAtLeastMs', options.lockAtLeastMs, 0, MAX_MS, key);
+  if (lockAtLeastMs !== undefined && maxHoldMs !== undefined && lockAtLeastMs > maxHoldMs) {
+    throw new LockConfigError(
+      `lockAtLeastMs (${lockAtLeastMs}) must not exceed maxHoldMs (${maxHoldMs}): a lock cannot be kept longer than it may be held.`,
+      key,
+    );
+  }
   const renew = ttlMs === undefined;
-  const leaseMs = renew ? defaults.leaseMs : checkInteger('ttlMs', ttlMs, MIN_LEASE_MS, MAX_MS, key);
+  const lease = renew ? defaults.leaseMs : checkInteger('ttlMs', ttlMs, MIN_LEASE_MS, MAX_MS, key);
+  const leaseMs = maxHoldMs === undefined ? lease : Math.min(lease, maxHoldMs);
   const wait = waitMs === undefined ? defaults.waitMs : checkInteger('waitMs', waitMs, 0, MAX_MS, key);
   if (signal !== undefined && !(signal instanceof AbortSignal)) {
     throw new LockConfigError(`signal must be an AbortSignal, got ${describe(signal)}.`, key);
@@ -126,7 +163,7 @@ export function resolveAcquire(
   if (fair !== undefined && typeof fair !== 'boolean') {
     throw new LockConfigError(`fair must be a boolean, got ${describe(fair)}.`, key);
   }
-  return { key, leaseMs, renew, waitMs: wait, signal, fair: fair === true };
+  return { key, leaseMs, renew, waitMs: wait, signal, fair: fair === true, maxHoldMs, lockAtLeastMs };
 }
 
 const EMPTY: ReadonlySet<string> = new Set();

@@ -53,11 +53,16 @@ export class RenewalScheduler {
     if (at < this.timerAt) this.arm(at);
   }
 
+  /** Runs the watchdog (it runs from creation; this undoes stop()). */
+  start(): void {
+    if (!this.stopped) return;
+    this.stopped = false;
+    this.rearm();
+  }
+
   stop(): void {
     this.stopped = true;
     this.disarm();
-    for (const lease of this.leases) lease.tracked = false;
-    this.leases.clear();
   }
 
   private arm(at: number): void {
@@ -85,9 +90,15 @@ export class RenewalScheduler {
           this.untrack(lease);
         } else if (now >= lease.abortAt) {
           this.untrack(lease);
-          this.lost(lease, `its lease ran out before a renewal succeeded (safety margin ${lease.safetyMarginMs} ms)`);
+          this.lost(
+            lease,
+            lease.capped || now >= lease.maxHoldUntil - lease.safetyMarginMs
+              ? 'it was held for its maxHoldMs, the longest one acquisition may be kept'
+              : `its lease ran out before a renewal succeeded (safety margin ${lease.safetyMarginMs} ms)`,
+          );
         } else if (lease.renew && !lease.renewing && lease.nextRenewAt - lease.leaseMs / 6 <= now) {
-          due.push(lease);
+          if (lease.renewalMs(now) > lease.safetyMarginMs) due.push(lease);
+          else lease.capped = true;
         }
       }
       if (due.length > 0) this.renew(due, now);
@@ -100,12 +111,11 @@ export class RenewalScheduler {
   private renew(due: Lease[], sentAt: number): void {
     this.rounds++;
     for (const lease of due) lease.renewing = true;
-    const items = due.map((lease) => ({
-      lockKey: lease.keys.lock,
-      token: lease.token,
-      leaseMs: lease.leaseMs,
-      kind: lease.kind,
-    }));
+    const items = due.map((lease) => {
+      const leaseMs = lease.renewalMs(sentAt);
+      if (leaseMs < lease.leaseMs) lease.capped = true;
+      return { lockKey: lease.keys.lock, token: lease.token, leaseMs, kind: lease.kind };
+    });
     this.store.renew(items).then(
       (results) => {
         due.forEach((lease, i) => {
@@ -143,7 +153,8 @@ export class RenewalScheduler {
     if (this.stopped) return;
     let next = Infinity;
     for (const lease of this.leases) {
-      const at = lease.renewing ? lease.abortAt : Math.min(lease.nextRenewAt, lease.abortAt);
+      const renewable = !lease.renewing && lease.renewalMs(lease.nextRenewAt) > lease.safetyMarginMs;
+      const at = renewable ? Math.min(lease.nextRenewAt, lease.abortAt) : lease.abortAt;
       if (at < next) next = at;
     }
     if (next === Infinity) this.disarm();

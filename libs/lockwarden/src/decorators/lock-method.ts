@@ -1,7 +1,6 @@
-import { Inject, SetMetadata, UseInterceptors } from '@nestjs/common';
+import { Inject, SetMetadata } from '@nestjs/common';
 import { LockConfigError, LockLostError } from '../errors';
 import type { LeaseHandle } from '../core/lease';
-import { LockInterceptor } from '../interceptors/lock.interceptor';
 import type { LockService } from '../lock.service';
 import { compileKeySpec } from './key-template';
 import type { KeySpec } from './key-template';
@@ -53,7 +52,6 @@ export function lockDecorator(mode: LockMode, name: string) {
       copyMethodMetadata(original, wrapper);
       descriptor.value = wrapper as never;
       SetMetadata(LOCKED_METADATA, metadata)(target, propertyKey, descriptor);
-      UseInterceptors(LockInterceptor)(target, propertyKey, descriptor);
       injectLockService(target);
       return descriptor;
     };
@@ -99,7 +97,11 @@ async function runLocked(
   const forRoute = scope !== undefined && scope.handler === wrapper && !scope.claimed;
   if (forRoute) scope.claimed = true;
 
-  const handles = await engine.acquireAll(keys, meta.options, meta.onBusy, meta.mode);
+  // A route's pending acquire is cancelled when its client goes away.
+  const options = forRoute
+    ? { ...meta.options, signal: withSignal(meta.options.signal, scope.abort.signal) }
+    : meta.options;
+  const handles = await engine.acquireAll(keys, options, meta.onBusy, meta.mode);
   if (!handles) return undefined;
   if (forRoute) {
     scope.handles = handles;
@@ -122,12 +124,12 @@ async function runLocked(
   return result;
 }
 
-export function firstLoss(handles: readonly { signal: AbortSignal }[]): LockLostError | undefined {
-  for (const h of handles) {
-    if (h.signal.aborted) {
-      const reason: unknown = h.signal.reason;
-      return reason instanceof LockLostError ? reason : new LockLostError((h as LeaseHandle).key, String(reason));
-    }
-  }
+/** The first of the handles whose lease was lost (not merely interrupted), if any. */
+export function firstLoss(handles: readonly LeaseHandle[]): LockLostError | undefined {
+  for (const h of handles) if (h.lease.lostError) return h.lease.lostError;
   return undefined;
+}
+
+function withSignal(mine: AbortSignal | undefined, request: AbortSignal): AbortSignal {
+  return mine ? AbortSignal.any([mine, request]) : request;
 }

@@ -5,3 +5,4 @@ export { LockBackendError } from './lock-backend.error';
 export { LockConfigError } from './lock-config.error';
 export { LockAbortedError } from './lock-aborted.error';
 export { LockUpgradeError } from './lock-upgrade.error';
+export { LockInterruptedError } from './lock-interrupted.error';

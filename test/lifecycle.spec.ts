@@ -1,0 +1,332 @@
+import { request as httpRequest } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Controller, Get, Injectable, Module } from '@nestjs/common';
+import type { INestApplication, INestApplicationContext, LoggerService } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
+import { Cron, ScheduleModule } from '@nestjs/schedule';
+import type { Redis } from 'ioredis';
+import {
+  LockEngine,
+  LockInterruptedError,
+  LockLostError,
+  LockModule,
+  LockService,
+  Locked,
+  ScheduledLock,
+} from 'lockwarden';
+import request from 'supertest';
+import { runWorker } from './harness/child';
+import type { ChildScript } from './harness/child';
+import { aborted, EventLog } from './harness/event-log';
+import { startRedis, uniquePrefix } from './harness/redis';
+import type { RedisTarget } from './harness/redis';
+
+let redis: RedisTarget;
+let admin: Redis;
+const closers: (() => Promise<unknown>)[] = [];
+const children: ChildScript[] = [];
+
+beforeAll(async () => {
+  redis = await startRedis();
+  admin = redis.client();
+});
+
+afterEach(async () => {
+  for (const c of children.splice(0)) c.kill();
+  for (const close of closers.splice(0).reverse()) await close();
+});
+
+afterAll(async () => {
+  await admin.quit();
+  await redis.stop();
+});
+
+class CapturingLogger implements LoggerService {
+  readonly warnings: string[] = [];
+  log(): void {}
+  error(): void {}
+  debug(): void {}
+  verbose(): void {}
+  warn(message: unknown): void {
+    this.warnings.push(String(message));
+  }
+}
+
+describe('locks follow the HTTP request', () => {
+  let app: INestApplication;
+  let prefix: string;
+  const events = new EventLog();
+  const logger = new CapturingLogger();
+  let sawReason: unknown;
+
+  @Controller('job')
+  class JobController {
+    constructor(private readonly locks: LockService) {}
+
+    @Get('long')
+    @Locked('long')
+    async long(): Promise<string> {
+      await events.next({ type: 'renewed', key: 'long' }, 4); // outlives its 300 ms lease several times
+      return 'done';
+    }
+
+    @Get('abandoned')
+    @Locked('abandoned')
+    async abandoned(): Promise<string> {
+      sawReason = await aborted(this.locks.current('abandoned')!.signal);
+      return 'nobody listens';
+    }
+
+    @Get('forgetful')
+    async forgetful(): Promise<string> {
+      await this.locks.acquire('forgotten'); // never released by the handler
+      await this.locks.withLock('tidy', () => undefined);
+      return 'ok';
+    }
+  }
+
+  beforeAll(async () => {
+    prefix = uniquePrefix('req');
+    const moduleRef = await Test.createTestingModule({
+      imports: [LockModule.forRoot({ redis: redis.url, keyPrefix: prefix, leaseMs: 300, onEvent: events.listener })],
+      controllers: [JobController],
+    }).compile();
+    app = moduleRef.createNestApplication({ logger });
+    await app.listen(0, '127.0.0.1');
+  });
+
+  afterAll(async () => {
+    await app.close();
+  });
+
+  it('keeps the lock of a request that outlives its lease, and releases it right after the response', async () => {
+    const released = events.next({ type: 'released', key: 'long' });
+    const res = await request(app.getHttpServer()).get('/job/long');
+    expect(res.status).toBe(200);
+    expect(events.count({ type: 'lost', key: 'long' })).toBe(0);
+    await released;
+    expect(await admin.exists(`${prefix}{long}`)).toBe(0);
+  });
+
+  it('aborts the handler signal when the client goes away, and frees the lock at once', async () => {
+    const acquired = events.next({ type: 'acquired', key: 'abandoned' });
+    const released = events.next({ type: 'released', key: 'abandoned' });
+    const { port } = app.getHttpServer().address() as AddressInfo;
+    const req = httpRequest({ host: '127.0.0.1', port, path: '/job/abandoned' });
+    req.on('error', () => undefined);
+    req.end();
+    await acquired;
+    req.destroy();
+    await released;
+    expect(await admin.exists(`${prefix}{abandoned}`)).toBe(0);
+    await expect(app.get(LockService).withLock('abandoned', () => 'free')).resolves.toBe('free');
+    expect(sawReason).toBeInstanceOf(LockInterruptedError);
+    expect((sawReason as Error).message).toMatch(/client went away/);
+  });
+
+  it('releases a lock the handler forgot, with one warning', async () => {
+    const released = events.next({ type: 'released', key: 'forgotten' });
+    const res = await request(app.getHttpServer()).get('/job/forgetful');
+    expect(res.status).toBe(200);
+    await released;
+    expect(await admin.exists(`${prefix}{forgotten}`)).toBe(0);
+    const warnings = logger.warnings.filter((w) => w.includes('never released'));
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toMatch(/GET \/job\/forgetful ended still holding 1 lock\(s\).*"forgotten"/);
+  });
+
+  it('leaves locks taken outside any request alone', async () => {
+    const lock = await app.get(LockService).acquire('outside');
+    await request(app.getHttpServer()).get('/job/forgetful');
+    expect(lock.isHeld()).toBe(true);
+    await lock.release();
+  });
+});
+
+describe('renewal failure', () => {
+  it('aborts the signal before the lease ends when Redis stops accepting writes (CLIENT PAUSE)', async () => {
+    const own = await startRedis({ own: true });
+    closers.push(() => own.stop());
+    const pauser = own.client();
+    closers.push(() => pauser.quit());
+    const engine = new LockEngine({ redis: own.url, leaseMs: 600 });
+    closers.push(() => engine.close());
+    const lock = await engine.acquire('paused');
+    await pauser.call('CLIENT', 'PAUSE', '10000', 'WRITE');
+    try {
+      const reason = await aborted(lock.signal);
+      expect(reason).toBeInstanceOf(LockLostError);
+      expect((reason as Error).message).toMatch(/before a renewal succeeded/);
+      expect(await pauser.pttl('lock:{paused}')).toBeGreaterThan(0); // told before anyone else could take it
+    } finally {
+      await pauser.call('CLIENT', 'UNPAUSE');
+    }
+  });
+});
+
+describe('maxHoldMs', () => {
+  it('stops renewal and aborts the signal once reached; the lock then lapses on its own', async () => {
+    const events = new EventLog();
+    const keyPrefix = uniquePrefix('maxhold');
+    const engine = new LockEngine({ redis: redis.url, keyPrefix, leaseMs: 200, onEvent: events.listener });
+    const other = new LockEngine({ redis: redis.url, keyPrefix });
+    closers.push(
+      () => engine.close(),
+      () => other.close(),
+    );
+    const lock = await engine.acquire('capped', { maxHoldMs: 500 });
+    const reason = await aborted(lock.signal);
+    expect(reason).toBeInstanceOf(LockLostError);
+    expect((reason as Error).message).toMatch(/maxHoldMs/);
+    expect(events.count({ type: 'renewed', key: 'capped' })).toBeGreaterThan(0);
+    const renewals = events.count({ type: 'renewed', key: 'capped' });
+    const next = await other.acquire('capped', { waitMs: 10_000 });
+    expect(next.fencingToken).toBe(lock.fencingToken + 1);
+    expect(events.count({ type: 'renewed', key: 'capped' })).toBe(renewals);
+    await next.release();
+  });
+});
+
+describe('scheduled-job dedup', () => {
+  @Injectable()
+  class Draw {
+    runs = 0;
+
+    @Cron('0 0 12 * * *', { name: 'draw-at-least' })
+    @ScheduledLock('draw-at-least', { lockAtLeastMs: 60_000 })
+    async withAtLeast(): Promise<void> {
+      this.runs++;
+    }
+
+    plainRuns = 0;
+
+    @Cron('0 0 12 * * *', { name: 'draw-plain' })
+    @Locked('draw-plain', { onBusy: 'skip' })
+    async plain(): Promise<void> {
+      this.plainRuns++;
+    }
+  }
+
+  async function instances(prefix: string): Promise<INestApplicationContext[]> {
+    const apps: INestApplicationContext[] = [];
+    for (const name of ['a', 'b', 'c']) {
+      const moduleRef = await Test.createTestingModule({
+        imports: [
+          ScheduleModule.forRoot(),
+          LockModule.forRoot({ redis: redis.url, keyPrefix: prefix, instanceId: name }),
+        ],
+        providers: [Draw],
+      }).compile();
+      const app = await moduleRef.init();
+      closers.push(() => app.close());
+      apps.push(app);
+    }
+    return apps;
+  }
+
+  it('runs a tick once across three instances whose clocks are skewed, thanks to lockAtLeastMs', async () => {
+    const apps = await instances(uniquePrefix('cron'));
+    // Worst-case skew: each instance fires only after the previous run has finished.
+    for (const app of apps) await app.get(Draw).withAtLeast();
+    expect(apps.reduce((n, app) => n + app.get(Draw).runs, 0)).toBe(1);
+  });
+
+  it('without lockAtLeastMs, the same skew runs the job more than once', async () => {
+    const apps = await instances(uniquePrefix('cron-plain'));
+    for (const app of apps) await app.get(Draw).plain();
+    expect(apps.reduce((n, app) => n + app.get(Draw).plainRuns, 0)).toBe(3);
+  });
+
+  it('runs once when all instances fire at the same moment', async () => {
+    // Even "simultaneous" triggers need lockAtLeastMs: a fast job can finish before a
+    // trigger fired at the same moment elsewhere reaches Redis.
+    const apps = await instances(uniquePrefix('cron-same'));
+    await Promise.all(apps.map((app) => app.get(Draw).withAtLeast()));
+    expect(apps.reduce((n, app) => n + app.get(Draw).runs, 0)).toBe(1);
+  });
+
+  it('dedups across three processes fired at staggered times', async () => {
+    const PREFIX = uniquePrefix('cron-proc');
+    const workers = ['p1', 'p2', 'p3'].map((NAME) => {
+      const w = runWorker('cron-worker', { REDIS: redis.url, PREFIX, NAME });
+      children.push(w);
+      return w;
+    });
+    await Promise.all(workers.map((w) => w.waitFor(/^ready$/)));
+    for (const [i, w] of workers.entries()) {
+      await admin.rpush(`${PREFIX}fire:p${i + 1}`, 'tick');
+      await w.waitFor(/^(ran|skipped)$/);
+    }
+    const outcomes = workers.map((w) => w.lines.find((l) => l === 'ran' || l === 'skipped'));
+    expect(outcomes.filter((o) => o === 'ran')).toHaveLength(1);
+    expect(outcomes.filter((o) => o === 'skipped')).toHaveLength(2);
+    for (const [i, w] of workers.entries()) {
+      await admin.rpush(`${PREFIX}fire:p${i + 1}`, 'stop');
+      await w.succeeded();
+    }
+  });
+});
+
+describe('graceful shutdown', () => {
+  it('asks in-flight work to stop, waits for it, releases everything, and keeps lockAtLeastMs locks', async () => {
+    const keyPrefix = uniquePrefix('shutdown');
+    const moduleRef = await Test.createTestingModule({
+      imports: [LockModule.forRoot({ redis: redis.url, keyPrefix, shutdownGraceMs: 30_000 })],
+    }).compile();
+    const app = await moduleRef.init();
+    const locks = app.get(LockService);
+    const steps: string[] = [];
+    let seen: unknown;
+    const work = locks.withLock('work', async (lock) => {
+      seen = await aborted(lock.signal);
+      await admin.ping(); // finishing up still happens under the lock
+      steps.push('work finished');
+      return 'saved';
+    });
+    const kept = await locks.acquire('kept', { lockAtLeastMs: 60_000 });
+    await kept.release();
+    await locks.acquire('bare');
+    await app.close();
+    steps.push('closed');
+
+    expect(steps).toEqual(['work finished', 'closed']);
+    await expect(work).resolves.toBe('saved');
+    expect(seen).toBeInstanceOf(LockInterruptedError);
+    expect((seen as Error).message).toMatch(/shutting down/);
+    expect(await admin.exists(`${keyPrefix}{work}`, `${keyPrefix}{bare}`)).toBe(0);
+    expect(await admin.pttl(`${keyPrefix}{kept}`)).toBeGreaterThan(1_000);
+  });
+});
+
+describe('renewal at scale', () => {
+  it('renews 10 000 held locks in at most 100 round trips per round', async () => {
+    const own = await startRedis({ own: true });
+    closers.push(() => own.stop());
+    const events = new EventLog();
+    const engine = new LockEngine({ redis: own.url, leaseMs: 6_000, onEvent: events.listener });
+    closers.push(() => engine.close());
+    const keys = Array.from({ length: 10_000 }, (_, i) => `k${i}`);
+    for (let i = 0; i < keys.length; i += 500) {
+      await Promise.all(keys.slice(i, i + 500).map((k) => engine.acquire(k)));
+    }
+    const before = await evalCalls(own);
+    await events.next({ type: 'renewed' }, 10_000); // one renewal of every lock
+    const after = await evalCalls(own);
+    expect(after - before).toBeLessThanOrEqual(100);
+    expect(engine.watchdog.rounds).toBeLessThanOrEqual(5);
+  });
+});
+
+async function evalCalls(target: RedisTarget): Promise<number> {
+  const c = target.client();
+  try {
+    const info = await c.info('commandstats');
+    let total = 0;
+    for (const m of info.matchAll(/cmdstat_(evalsha|eval):calls=(\d+)/g)) total += Number(m[2]);
+    return total;
+  } finally {
+    c.disconnect();
+  }
+}
+
+void Module;
