@@ -1,16 +1,16 @@
 #!/usr/bin/env node
-// Embeds the library's .lua files into a TypeScript module, so the scripts travel
-// inside the compiled package (bundlers such as webpack never see .lua files).
-// The .lua files stay the source of truth; `npm run gen` (run by build, lint and
-// test) rewrites the module, and a spec fails when it is stale.
+// Embeds .lua files into TypeScript modules, so the scripts travel inside compiled code
+// (bundlers such as webpack never see .lua files). The .lua files stay the source of
+// truth; `npm run gen` (and the build) rewrites the modules; lint and a spec fail when one
+// is stale.
 'use strict';
 const fs = require('node:fs');
 const path = require('node:path');
 
-const dir = path.join(__dirname, '..', 'libs', 'lockwarden', 'src', 'core', 'scripts');
-const target = path.join(dir, 'lua-sources.generated.ts');
+const root = path.join(__dirname, '..');
+const DIRS = ['libs/lockwarden/src/core/scripts', 'apps/lottery/src/scripts'];
 
-function render() {
+function render(dir) {
   const names = fs
     .readdirSync(dir)
     .filter((f) => f.endsWith('.lua'))
@@ -30,10 +30,22 @@ function render() {
   return lines.join('\n');
 }
 
-module.exports = { render, target };
+module.exports = { render, DIRS, root };
 
+// `--check` only reports stale modules (lint); without it they are rewritten (gen, build).
 if (require.main === module) {
-  const next = render();
-  const prev = fs.existsSync(target) ? fs.readFileSync(target, 'utf8') : '';
-  if (prev !== next) fs.writeFileSync(target, next);
+  const check = process.argv.includes('--check');
+  let stale = 0;
+  for (const rel of DIRS) {
+    const dir = path.join(root, rel);
+    if (!fs.existsSync(dir)) continue;
+    const target = path.join(dir, 'lua-sources.generated.ts');
+    const next = render(dir);
+    const prev = fs.existsSync(target) ? fs.readFileSync(target, 'utf8') : '';
+    if (prev === next) continue;
+    stale++;
+    if (check) console.error(`${path.relative(root, target)} is stale: run \`npm run gen\`.`);
+    else fs.writeFileSync(target, next);
+  }
+  if (check && stale > 0) process.exit(1);
 }

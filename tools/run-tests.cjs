@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// `npm test`: make sure Redis is installed, embed the Lua scripts, run Jest in ES-module
+// `npm test`: make sure Redis is installed, run Jest in ES-module
 // mode (Nest 12 ships ES modules only), and end with one plain "N passed, N failed" line.
 // Extra arguments go to Jest: `npm test -- test/mutex.spec.ts`.
 'use strict';
@@ -11,7 +11,6 @@ const { ensureRedis } = require('./ensure-redis.cjs');
 
 const root = path.join(__dirname, '..');
 ensureRedis();
-spawnSync(process.execPath, [path.join(__dirname, 'embed-lua.cjs')], { stdio: 'inherit' });
 
 const report = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'lockwarden-jest-')), 'report.json');
 const jest = spawnSync(

@@ -1,8 +1,61 @@
-import { Module } from '@nestjs/common';
+import { Inject, Module } from '@nestjs/common';
+import type { DynamicModule, OnApplicationShutdown } from '@nestjs/common';
+import { ScheduleModule } from '@nestjs/schedule';
+import { Redis } from 'ioredis';
 import { LockModule } from 'lockwarden';
+import type { LockEvent } from 'lockwarden';
+import type { LotteryConfig } from './config';
+import { DrawScheduler } from './draw.scheduler';
+import { DrawService } from './draw.service';
+import { DrawsController } from './draws.controller';
+import { LOTTERY_CONFIG, LOTTERY_DATA } from './lottery.tokens';
+import { Reporter } from './reporter';
 
-/** The lottery sample: for now only wires LockModule; the draw arrives with the sample itself. */
-@Module({
-  imports: [LockModule.forRoot({ redis: process.env.REDIS_URL ?? 'redis://127.0.0.1:6380', isGlobal: true })],
-})
-export class AppModule {}
+/** The lottery sample: scheduled and on-demand draws, each recorded once across instances. */
+@Module({})
+export class AppModule implements OnApplicationShutdown {
+  constructor(@Inject(LOTTERY_DATA) private readonly data: Redis) {}
+
+  static forConfig(config: LotteryConfig): DynamicModule {
+    return {
+      module: AppModule,
+      imports: [
+        ScheduleModule.forRoot(),
+        LockModule.forRoot({
+          redis: config.redisUrl,
+          instanceId: config.instanceId,
+          leaseMs: config.leaseMs,
+          onEvent: config.report ? reportLockEvent(config.instanceId) : undefined,
+        }),
+      ],
+      controllers: [DrawsController],
+      providers: [
+        { provide: LOTTERY_CONFIG, useValue: config },
+        { provide: LOTTERY_DATA, useFactory: () => new Redis(config.dataUrl) },
+        Reporter,
+        DrawService,
+        DrawScheduler,
+      ],
+    };
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.data.quit();
+  }
+}
+
+/** Lock events as report lines, for the demo's timeline. */
+function reportLockEvent(instanceId: string): (event: LockEvent) => void {
+  return (event) => {
+    if (event.type !== 'acquired' && event.type !== 'released' && event.type !== 'lost') return;
+    const line = {
+      event: 'lock',
+      t: Date.now(),
+      instanceId,
+      type: event.type,
+      key: event.key,
+      token: event.fencingToken,
+    };
+    process.stdout.write(`LOTTERY ${JSON.stringify(line)}\n`);
+  };
+}

@@ -1,0 +1,310 @@
+import { spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { resolve } from 'node:path';
+import { createInterface } from 'node:readline';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Redis } from 'ioredis';
+import { fencedWrite, PENDING_KEY, readDraw, USERS_KEY } from '../src/draw-store';
+import type { DrawResult, RecordOutcome } from '../src/draw-store';
+
+/** One line an instance reported (LOTTERY_REPORT=1). */
+export interface InstanceEvent {
+  readonly event: string;
+  readonly t: number;
+  readonly [field: string]: unknown;
+}
+
+/** One row of a round's report. */
+export interface RoundRow {
+  readonly instance: string;
+  readonly action: string;
+  readonly fencingToken: number | undefined;
+  readonly ms: number;
+}
+
+export interface Round {
+  readonly drawId: string;
+  readonly rows: RoundRow[];
+  readonly winners: string[];
+}
+
+export interface CrashRound extends Round {
+  readonly victim: string;
+  readonly victimToken: number;
+  readonly takeoverToken: number;
+  readonly lateWrite: RecordOutcome;
+}
+
+export interface Verification {
+  readonly draws: string[];
+  readonly problems: string[];
+}
+
+export interface ClusterOptions {
+  readonly redisUrl: string;
+  readonly instances?: number;
+  readonly cron?: string;
+  readonly drawDelayMs?: number;
+  readonly leaseMs?: number;
+  readonly users?: number;
+}
+
+/** A lottery app instance running as its own Node process. */
+export class LotteryInstance {
+  readonly events: InstanceEvent[] = [];
+  port = 0;
+  alive = true;
+  killedAt: number | undefined;
+  readonly exited: Promise<number | null>;
+  private stderr = '';
+  private waiters: { match: (e: InstanceEvent) => boolean; resolve: (e: InstanceEvent) => void }[] = [];
+
+  constructor(
+    readonly id: string,
+    private readonly child: ChildProcess,
+  ) {
+    createInterface({ input: child.stdout! }).on('line', (line) => {
+      if (!line.startsWith('LOTTERY ')) return;
+      const event = JSON.parse(line.slice(8)) as InstanceEvent;
+      this.events.push(event);
+      this.waiters = this.waiters.filter((w) => !(w.match(event) && (w.resolve(event), true)));
+    });
+    child.stderr!.on('data', (chunk: Buffer) => (this.stderr = (this.stderr + chunk.toString()).slice(-4000)));
+    this.exited = new Promise((done) =>
+      child.once('exit', (code) => {
+        this.alive = false;
+        done(code);
+      }),
+    );
+  }
+
+  url(path: string): string {
+    return `http://127.0.0.1:${this.port}${path}`;
+  }
+
+  /** The first event (past or future) that matches; fails if the process exits first. */
+  waitFor(match: (e: InstanceEvent) => boolean, what: string): Promise<InstanceEvent> {
+    const seen = this.events.find(match);
+    if (seen) return Promise.resolve(seen);
+    return new Promise((resolveEvent, reject) => {
+      this.waiters.push({ match, resolve: resolveEvent });
+      void this.exited.then(() =>
+        reject(new Error(`instance ${this.id} exited before ${what}:\n${this.stderr || '(no output)'}`)),
+      );
+    });
+  }
+
+  /** Kills the process at once, as a crash would. */
+  async kill(): Promise<void> {
+    this.killedAt = Date.now();
+    this.child.kill('SIGKILL');
+    await this.exited;
+  }
+
+  /** Stops the process gracefully (SIGTERM), killing it if it does not exit in 10 s. */
+  async stop(): Promise<void> {
+    if (!this.alive) return;
+    this.child.kill('SIGTERM');
+    const timer = setTimeout(() => this.child.kill('SIGKILL'), 10_000);
+    await this.exited;
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * Three (or N) lottery instances on one Redis, and the rounds the demo and the
+ * end-to-end test run against them. Every check is made from what Redis
+ * recorded and what the instances reported, never from timing.
+ */
+export class LotteryCluster {
+  private constructor(
+    readonly instances: LotteryInstance[],
+    private readonly data: Redis,
+    readonly startedAt: number,
+  ) {}
+
+  static async start(options: ClusterOptions): Promise<LotteryCluster> {
+    const count = options.instances ?? 3;
+    const startedAt = Date.now();
+    const instances = Array.from({ length: count }, (_, i) => {
+      const id = `lottery-${i + 1}`;
+      const child = spawn(
+        process.execPath,
+        ['-r', 'ts-node/register/transpile-only', '-r', 'tsconfig-paths/register', resolve('apps/lottery/src/main.ts')],
+        {
+          env: {
+            ...process.env,
+            TS_NODE_PROJECT: resolve('tsconfig.json'),
+            REDIS_URL: options.redisUrl,
+            PORT: '0',
+            HOST: '127.0.0.1',
+            INSTANCE_ID: id,
+            LOTTERY_CRON: options.cron ?? '*/5 * * * * *',
+            LOTTERY_DRAW_DELAY_MS: String(options.drawDelayMs ?? 0),
+            LOTTERY_LEASE_MS: String(options.leaseMs ?? 30_000),
+            LOTTERY_USERS: String(options.users ?? 1000),
+            LOTTERY_REPORT: '1',
+          },
+          stdio: ['ignore', 'pipe', 'pipe'],
+        },
+      );
+      return new LotteryInstance(id, child);
+    });
+    const cluster = new LotteryCluster(instances, new Redis(options.redisUrl), startedAt);
+    try {
+      await Promise.all(
+        instances.map(async (instance) => {
+          const ready = await instance.waitFor((e) => e.event === 'ready', 'it was ready');
+          instance.port = Number(ready.port);
+        }),
+      );
+    } catch (err) {
+      await cluster.stop();
+      throw err;
+    }
+    return cluster;
+  }
+
+  get alive(): LotteryInstance[] {
+    return this.instances.filter((i) => i.alive);
+  }
+
+  /** Waits for the next cron tick and reports what each instance did with it. */
+  async scheduledRound(): Promise<Round> {
+    const since = Date.now();
+    const [first, ...rest] = this.alive;
+    const isCron = (e: InstanceEvent): boolean => e.event === 'draw' && e.source === 'cron';
+    const lead = await first.waitFor((e) => isCron(e) && e.t >= since, 'a scheduled draw');
+    const drawId = String(lead.drawId);
+    const events = [lead];
+    for (const instance of rest) {
+      events.push(await instance.waitFor((e) => isCron(e) && e.drawId === drawId, `the scheduled draw ${drawId}`));
+    }
+    const rows = events.map((e, i) => ({
+      instance: [first, ...rest][i].id,
+      action: String(e.action),
+      fencingToken: e.fencingToken as number | undefined,
+      ms: Number(e.ms),
+    }));
+    return { drawId, rows, winners: (await readDraw(this.data, drawId))?.winners ?? [] };
+  }
+
+  /** Fires POST /draws/:id at every instance at the same moment. */
+  async httpRound(drawId: string): Promise<Round> {
+    const rows = await Promise.all(this.alive.map((instance) => this.post(instance, drawId)));
+    return { drawId, rows: rows.map((r) => r.row), winners: (await readDraw(this.data, drawId))?.winners ?? [] };
+  }
+
+  /**
+   * Kills the instance drawing `drawId` mid-draw. Another instance is refused
+   * (409) while the dead holder's lease runs, takes over once it ends (honouring
+   * Retry-After), and a late write with the dead holder's fencing token is refused.
+   */
+  async crashRound(drawId: string): Promise<CrashRound> {
+    const [victim, heir, ...others] = this.alive;
+    const started = Date.now();
+    void this.post(victim, drawId).catch(() => undefined); // dies with the instance
+    const drawing = await victim.waitFor((e) => e.event === 'drawing' && e.drawId === drawId, `drawing ${drawId}`);
+    const victimToken = Number(drawing.fencingToken);
+    await victim.kill();
+    const rows: RoundRow[] = [
+      { instance: victim.id, action: 'killed mid-draw', fencingToken: victimToken, ms: Date.now() - started },
+    ];
+
+    for (const other of others) rows.push((await this.post(other, drawId)).row);
+    let takeoverToken = 0;
+    for (let attempt = 0; attempt < 20 && takeoverToken === 0; attempt++) {
+      const { row, retryAfterS } = await this.post(heir, drawId);
+      if (row.action === 'drew') {
+        takeoverToken = row.fencingToken ?? 0;
+        rows.push({ ...row, action: 'took over, drew' });
+      } else {
+        rows.push({ ...row, action: `${row.action}, retry in ${retryAfterS}s` });
+        await sleep(retryAfterS * 1000); // an HTTP client honouring Retry-After
+      }
+    }
+
+    // The dead holder "wakes up" and writes with its old token: refused by the fenced write.
+    const zombie: DrawResult = {
+      drawId,
+      winners: ['zombie'],
+      instanceId: victim.id,
+      fencingToken: victimToken,
+      drawnAt: new Date().toISOString(),
+    };
+    const lateWrite = await fencedWrite(this.data, drawId, victimToken, 'record', zombie);
+    rows.push({
+      instance: `${victim.id} (late)`,
+      action: `late write: ${lateWrite}`,
+      fencingToken: victimToken,
+      ms: Date.now() - started,
+    });
+    const winners = (await readDraw(this.data, drawId))?.winners ?? [];
+    return { drawId, rows, winners, victim: victim.id, victimToken, takeoverToken, lateWrite };
+  }
+
+  /**
+   * Waits until no draw is pending (a crashed drawer's draw is caught up at a
+   * later tick), then cross-checks every draw any instance started: exactly one
+   * instance drew it, and Redis holds exactly that result, with 10 distinct
+   * eligible winners.
+   */
+  async verify(): Promise<Verification> {
+    for (const drawId of await this.data.smembers(PENDING_KEY)) {
+      await Promise.any(
+        this.alive.map((i) =>
+          i.waitFor((e) => e.event === 'draw' && e.drawId === drawId && e.action === 'drew', `catching up ${drawId}`),
+        ),
+      );
+    }
+    const started = new Set<string>();
+    const drew = new Map<string, InstanceEvent[]>();
+    for (const instance of this.instances) {
+      for (const e of instance.events) {
+        if (e.event === 'drawing') started.add(String(e.drawId));
+        if (e.event === 'draw' && e.action === 'drew')
+          drew.set(String(e.drawId), [...(drew.get(String(e.drawId)) ?? []), e]);
+      }
+    }
+    const problems: string[] = [];
+    for (const drawId of started) {
+      const result = await readDraw(this.data, drawId);
+      const by = drew.get(drawId) ?? [];
+      if (by.length !== 1) problems.push(`${drawId}: drawn ${by.length} times`);
+      if (!result) {
+        problems.push(`${drawId}: no result recorded`);
+        continue;
+      }
+      if (by[0] && (result.instanceId !== by[0].instanceId || result.fencingToken !== by[0].fencingToken)) {
+        problems.push(`${drawId}: the recorded result is not the one ${String(by[0].instanceId)} drew`);
+      }
+      if (new Set(result.winners).size !== 10) problems.push(`${drawId}: not 10 distinct winners`);
+      const eligible = await this.data.smismember(USERS_KEY, ...result.winners);
+      if (eligible.some((x) => x !== 1)) problems.push(`${drawId}: a winner is not an eligible user`);
+    }
+    return { draws: [...started].sort(), problems };
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all(this.instances.map((i) => i.stop()));
+    this.data.disconnect();
+  }
+
+  private async post(instance: LotteryInstance, drawId: string): Promise<{ row: RoundRow; retryAfterS: number }> {
+    const started = Date.now();
+    const res = await fetch(instance.url(`/draws/${encodeURIComponent(drawId)}`), { method: 'POST' });
+    const body = (await res.json().catch(() => ({}))) as Partial<DrawResult>;
+    const action =
+      res.status === 201
+        ? 'drew'
+        : res.status === 409
+          ? '409 busy'
+          : res.status === 200
+            ? 'already drawn'
+            : `HTTP ${res.status}`;
+    return {
+      row: { instance: instance.id, action, fencingToken: body.fencingToken, ms: Date.now() - started },
+      retryAfterS: Number(res.headers.get('retry-after') ?? '1'),
+    };
+  }
+}

@@ -1,0 +1,69 @@
+import { Inject, Injectable } from '@nestjs/common';
+import type { Redis } from 'ioredis';
+import { LockService, Locked } from 'lockwarden';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { LotteryConfig } from './config';
+import { WINNERS } from './config';
+import { fencedWrite, PENDING_KEY, readDraw, USERS_KEY } from './draw-store';
+import type { DrawResult, RecordOutcome } from './draw-store';
+import { LOTTERY_CONFIG, LOTTERY_DATA } from './lottery.tokens';
+import { pickWinners } from './pick-winners';
+import { Reporter } from './reporter';
+
+/** What one call of draw() did. */
+export interface DrawOutcome {
+  readonly outcome: RecordOutcome;
+  /** The recorded result: ours, or the one recorded before (absent while a newer holder is still drawing). */
+  readonly result: DrawResult | undefined;
+  readonly fencingToken: number;
+}
+
+/**
+ * Draws the winners of one draw, once across all instances.
+ *
+ * The lock makes sure only one instance draws at a time; `lockAtLeastMs` keeps
+ * instances whose clocks lag from drawing the same scheduled tick again; the
+ * fenced write makes sure that a holder which lost its lock (a long pause, a
+ * network cut) can never record over, or beside, the holder that replaced it.
+ */
+@Injectable()
+export class DrawService {
+  constructor(
+    private readonly locks: LockService,
+    private readonly reporter: Reporter,
+    @Inject(LOTTERY_CONFIG) private readonly config: LotteryConfig,
+    @Inject(LOTTERY_DATA) private readonly data: Redis,
+  ) {}
+
+  /** Draws that were claimed but never recorded (their drawer crashed), oldest first. */
+  pending(): Promise<string[]> {
+    return this.data.smembers(PENDING_KEY).then((ids) => ids.sort());
+  }
+
+  /** Resolves `undefined` without drawing when another instance holds this draw. */
+  @Locked('lottery:{0}', { onBusy: 'skip', lockAtLeastMs: 60_000, maxHoldMs: 10 * 60_000 })
+  async draw(drawId: string): Promise<DrawOutcome | undefined> {
+    const lock = this.locks.current(`lottery:${drawId}`)!;
+    const fencingToken = lock.fencingToken;
+    const claim = await fencedWrite(this.data, drawId, fencingToken, 'claim');
+    this.reporter.emit('drawing', { drawId, fencingToken, instanceId: this.config.instanceId, claim });
+    if (claim === 'duplicate') await this.data.srem(PENDING_KEY, drawId);
+    if (claim === 'stale' || claim === 'duplicate') {
+      return { outcome: claim, result: await readDraw(this.data, drawId), fencingToken };
+    }
+    await this.data.sadd(PENDING_KEY, drawId);
+
+    if (this.config.drawDelayMs > 0) await sleep(this.config.drawDelayMs, undefined, { signal: lock.signal });
+    const winners = pickWinners(await this.data.smembers(USERS_KEY), WINNERS);
+    const result: DrawResult = {
+      drawId,
+      winners,
+      instanceId: this.config.instanceId,
+      fencingToken,
+      drawnAt: new Date().toISOString(),
+    };
+    const outcome = await fencedWrite(this.data, drawId, fencingToken, 'record', result);
+    if (outcome !== 'stale') await this.data.srem(PENDING_KEY, drawId);
+    return { outcome, result: outcome === 'recorded' ? result : await readDraw(this.data, drawId), fencingToken };
+  }
+}
