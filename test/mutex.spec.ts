@@ -1,44 +1,24 @@
 import type { Redis } from 'ioredis';
 import { LockAbortedError, LockConfigError, LockEngine, LockLostError, LockTimeoutError } from 'lockwarden';
-import type { LockEngineOptions } from 'lockwarden';
 import { aborted, EventLog } from './harness/event-log';
-import { startRedis, uniquePrefix } from './harness/redis';
+import { engineFactory } from './harness/engines';
+import { startRedis } from './harness/redis';
 import type { RedisTarget } from './harness/redis';
 
 let redis: RedisTarget;
 let admin: Redis;
-const engines: LockEngine[] = [];
 
 beforeAll(async () => {
   redis = await startRedis();
   admin = redis.client();
 });
 
-afterEach(async () => {
-  await Promise.all(engines.splice(0).map((e) => e.close()));
-});
+const { engine, pair } = engineFactory(() => redis.url, 'mutex');
 
 afterAll(async () => {
   await admin.quit();
   await redis.stop();
 });
-
-function engine(options: Partial<LockEngineOptions> = {}, events?: EventLog): LockEngine {
-  const e = new LockEngine({
-    redis: redis.url,
-    keyPrefix: uniquePrefix('mutex'),
-    onEvent: events?.listener,
-    ...options,
-  });
-  engines.push(e);
-  return e;
-}
-
-/** Two engines on separate connections with the same prefix: two "processes" in one. */
-function pair(options: Partial<LockEngineOptions> = {}, events?: EventLog): [LockEngine, LockEngine] {
-  const keyPrefix = uniquePrefix('pair');
-  return [engine({ keyPrefix, ...options }, events), engine({ keyPrefix, ...options }, events)];
-}
 
 describe('mutual exclusion', () => {
   it('lets 50 concurrent flows through one at a time and loses no update', async () => {

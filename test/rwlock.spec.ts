@@ -1,15 +1,15 @@
 import type { Redis } from 'ioredis';
-import { LockEngine, LockLostError, LockTimeoutError, LockUpgradeError } from 'lockwarden';
-import type { LockEngineOptions, LockHandle } from 'lockwarden';
+import { LockLostError, LockTimeoutError, LockUpgradeError } from 'lockwarden';
+import type { LockHandle } from 'lockwarden';
 import { runWorker } from './harness/child';
 import type { ChildScript } from './harness/child';
 import { aborted, EventLog } from './harness/event-log';
+import { engineFactory } from './harness/engines';
 import { startRedis, uniquePrefix } from './harness/redis';
 import type { RedisTarget } from './harness/redis';
 
 let redis: RedisTarget;
 let admin: Redis;
-const engines: LockEngine[] = [];
 const children: ChildScript[] = [];
 
 beforeAll(async () => {
@@ -19,24 +19,14 @@ beforeAll(async () => {
 
 afterEach(async () => {
   for (const c of children.splice(0)) c.kill();
-  await Promise.all(engines.splice(0).map((e) => e.close()));
 });
+
+const { engine, pair } = engineFactory(() => redis.url, 'rw');
 
 afterAll(async () => {
   await admin.quit();
   await redis.stop();
 });
-
-function engine(options: Partial<LockEngineOptions> = {}, events?: EventLog): LockEngine {
-  const e = new LockEngine({ redis: redis.url, keyPrefix: uniquePrefix('rw'), onEvent: events?.listener, ...options });
-  engines.push(e);
-  return e;
-}
-
-function pair(options: Partial<LockEngineOptions> = {}, events?: EventLog): [LockEngine, LockEngine] {
-  const keyPrefix = uniquePrefix('rwpair');
-  return [engine({ keyPrefix, ...options }, events), engine({ keyPrefix, ...options }, events)];
-}
 
 describe('randomized read/write concurrency', () => {
   it('never lets a writer share the lock, lets readers overlap, and finishes every operation', async () => {
