@@ -43,10 +43,13 @@ afterAll(async () => {
 
 class CapturingLogger implements LoggerService {
   readonly warnings: string[] = [];
+  readonly debugs: string[] = [];
   log(): void {}
   error(): void {}
-  debug(): void {}
   verbose(): void {}
+  debug(message: unknown): void {
+    this.debugs.push(String(message));
+  }
   warn(message: unknown): void {
     this.warnings.push(String(message));
   }
@@ -264,6 +267,35 @@ describe('scheduled-job dedup', () => {
       await admin.rpush(`${PREFIX}fire:p${i + 1}`, 'stop');
       await w.succeeded();
     }
+  });
+});
+
+describe('skips', () => {
+  it('are logged at debug level with the key and the holder instance, never its token', async () => {
+    const keyPrefix = uniquePrefix('skiplog');
+    const logger = new CapturingLogger();
+    @Injectable()
+    class Report {
+      @ScheduledLock('report')
+      async run(): Promise<string> {
+        return 'ran';
+      }
+    }
+    const moduleRef = await Test.createTestingModule({
+      imports: [LockModule.forRoot({ redis: redis.url, keyPrefix, instanceId: 'worker-7' })],
+      providers: [Report],
+    }).compile();
+    moduleRef.useLogger(logger);
+    const app = await moduleRef.init();
+    closers.push(() => app.close());
+    const other = new LockEngine({ redis: redis.url, keyPrefix, instanceId: 'reporter-host:42' });
+    closers.push(() => other.close());
+    const held = await other.acquire('report');
+    await expect(app.get(Report).run()).resolves.toBeUndefined();
+    const line = logger.debugs.find((m) => m.includes('Skipped "report"'));
+    expect(line).toMatch(/held by reporter-host:42/);
+    expect(line).not.toContain((held as unknown as { lease: { token: string } }).lease.token);
+    await held.release();
   });
 });
 

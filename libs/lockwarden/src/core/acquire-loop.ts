@@ -2,6 +2,7 @@ import { LockBackendError, LockError } from '../errors';
 import { AcquireGate } from './acquire-gate';
 import type { LockEvent } from './events';
 import type { LockLogger } from './logger';
+import { newWaiterId } from './tokens';
 import type { WakeBus } from './wake-bus';
 import { Waiter } from './wake-bus';
 
@@ -11,11 +12,18 @@ export interface AttemptSpec {
   readonly channel: string;
   /** Grants arrive by waiter id (fair mutex) instead of as wake-ups. */
   readonly fair: boolean;
-  readonly waiterId: string;
-  /** Set when the attempt holds a place on the server that lapses unless renewed by retrying. */
+  /** How often a waiter that always holds a place on the server (a waiting writer) checks back. */
   readonly refreshMs: number | undefined;
-  /** One attempt: the fencing token (>= 0) when granted, else -(ms worth waiting). */
-  attempt(): Promise<number>;
+  /** How often a waiter checks back once it is queued (fair or starving), so its place does not lapse. */
+  readonly queueRefreshMs: number | undefined;
+  /**
+   * Non-fair waiters that have waited this long join the server's FIFO queue,
+   * so the next release hands them the lock (Go's mutex "starvation mode"):
+   * barging stays cheap, while no waiter starves behind luckier processes.
+   */
+  readonly starvationMs: number | undefined;
+  /** One attempt, queued (fair) or not: the fencing token (>= 0) when granted, else -(ms worth waiting). */
+  attempt(queued: boolean, waiterId: string): Promise<number>;
   /** Undoes a server-side place, or a grant that landed as the caller gave up. */
   withdraw(): Promise<unknown>;
 }
@@ -25,7 +33,7 @@ export interface LoopContext {
   readonly gates: Set<AcquireGate>;
   readonly shuttingDown: () => unknown;
   readonly commandTimeoutMs: number;
-  readonly emit: (event: LockEvent) => void;
+  readonly emit: ((event: LockEvent) => void) | undefined;
   readonly logger: LockLogger;
 }
 
@@ -46,7 +54,10 @@ export async function acquireLoop(
   waitMs: number,
   signal: AbortSignal | undefined,
 ): Promise<LoopResult> {
-  const deadline = performance.now() + waitMs;
+  const started = performance.now();
+  const deadline = started + waitMs;
+  let queued = spec.fair;
+  let waiterId = queued ? newWaiterId() : '';
   const gate = new AcquireGate(spec.key, signal);
   const reason = ctx.shuttingDown();
   if (reason) gate.abort(reason);
@@ -60,7 +71,12 @@ export async function acquireLoop(
       gate.check();
       const sentAt = performance.now();
       sent = true;
-      const reply = await ask(ctx, gate, spec.key, 'acquire', spec.attempt(), deadline - sentAt);
+      if (!queued && spec.starvationMs !== undefined && sentAt - started >= spec.starvationMs && waiter) {
+        queued = true;
+        waiter.fair = true;
+        waiter.waiterId = waiterId = newWaiterId();
+      }
+      const reply = await ask(ctx, gate, spec.key, 'acquire', spec.attempt(queued, waiterId), deadline - sentAt);
       if (reply >= 0) {
         granted = true;
         return { granted: true, fence: reply, leaseFrom: sentAt };
@@ -68,14 +84,15 @@ export async function acquireLoop(
       const now = performance.now();
       if (now >= deadline) return { granted: false, busyMs: -reply };
       if (!waiter) {
-        waiter = new Waiter(spec.channel, spec.fair, spec.waiterId);
+        waiter = new Waiter(spec.channel, queued, waiterId);
         await ask(ctx, gate, spec.key, 'subscribe to', ctx.bus.join(waiter), deadline - now);
         continue;
       }
-      const cap = Math.min(-reply, deadline - now, spec.refreshMs ?? Infinity);
+      const refresh = (queued ? spec.queueRefreshMs : spec.refreshMs) ?? Infinity;
+      const cap = Math.min(-reply, deadline - now, refresh);
       if (!parked) {
         parked = true;
-        ctx.emit({ type: 'waiting', key: spec.key });
+        ctx.emit?.({ type: 'waiting', key: spec.key });
       }
       gate.whenAborted(() => waiter?.interrupt());
       const woke = await waiter.park(cap);

@@ -27,8 +27,8 @@ export interface LockEvent {
 export type LockEventListener = (event: LockEvent) => void;
 
 /** Calls the user's listener without ever letting it break a lock operation. */
-export function emitter(listener: LockEventListener | undefined): (event: LockEvent) => void {
-  if (!listener) return () => undefined;
+export function emitter(listener: LockEventListener | undefined): ((event: LockEvent) => void) | undefined {
+  if (!listener) return undefined;
   return (event) => {
     try {
       listener(event);

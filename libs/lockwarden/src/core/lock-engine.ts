@@ -27,12 +27,14 @@ import type { AcquireOptions, ResolvedAcquire, RwAcquireOptions } from './option
 import { closeClient, openClient } from './redis-client';
 import type { ClientLease, RedisClient } from './redis-client';
 import { RenewalScheduler } from './renewal-scheduler';
-import { newOwnerToken, newWaiterId } from './tokens';
+import { newOwnerToken } from './tokens';
 import { WakeBus } from './wake-bus';
 
 /** A waiter with a place on the server checks back this often, and keeps it three times that long. */
 const REFRESH_MS = 2_000;
 const PLACE_TTL_MS = 3 * REFRESH_MS;
+/** A non-fair waiter waiting longer than this joins the FIFO queue (see AttemptSpec.starvationMs). */
+const STARVATION_MS = 5;
 const SHUTTING_DOWN = new Error('the lock service is shutting down');
 const RW_OPTION_NAMES: ReadonlySet<string> = new Set(['writerPreference']);
 
@@ -65,7 +67,7 @@ export class LockEngine implements LeaseOwner {
   private readonly loop: LoopContext;
   private closing = false;
   private closed: Promise<void> | undefined;
-  private readonly emit: (event: LockEvent) => void;
+  private readonly emit: ((event: LockEvent) => void) | undefined;
 
   constructor(options: LockEngineOptions, logger?: LockLogger) {
     this.options = resolveEngineOptions(options, logger);
@@ -183,13 +185,21 @@ export class LockEngine implements LeaseOwner {
     kind: LeaseKind = 'mutex',
   ): Promise<LeaseHandle[] | null> {
     const opts = busy === 'wait' ? options : { ...options, waitMs: 0 };
+    if (keys.length === 1) {
+      // The common case, without the bookkeeping several keys need.
+      const handle = await this.acquireKind(keys[0], opts, kind, busy === 'skip');
+      if (handle) return [handle as LeaseHandle];
+      this.emit?.({ type: 'skipped', key: keys[0] });
+      await this.logSkip(keys[0], kind);
+      return null;
+    }
     const held: LeaseHandle[] = [];
     try {
       for (const key of keys) {
         const handle = await this.acquireKind(key, opts, kind, busy === 'skip');
         if (!handle) {
           await this.releaseAll(held);
-          this.emit({ type: 'skipped', key });
+          this.emit?.({ type: 'skipped', key });
           await this.logSkip(key, kind);
           return null;
         }
@@ -213,7 +223,13 @@ export class LockEngine implements LeaseOwner {
       const inner = run;
       run = () => this.context.run(handle.lease, handle, inner);
     }
-    return this.track(Promise.resolve().then(run));
+    let result: T | Promise<T>;
+    try {
+      result = run();
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    return this.track(Promise.resolve(result));
   }
 
   /** Asks the holders of these handles to stop, without releasing anything yet. */
@@ -249,6 +265,7 @@ export class LockEngine implements LeaseOwner {
 
   /** Releases in reverse order; failures are logged, never thrown (the leases then expire). */
   async releaseAll(handles: readonly LockHandle[]): Promise<void> {
+    if (handles.length === 1) return this.releaseQuietly(handles[0]);
     for (let i = handles.length - 1; i >= 0; i--) await this.releaseQuietly(handles[i]);
   }
 
@@ -272,7 +289,7 @@ export class LockEngine implements LeaseOwner {
     this.forget(lease);
     try {
       const released = await this.releaseOnServer(lease);
-      this.emit({ type: 'released', key: lease.key, fencingToken: lease.fencingToken });
+      this.emit?.({ type: 'released', key: lease.key, fencingToken: lease.fencingToken });
       return released;
     } catch (err) {
       throw new LockBackendError(lease.key, 'release', err);
@@ -298,14 +315,14 @@ export class LockEngine implements LeaseOwner {
       const reason = 'the key is no longer ours in Redis (it expired or was deleted)';
       if (lease.lose(reason)) {
         this.forget(lease);
-        this.emit({ type: 'lost', key: lease.key, fencingToken: lease.fencingToken, reason });
+        this.emit?.({ type: 'lost', key: lease.key, fencingToken: lease.fencingToken, reason });
       }
       throw lease.lostError ?? new LockLostError(lease.key, reason);
     }
     lease.leaseMs = leaseMs;
     lease.confirm(sentAt, grantedMs);
     this.scheduler.reschedule(lease);
-    this.emit({ type: 'extended', key: lease.key, fencingToken: lease.fencingToken });
+    this.emit?.({ type: 'extended', key: lease.key, fencingToken: lease.fencingToken });
   }
 
   // ---- acquisition internals ----------------------------------------------------------------
@@ -398,23 +415,23 @@ export class LockEngine implements LeaseOwner {
     const result = await got;
     if (typeof result !== 'number') return result;
     const waitedMs = Math.round(performance.now() - started);
-    this.emit({ type: 'timeout', key: req.key, waitedMs });
+    this.emit?.({ type: 'timeout', key: req.key, waitedMs });
     throw new LockTimeoutError(req.key, waitedMs, result);
   }
 
   private async acquireMutex(req: ResolvedAcquire): Promise<LockHandle | number> {
     const keys = mutexKeys(this.options.keyPrefix, req.key);
     const token = newOwnerToken();
-    const waiterId = req.fair ? newWaiterId() : '';
     const store = this.store;
     const spec: AttemptSpec = {
       key: req.key,
       channel: keys.channel,
       fair: req.fair,
-      waiterId,
-      refreshMs: req.fair ? REFRESH_MS : undefined,
-      attempt: () =>
-        store.acquire({ keys, token, leaseMs: req.leaseMs, fair: req.fair, waiterId, waiterTtlMs: PLACE_TTL_MS }),
+      refreshMs: undefined,
+      queueRefreshMs: REFRESH_MS,
+      starvationMs: STARVATION_MS,
+      attempt: (fair, waiterId) =>
+        store.acquire({ keys, token, leaseMs: req.leaseMs, fair, waiterId, waiterTtlMs: PLACE_TTL_MS }),
       withdraw: () => store.release(keys, token),
     };
     return this.grantOrBusy(req, spec, 'mutex', keys, token);
@@ -433,8 +450,9 @@ export class LockEngine implements LeaseOwner {
       key: req.key,
       channel: keys.channel,
       fair: false,
-      waiterId: '',
       refreshMs: mode === 'write' ? REFRESH_MS : undefined,
+      queueRefreshMs: undefined,
+      starvationMs: undefined,
       attempt: () =>
         store.rwAcquire({
           keys,
@@ -477,7 +495,7 @@ export class LockEngine implements LeaseOwner {
     if (req.lockAtLeastMs !== undefined) lease.keepUntil = result.leaseFrom + req.lockAtLeastMs;
     this.leases.add(lease);
     this.scheduler.track(lease);
-    this.emit({
+    this.emit?.({
       type: 'acquired',
       key: req.key,
       fencingToken: result.fence,

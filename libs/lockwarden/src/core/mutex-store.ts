@@ -108,13 +108,12 @@ export class RedisLockStore implements LockStore {
     const calls: Promise<unknown>[] = [];
     for (let i = 0; i < items.length; i += RENEW_BATCH) {
       const batch = items.slice(i, i + RENEW_BATCH);
-      const args: (string | number)[] = [];
-      for (const item of batch) args.push(item.token, item.leaseMs, KIND_CODE[item.kind]);
+      const packed = batch.map((item) => `${KIND_CODE[item.kind]}${item.leaseMs}:${item.token}`).join(' ');
       calls.push(
         SCRIPTS.renew.run(
           this.client,
           batch.map((item) => item.lockKey),
-          args,
+          [packed],
         ),
       );
     }

@@ -21,11 +21,13 @@ export class RenewalScheduler {
   /** How late the last firing ran compared with when it was due, in ms. */
   lastLagMs = 0;
   rounds = 0;
+  /** Leases renewed so far (each renewal of each lease once). */
+  renewals = 0;
 
   constructor(
     private readonly store: LockStore,
     private readonly logger: LockLogger,
-    private readonly emit: (event: LockEvent) => void,
+    private readonly emit: ((event: LockEvent) => void) | undefined,
   ) {}
 
   get size(): number {
@@ -43,7 +45,8 @@ export class RenewalScheduler {
   untrack(lease: Lease): void {
     lease.tracked = false;
     this.leases.delete(lease);
-    if (this.leases.size === 0) this.disarm();
+    // The timer stays armed when the last lease goes (it is unref'd and fires harmlessly):
+    // disarming and re-arming it on every acquire/release cycle cost a timer per lock.
   }
 
   /** Re-plans after a lease's timing changed outside a renewal round (extend()). */
@@ -118,27 +121,33 @@ export class RenewalScheduler {
     });
     this.store.renew(items).then(
       (results) => {
+        // Only the renewed leases moved: plan the next firing from them, not from every lease.
+        let next = Infinity;
         due.forEach((lease, i) => {
           lease.renewing = false;
           if (lease.state !== 'held') return;
           if (results[i]) {
+            this.renewals++;
             lease.confirm(sentAt, items[i].leaseMs);
-            this.emit({ type: 'renewed', key: lease.key, fencingToken: lease.fencingToken });
+            this.emit?.({ type: 'renewed', key: lease.key, fencingToken: lease.fencingToken });
+            next = Math.min(next, lease.nextRenewAt, lease.abortAt);
           } else {
             this.untrack(lease);
             this.lost(lease, 'the key is no longer ours in Redis (it expired or was deleted)');
           }
         });
-        this.rearm();
+        if (next < this.timerAt) this.arm(next);
       },
       (err: unknown) => {
         const retryAt = performance.now();
+        let next = Infinity;
         for (const lease of due) {
           lease.renewing = false;
           lease.nextRenewAt = retryAt + Math.min(1_000, lease.leaseMs / 10);
+          next = Math.min(next, lease.nextRenewAt, lease.abortAt);
         }
         this.logger.debug(`Lock renewal failed, retrying within the lease: ${String(err)}`);
-        this.rearm();
+        if (next < this.timerAt) this.arm(next);
       },
     );
   }
@@ -146,7 +155,7 @@ export class RenewalScheduler {
   private lost(lease: Lease, reason: string): void {
     if (!lease.lose(reason)) return;
     this.logger.warn(`Lock "${lease.key}" lost: ${reason}.`);
-    this.emit({ type: 'lost', key: lease.key, fencingToken: lease.fencingToken, reason });
+    this.emit?.({ type: 'lost', key: lease.key, fencingToken: lease.fencingToken, reason });
   }
 
   private rearm(): void {

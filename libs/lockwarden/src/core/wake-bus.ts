@@ -15,10 +15,11 @@ export class Waiter {
   private resolvePark: ((result: ParkResult) => void) | undefined;
   private timer: NodeJS.Timeout | undefined;
 
+  /** Fair waiters (and starving non-fair ones) hold a place in the server's queue and are granted by id. */
   constructor(
     readonly channel: string,
-    readonly fair: boolean,
-    readonly waiterId: string,
+    public fair: boolean,
+    public waiterId: string,
   ) {}
 
   /** Waits until a wake-up, a grant, `ms` elapsing or `interrupt()`; returns at once if one is pending. */

@@ -1,6 +1,8 @@
 -- Renew many leases in one call, each only while its owner still holds it.
 -- KEYS[i] the lock key of item i: a mutex hash, or a read/write lock hash
--- ARGV[3i-2] owner token of item i   ARGV[3i-1] new lease in ms   ARGV[3i] kind: 'm', 'r' or 'w'
+-- ARGV[1] one "<kind><lease ms>:<owner token>" entry per item, separated by spaces
+--         (kind: m = mutex, r = read, w = write). One packed argument instead of three per
+--         item keeps encoding 10 000 renewals cheap on both sides.
 -- Returns a list with 1 for each lease renewed and 0 for each hold no longer ours.
 local now
 local function serverNow()
@@ -12,8 +14,10 @@ local function serverNow()
 end
 
 local out = {}
-for i = 1, #KEYS do
-  local key, token, lease, kind = KEYS[i], ARGV[3 * i - 2], tonumber(ARGV[3 * i - 1]), ARGV[3 * i]
+local i = 0
+for kind, leaseText, token in string.gmatch(ARGV[1], '(%a)(%d+):(%S+)') do
+  i = i + 1
+  local key, lease = KEYS[i], tonumber(leaseText)
   out[i] = 0
   if kind == 'm' then
     if redis.call('hget', key, 'o') == token then

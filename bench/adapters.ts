@@ -1,0 +1,107 @@
+import { Redis } from 'ioredis';
+import { Redlock as SesameRedlock } from '@sesamecare-oss/redlock';
+import Redlock from 'redlock';
+import { Mutex } from 'redis-semaphore';
+import { LockEngine } from '../libs/lockwarden/src/core/lock-engine';
+
+/** A held lock, whichever library took it. */
+export interface Held {
+  release(): Promise<unknown>;
+}
+
+/**
+ * One library behind the smallest common interface: wait for a lock (retrying
+ * the library's own failures until it gets it, as an application would) and
+ * release it. Each adapter has its own Redis connection.
+ */
+export interface Adapter {
+  readonly name: string;
+  readonly peer: boolean;
+  acquire(key: string): Promise<Held>;
+  close(): Promise<void>;
+}
+
+const TTL = 10_000;
+
+export function lockwarden(url: string, options: { fair?: boolean } = {}): Adapter & { engine: LockEngine } {
+  const engine = new LockEngine({ redis: url, keyPrefix: 'bench:lw:', waitMs: 60_000 });
+  const fair = options.fair === true;
+  return {
+    name: fair ? 'lockwarden fair' : 'lockwarden',
+    peer: false,
+    engine,
+    acquire: (key) => engine.acquire(key, fair ? { fair } : undefined),
+    close: () => engine.close(),
+  };
+}
+
+type RedlockLike = { acquire(keys: string[], ttl: number): Promise<{ release(): Promise<unknown> }> };
+
+function redlockAdapter(name: string, url: string, make: (client: Redis) => RedlockLike): Adapter {
+  const client = new Redis(url);
+  const redlock = make(client);
+  return {
+    name,
+    peer: true,
+    async acquire(key) {
+      // redlock gives up after retryCount attempts ("quorum" errors under contention): try again.
+      for (;;) {
+        try {
+          return await redlock.acquire([`bench:rl:${key}`], TTL);
+        } catch {
+          continue;
+        }
+      }
+    },
+    close: async () => void (await client.quit()),
+  };
+}
+
+export function redlock(url: string, tuned = false): Adapter {
+  return redlockAdapter(tuned ? 'redlock tuned' : 'redlock', url, (client) =>
+    tuned ? new Redlock([client], { retryCount: -1, retryDelay: 5, retryJitter: 5 }) : new Redlock([client]),
+  );
+}
+
+export function sesame(url: string, tuned = false): Adapter {
+  return redlockAdapter(tuned ? 'sesame tuned' : 'sesame', url, (client) =>
+    tuned
+      ? (new SesameRedlock([client], { retryCount: -1, retryDelay: 5, retryJitter: 5 }) as unknown as RedlockLike)
+      : (new SesameRedlock([client]) as unknown as RedlockLike),
+  );
+}
+
+export function semaphore(url: string, tuned = false): Adapter {
+  const client = new Redis(url);
+  const options = tuned
+    ? { lockTimeout: TTL, acquireTimeout: 60_000, retryInterval: 2 }
+    : { lockTimeout: TTL, acquireTimeout: 60_000 };
+  return {
+    name: tuned ? 'semaphore tuned' : 'semaphore',
+    peer: true,
+    async acquire(key) {
+      const mutex = new Mutex(client, `bench:rs:${key}`, options);
+      await mutex.acquire();
+      return mutex;
+    },
+    close: async () => void (await client.quit()),
+  };
+}
+
+/** Every library with its defaults, and the polling ones also with a short, tuned retry. */
+export const LIBRARIES: Record<string, (url: string) => Adapter> = {
+  lockwarden: (url) => lockwarden(url),
+  redlock: (url) => redlock(url),
+  'redlock tuned': (url) => redlock(url, true),
+  sesame: (url) => sesame(url),
+  'sesame tuned': (url) => sesame(url, true),
+  semaphore: (url) => semaphore(url),
+  'semaphore tuned': (url) => semaphore(url, true),
+  'lockwarden fair': (url) => lockwarden(url, { fair: true }),
+};
+
+export function makeAdapter(name: string, url: string): Adapter {
+  const make = LIBRARIES[name];
+  if (!make) throw new Error(`unknown library "${name}"; known: ${Object.keys(LIBRARIES).join(', ')}`);
+  return make(url);
+}

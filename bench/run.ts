@@ -1,0 +1,284 @@
+// npm run bench: Lockwarden against redlock, @sesamecare-oss/redlock and redis-semaphore,
+// side by side, against one Redis, interleaved over several rounds; medians are reported.
+// npm run bench -- --quick   a smoke run of every scenario (CI asserts only that it runs).
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpus, totalmem } from 'node:os';
+import { resolve } from 'node:path';
+import { Redis } from 'ioredis';
+import { RedisProcess } from '../test/harness/redis-process';
+import { LIBRARIES, makeAdapter } from './adapters';
+import type { Adapter } from './adapters';
+import { multiProcessContention } from './multi-process';
+import { contention, distinct, serial } from './scenarios';
+import type { ContentionResult } from './scenarios';
+import { decoratorOverhead, lockwardenScale, readWrite, semaphoreScale } from './scale';
+import { median } from './stats';
+
+const quick = process.argv.includes('--quick');
+const CFG = quick
+  ? {
+      rounds: 1,
+      serialMs: 150,
+      distinctMs: 150,
+      contentionMs: 300,
+      mpMs: 300,
+      mpProcs: 2,
+      scaleLocks: 1_000,
+      scaleMs: 1_200,
+      decoMs: 100,
+    }
+  : {
+      rounds: 3,
+      serialMs: 1_000,
+      distinctMs: 1_000,
+      contentionMs: 2_000,
+      mpMs: 2_000,
+      mpProcs: 4,
+      scaleLocks: 10_000,
+      scaleMs: 3_000,
+      decoMs: 700,
+    };
+
+const MAIN = ['lockwarden', 'redlock', 'redlock tuned', 'sesame', 'sesame tuned', 'semaphore', 'semaphore tuned'];
+const MULTI = ['lockwarden', 'redlock tuned', 'sesame tuned', 'semaphore tuned'];
+
+/** metric id -> library -> one value per round */
+const raw: Record<string, Record<string, number[]>> = {};
+function record(metric: string, lib: string, value: number): void {
+  ((raw[metric] ??= {})[lib] ??= []).push(value);
+}
+const med = (metric: string, lib: string): number | undefined => {
+  const v = raw[metric]?.[lib];
+  return v && v.length ? median(v) : undefined;
+};
+
+let step = 0;
+let steps = 0;
+function progress(what: string): void {
+  step++;
+  process.stderr.write(`\r[${String(Math.round((step / steps) * 100)).padStart(3)}%] ${what}`.padEnd(78));
+}
+
+function recordContention(prefix: string, lib: string, r: ContentionResult): void {
+  record(`${prefix}.cycles`, lib, r.cyclesPerSec);
+  record(`${prefix}.util`, lib, r.utilisation);
+  record(`${prefix}.fair`, lib, r.fairness);
+  record(`${prefix}.waitP50`, lib, r.waitP50);
+  record(`${prefix}.waitP99`, lib, r.waitP99);
+  record(`${prefix}.handoffP50`, lib, r.handoffP50);
+  record(`${prefix}.overlaps`, lib, r.overlaps);
+}
+
+async function main(): Promise<void> {
+  const started = Date.now();
+  const own = process.env.REDIS_URL ? undefined : await RedisProcess.start();
+  const url = process.env.REDIS_URL ?? own!.url;
+  const redisVersion = await serverVersion(url);
+  const adapters = new Map<string, Adapter>(MAIN.map((name) => [name, makeAdapter(name, url)]));
+  const fair = makeAdapter('lockwarden fair', url);
+  steps = CFG.rounds * (MAIN.length * 3 + 2) + MULTI.length + 4;
+  try {
+    for (let round = 0; round < CFG.rounds; round++) {
+      // Rotate the order each round, so no library always runs first (or last) on a warm machine.
+      const order = MAIN.map((_, i) => MAIN[(i + round) % MAIN.length]);
+      for (const lib of order) {
+        progress(`round ${round + 1}/${CFG.rounds} · serial · ${lib}`);
+        const s = await serial(adapters.get(lib)!, CFG.serialMs);
+        record('s1.ops', lib, s.opsPerSec);
+        record('s1.p50', lib, s.p50);
+        record('s1.p99', lib, s.p99);
+      }
+      for (const lib of order) {
+        progress(`round ${round + 1}/${CFG.rounds} · 64 flows · ${lib}`);
+        record('s2.ops', lib, await distinct(adapters.get(lib)!, CFG.distinctMs));
+      }
+      for (const lib of order) {
+        progress(`round ${round + 1}/${CFG.rounds} · contention · ${lib}`);
+        recordContention('s3', lib, await contention(adapters.get(lib)!, CFG.contentionMs));
+      }
+      progress(`round ${round + 1}/${CFG.rounds} · fair contention · lockwarden`);
+      recordContention('s5', 'lockwarden', await contention(fair, CFG.contentionMs));
+      progress(`round ${round + 1}/${CFG.rounds} · read/write · lockwarden`);
+      const rw = await readWrite(url, CFG.serialMs);
+      record('s6.reads', 'lockwarden', rw.readsPerSec);
+      record('s6.handoffP50', 'lockwarden', rw.handoffP50);
+    }
+    for (const lib of MULTI) {
+      progress(`contention across ${CFG.mpProcs} processes · ${lib}`);
+      recordContention('s4', lib, await multiProcessContention(url, lib, CFG.mpMs, CFG.mpProcs));
+    }
+    progress(`watchdog with ${CFG.scaleLocks} locks · lockwarden`);
+    const lw = await lockwardenScale(url, CFG.scaleLocks, CFG.scaleMs);
+    record('s7.calls', 'lockwarden', lw.callsPerRound);
+    record('s7.cpu', 'lockwarden', lw.cpuPercent);
+    progress(`watchdog with ${CFG.scaleLocks} locks · semaphore`);
+    const rs = await semaphoreScale(url, CFG.scaleLocks, CFG.scaleMs);
+    record('s7.calls', 'semaphore', rs.callsPerRound);
+    record('s7.cpu', 'semaphore', rs.cpuPercent);
+    progress('@Locked overhead');
+    const deco = await decoratorOverhead(url, CFG.decoMs, CFG.rounds * 2);
+    record('s8.direct', 'lockwarden', deco.direct);
+    record('s8.decorated', 'lockwarden', deco.decorated);
+    record('s8.overhead', 'lockwarden', (deco.direct / deco.decorated - 1) * 100);
+    progress('done');
+    process.stderr.write('\n');
+  } finally {
+    await Promise.all([...adapters.values(), fair].map((a) => a.close()));
+    await own?.destroy();
+  }
+
+  const table = renderTable();
+  const targets = checkTargets();
+  const seconds = Math.round((Date.now() - started) / 1000);
+  const machine = `${cpus().length} × ${cpus()[0]?.model.trim() ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}, Redis ${redisVersion}`;
+  console.log(`\n${machine}${quick ? ' (quick run: figures are not meaningful)' : ''}\n`);
+  console.log(table);
+  console.log(`\nTargets\n${targets.map((t) => `  ${t.ok ? '✔' : '✘'} ${t.text}`).join('\n')}`);
+  console.log(`\n(${seconds} s)`);
+
+  if (!quick) {
+    const date = new Date().toISOString().replace(/[:]/g, '-').slice(0, 19);
+    mkdirSync(resolve('bench/results'), { recursive: true });
+    const file = resolve('bench/results', `${date}.json`);
+    writeFileSync(
+      file,
+      `${JSON.stringify({ date: new Date().toISOString(), machine, config: CFG, raw, targets }, null, 2)}\n`,
+    );
+    updateBenchmarksMd(machine, table, targets, date);
+    console.log(`Raw figures: bench/results/${date}.json; table written to BENCHMARKS.md.`);
+  }
+}
+
+interface Row {
+  readonly label: string;
+  readonly metric: string;
+  readonly higherIsBetter: boolean;
+  readonly unit: 'k/s' | 'ms' | 'x' | '%' | 'n';
+}
+
+const ROWS: Row[] = [
+  { label: '1 serial acquire+release', metric: 's1.ops', higherIsBetter: true, unit: 'k/s' },
+  { label: '1 latency p50', metric: 's1.p50', higherIsBetter: false, unit: 'ms' },
+  { label: '1 latency p99', metric: 's1.p99', higherIsBetter: false, unit: 'ms' },
+  { label: '2 64 flows, distinct keys', metric: 's2.ops', higherIsBetter: true, unit: 'k/s' },
+  { label: '3 contention: cycles', metric: 's3.cycles', higherIsBetter: true, unit: 'k/s' },
+  { label: '3 utilisation', metric: 's3.util', higherIsBetter: true, unit: 'x' },
+  { label: '3 fairness (min/max)', metric: 's3.fair', higherIsBetter: true, unit: 'x' },
+  { label: '3 wait p50', metric: 's3.waitP50', higherIsBetter: false, unit: 'ms' },
+  { label: '3 wait p99', metric: 's3.waitP99', higherIsBetter: false, unit: 'ms' },
+  { label: '3 hand-off p50', metric: 's3.handoffP50', higherIsBetter: false, unit: 'ms' },
+  { label: '3 overlapping holds', metric: 's3.overlaps', higherIsBetter: false, unit: 'n' },
+  { label: '4 4 processes: utilisation', metric: 's4.util', higherIsBetter: true, unit: 'x' },
+  { label: '4 fairness', metric: 's4.fair', higherIsBetter: true, unit: 'x' },
+  { label: '4 wait p99', metric: 's4.waitP99', higherIsBetter: false, unit: 'ms' },
+  { label: '4 hand-off p50', metric: 's4.handoffP50', higherIsBetter: false, unit: 'ms' },
+  { label: '5 fair mode: fairness', metric: 's5.fair', higherIsBetter: true, unit: 'x' },
+  { label: '5 fair mode: utilisation', metric: 's5.util', higherIsBetter: true, unit: 'x' },
+  { label: '6 16 readers, one key', metric: 's6.reads', higherIsBetter: true, unit: 'k/s' },
+  { label: '6 writer hand-off p50', metric: 's6.handoffP50', higherIsBetter: false, unit: 'ms' },
+  { label: '7 round trips to renew all locks once', metric: 's7.calls', higherIsBetter: false, unit: 'n' },
+  { label: '7 CPU while renewing', metric: 's7.cpu', higherIsBetter: false, unit: '%' },
+  { label: '8 @Locked overhead vs withLock', metric: 's8.overhead', higherIsBetter: false, unit: '%' },
+];
+
+function fmt(value: number | undefined, unit: Row['unit']): string {
+  if (value === undefined || Number.isNaN(value)) return '—';
+  if (unit === 'k/s') return `${(value / 1000).toFixed(1)}k`;
+  if (unit === 'ms') return value.toFixed(2);
+  if (unit === 'x') return value.toFixed(2);
+  if (unit === '%') return `${value.toFixed(1)}%`;
+  return value >= 100 ? value.toFixed(0) : value.toFixed(1);
+}
+
+function bestPeer(row: Row): { lib: string; value: number } | undefined {
+  let best: { lib: string; value: number } | undefined;
+  for (const lib of MAIN.slice(1)) {
+    const v = med(row.metric, lib);
+    if (v === undefined || Number.isNaN(v)) continue;
+    if (!best || (row.higherIsBetter ? v > best.value : v < best.value)) best = { lib, value: v };
+  }
+  return best;
+}
+
+function ratio(row: Row): string {
+  const ours = med(row.metric, 'lockwarden');
+  const best = bestPeer(row);
+  if (ours === undefined || !best) return '—';
+  if (row.unit === 'n' || row.unit === '%') {
+    if (ours === 0) return best.value === 0 ? 'equal' : 'none vs some';
+  }
+  const r = row.higherIsBetter ? ours / best.value : best.value / ours;
+  return `${r.toFixed(2)}× ${r >= 1 ? 'better' : 'worse'}`;
+}
+
+function renderTable(): string {
+  const headers = ['scenario', ...MAIN, 'best peer', 'ours vs best peer'];
+  const rows = ROWS.map((row) => [
+    `${row.label} (${row.higherIsBetter ? 'higher' : 'lower'} is better)`,
+    ...MAIN.map((lib) => fmt(med(row.metric, lib), row.unit)),
+    bestPeer(row)?.lib ?? '—',
+    ratio(row),
+  ]);
+  const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
+  const line = (cells: string[]): string => `| ${cells.map((c, i) => c.padEnd(widths[i])).join(' | ')} |`;
+  return [line(headers), `|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`, ...rows.map(line)].join('\n');
+}
+
+function checkTargets(): { text: string; ok: boolean }[] {
+  const ours = (m: string): number => med(m, 'lockwarden') ?? NaN;
+  const best = (m: string, higher: boolean): number =>
+    bestPeer({ label: '', metric: m, higherIsBetter: higher, unit: 'x' })?.value ?? NaN;
+  return [
+    {
+      text: `2: 64-flow throughput ≥ 1.5× the best peer (${(ours('s2.ops') / best('s2.ops', true)).toFixed(2)}×)`,
+      ok: ours('s2.ops') >= 1.5 * best('s2.ops', true),
+    },
+    {
+      text: `1: p50 latency ≤ the best peer's (${ours('s1.p50').toFixed(3)} vs ${best('s1.p50', false).toFixed(3)} ms)`,
+      ok: ours('s1.p50') <= best('s1.p50', false),
+    },
+    { text: `3: utilisation ≥ 0.90 (${ours('s3.util').toFixed(2)})`, ok: ours('s3.util') >= 0.9 },
+    { text: `3: wait p99 ≤ 50 ms (${ours('s3.waitP99').toFixed(1)} ms)`, ok: ours('s3.waitP99') <= 50 },
+    { text: `3: hand-off p50 ≤ 1 ms (${ours('s3.handoffP50').toFixed(2)} ms)`, ok: ours('s3.handoffP50') <= 1 },
+    { text: `5: fair-mode fairness ≥ 0.90 (${ours('s5.fair').toFixed(2)})`, ok: ours('s5.fair') >= 0.9 },
+    { text: `7: ≤ 100 Redis calls per renewal round (${ours('s7.calls').toFixed(0)})`, ok: ours('s7.calls') <= 100 },
+    { text: `7: renewing uses < 5% of a core (${ours('s7.cpu').toFixed(1)}%)`, ok: ours('s7.cpu') < 5 },
+    { text: `8: @Locked overhead ≤ 5% (${ours('s8.overhead').toFixed(1)}%)`, ok: ours('s8.overhead') <= 5 },
+  ];
+}
+
+function updateBenchmarksMd(
+  machine: string,
+  table: string,
+  targets: { text: string; ok: boolean }[],
+  date: string,
+): void {
+  const path = resolve('BENCHMARKS.md');
+  const body = [
+    '<!-- bench:start (written by npm run bench) -->',
+    `Latest run: ${date}, ${machine}. Raw figures: \`bench/results/${date}.json\`.`,
+    '',
+    table,
+    '',
+    ...targets.map((t) => `- ${t.ok ? '✔' : '✘'} ${t.text}`),
+    '<!-- bench:end -->',
+  ].join('\n');
+  const current = readFileSync(path, 'utf8');
+  writeFileSync(path, current.replace(/<!-- bench:start[\s\S]*?<!-- bench:end -->/, body));
+}
+
+async function serverVersion(url: string): Promise<string> {
+  const c = new Redis(url);
+  try {
+    return /redis_version:(\S+)/.exec(await c.info('server'))?.[1] ?? 'unknown';
+  } finally {
+    c.disconnect();
+  }
+}
+
+void LIBRARIES;
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exitCode = 1;
+});
