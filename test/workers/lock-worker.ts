@@ -3,13 +3,14 @@
 // MODE=fence    ROUNDS times: take the lock and print its fencing token.
 // MODE=hold     take the lock, print "held <token>", and keep it until killed.
 // MODE=read-hold  the same with a read hold of a read/write lock.
-import { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
+import { dataClient, lockRedis } from './connect';
 import { LockEngine } from '../../libs/lockwarden/src/core';
 
 async function main(): Promise<void> {
-  const { REDIS, PREFIX, KEY = 'k', MODE, ROUNDS = '0', LEASE_MS = '30000' } = process.env;
-  const engine = new LockEngine({ redis: REDIS!, keyPrefix: PREFIX, leaseMs: Number(LEASE_MS), waitMs: 60_000 });
-  const data = new Redis(REDIS!);
+  const { PREFIX, KEY = 'k', MODE, ROUNDS = '0', LEASE_MS = '30000' } = process.env;
+  const engine = new LockEngine({ redis: lockRedis(), keyPrefix: PREFIX, leaseMs: Number(LEASE_MS), waitMs: 60_000 });
+  const data = dataClient();
   await barrier(data, `${PREFIX}barrier`, Number(process.env.PARTIES ?? '1'));
   if (MODE === 'counter') {
     for (let i = 0; i < Number(ROUNDS); i++) {
@@ -38,12 +39,12 @@ async function main(): Promise<void> {
 }
 
 /** Waits until `parties` workers have arrived, so they really contend instead of running one after another. */
-async function barrier(data: Redis, key: string, parties: number): Promise<void> {
+async function barrier(data: Redis | Cluster, key: string, parties: number): Promise<void> {
   if (parties <= 1) return;
   if ((await data.incr(`${key}:count`)) === parties) {
     await data.rpush(`${key}:go`, ...Array.from({ length: parties }, () => 'go'));
   }
-  const waiter = data.duplicate();
+  const waiter = dataClient();
   await waiter.blpop(`${key}:go`, 0);
   waiter.disconnect();
 }

@@ -2,13 +2,13 @@
 // FLOWS concurrent flows each do OPS random reads (70%) and writes (30%) on one key,
 // pushing "enter"/"leave" events to a Redis list while they hold the lock, so the
 // list's order is the true order of holders.
-import { Redis } from 'ioredis';
+import { dataClient, lockRedis } from './connect';
 import { LockEngine } from '../../libs/lockwarden/src/core';
 
 async function main(): Promise<void> {
-  const { REDIS, PREFIX, KEY = 'rw', FLOWS = '3', OPS = '100', LOG = 'log', NAME = String(process.pid) } = process.env;
-  const engine = new LockEngine({ redis: REDIS!, keyPrefix: PREFIX, leaseMs: 5_000, waitMs: 60_000 });
-  const log = new Redis(REDIS!);
+  const { PREFIX, KEY = 'rw', FLOWS = '3', OPS = '100', LOG = 'log', NAME = String(process.pid) } = process.env;
+  const engine = new LockEngine({ redis: lockRedis(), keyPrefix: PREFIX, leaseMs: 5_000, waitMs: 60_000 });
+  const log = dataClient();
   const logKey = `${PREFIX}${LOG}`;
   const flow = async (f: number): Promise<void> => {
     for (let i = 0; i < Number(OPS); i++) {

@@ -6,7 +6,7 @@ export type { LockModuleOptions } from './lock-options.interface';
 export type { LockHandle } from './core/lock-handle';
 export type { AcquireOptions, RwAcquireOptions } from './core/options';
 export type { LockEngineOptions } from './core/engine-options';
-export type { RedisSpec, RedisClient } from './core/redis-client';
+export type { RedisSpec, RedisClient, ClusterSpec } from './core/redis-client';
 export { LockEngine } from './core/lock-engine';
 export { Locked } from './decorators/locked.decorator';
 export { ReadLocked } from './decorators/read-locked.decorator';

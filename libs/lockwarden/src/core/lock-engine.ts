@@ -77,7 +77,7 @@ export class LockEngine implements LeaseOwner {
       this.client.on('error', (err: Error) => this.options.logger.debug(`Redis connection error: ${err.message}`));
     }
     this.store = new RedisLockStore(this.client, this.options.instanceId);
-    this.bus = new WakeBus(this.client);
+    this.bus = new WakeBus(this.client, this.client.isCluster === true);
     this.emit = emitter(this.options.onEvent);
     this.scheduler = new RenewalScheduler(this.store, this.options.logger, this.emit);
     this.loop = {

@@ -1,3 +1,4 @@
+import { groupBySlot } from './cluster-slots';
 import type { MutexKeys, RwKeys } from './lock-keys';
 import type { RedisClient } from './redis-client';
 import { SCRIPTS } from './scripts/lua-script';
@@ -59,11 +60,15 @@ export const RENEW_BATCH = 500;
 const KIND_CODE: Record<LeaseKind, string> = { mutex: 'm', read: 'r', write: 'w' };
 
 export class RedisLockStore implements LockStore {
+  /** Cluster: releases use sharded pub/sub, and renewals are batched per slot. */
+  private readonly publishCommand: 'publish' | 'spublish';
+
   constructor(
     private readonly client: RedisClient,
     private readonly instanceId: string,
-    private readonly publishCommand: 'publish' | 'spublish' = 'publish',
-  ) {}
+  ) {
+    this.publishCommand = client.isCluster ? 'spublish' : 'publish';
+  }
 
   async acquire(req: StoreAcquire): Promise<number> {
     const reply = await SCRIPTS.acquire.run(this.client, req.keys.acquireKeys, [
@@ -105,6 +110,20 @@ export class RedisLockStore implements LockStore {
   }
 
   async renew(items: readonly RenewItem[]): Promise<boolean[]> {
+    if (!this.client.isCluster) return this.renewBatches(items);
+    // On Cluster one script may only declare keys of one slot: one batch per slot, all in flight at once.
+    const indexed = items.map((item, index) => ({ item, index }));
+    const results: boolean[] = new Array<boolean>(items.length);
+    await Promise.all(
+      groupBySlot(indexed, (x) => x.item.lockKey).map(async (group) => {
+        const done = await this.renewBatches(group.map((x) => x.item));
+        group.forEach((x, i) => (results[x.index] = done[i]));
+      }),
+    );
+    return results;
+  }
+
+  private async renewBatches(items: readonly RenewItem[]): Promise<boolean[]> {
     const calls: Promise<unknown>[] = [];
     for (let i = 0; i < items.length; i += RENEW_BATCH) {
       const batch = items.slice(i, i + RENEW_BATCH);

@@ -1,11 +1,24 @@
-import { Redis, Cluster, type RedisOptions } from 'ioredis';
+import { Redis, Cluster, type ClusterNode, type ClusterOptions, type RedisOptions } from 'ioredis';
 import { LockConfigError } from '../errors';
 
 /** A connected ioredis client: a single node (also through Sentinel) or a Cluster. */
 export type RedisClient = Redis | Cluster;
 
-/** Where to find Redis: a URL, ioredis options, or a client the caller owns and closes. */
-export type RedisSpec = string | RedisOptions | Redis | Cluster;
+/**
+ * A Redis Cluster Lockwarden connects to (and closes) itself.
+ *
+ * @example
+ * ```ts
+ * LockModule.forRoot({ redis: { cluster: [{ host: '10.0.0.1', port: 7000 }], clusterOptions: { scaleReads: 'master' } } });
+ * ```
+ */
+export interface ClusterSpec {
+  cluster: ClusterNode[];
+  clusterOptions?: ClusterOptions;
+}
+
+/** Where to find Redis: a URL, ioredis options (Sentinel included), cluster nodes, or a client the caller owns and closes. */
+export type RedisSpec = string | RedisOptions | ClusterSpec | Redis | Cluster;
 
 /** A client together with whether Lockwarden created it (and so must close it). */
 export interface ClientLease {
@@ -38,6 +51,16 @@ export function openClient(spec: RedisSpec): ClientLease {
       throw new LockConfigError(`redis must be a redis:// or rediss:// URL, got "${spec.slice(0, 60)}".`);
     }
     return { client: new Redis(spec, OWNED_DEFAULTS), owned: true };
+  }
+  if (typeof spec === 'object' && spec !== null && 'cluster' in spec) {
+    if (!Array.isArray(spec.cluster) || spec.cluster.length === 0) {
+      throw new LockConfigError('redis.cluster must be a non-empty list of cluster nodes, e.g. [{ host, port }].');
+    }
+    const options = spec.clusterOptions ?? {};
+    return {
+      client: new Cluster(spec.cluster, { ...options, redisOptions: { ...OWNED_DEFAULTS, ...options.redisOptions } }),
+      owned: true,
+    };
   }
   if (typeof spec === 'object' && spec !== null && !Array.isArray(spec)) {
     return { client: new Redis({ ...OWNED_DEFAULTS, ...spec }), owned: true };

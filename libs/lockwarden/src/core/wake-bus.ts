@@ -131,7 +131,7 @@ export class WakeBus {
     if (this.subscriber) return this.subscriber;
     // The subscriber is always ours, even when the main client is the user's.
     const sub: Redis | Cluster = this.main.isCluster
-      ? (this.main as Cluster).duplicate()
+      ? (this.main as Cluster).duplicate(undefined, { shardedSubscribers: true })
       : (this.main as Redis).duplicate({ disconnectTimeout: 0 });
     sub.on('error', () => {
       // Reconnection is automatic; waits are capped by the lease, so nothing hangs meanwhile.
