@@ -16,8 +16,13 @@ import type { RedisSpec } from './redis-client';
  * ```
  */
 export interface LockEngineOptions {
-  /** A redis:// URL, ioredis options, or an ioredis client you own (it is never closed for you). */
-  redis: RedisSpec;
+  /**
+   * A redis:// URL, ioredis options (Sentinel included), `{ cluster: [...] }`, or an ioredis
+   * client you own (it is never closed for you). Required, unless `quorum` is given instead.
+   */
+  redis?: RedisSpec;
+  /** Redlock across several independent Redis masters, instead of `redis`. */
+  quorum?: QuorumOptions;
   /** Prefix of every Redis key and channel. Default `'lock:'`. */
   keyPrefix?: string;
   /** Lease the watchdog keeps renewing while a lock without `ttlMs` is held. Default 30 000 ms. */
@@ -38,8 +43,34 @@ export interface LockEngineOptions {
   shutdownGraceMs?: number;
 }
 
+/**
+ * Redlock: each lock is taken on a majority of independent Redis masters, so
+ * it survives the loss of a minority of them. Mutexes only: read/write locks
+ * and `fair` are refused in this mode.
+ *
+ * @example
+ * ```ts
+ * LockModule.forRoot({
+ *   quorum: { nodes: ['redis://10.0.0.1:6379', 'redis://10.0.0.2:6379', 'redis://10.0.0.3:6379'] },
+ * });
+ * ```
+ */
+export interface QuorumOptions {
+  /** At least 3 independent masters (not replicas of each other, not one Cluster): URLs, ioredis options or clients you own. */
+  nodes: RedisSpec[];
+  /** The longest one node may take to answer; never more than a tenth of the lease. Default 500 ms. */
+  nodeTimeoutMs?: number;
+}
+
+export interface ResolvedQuorum {
+  nodes: RedisSpec[];
+  nodeTimeoutMs: number;
+}
+
 export interface ResolvedEngineOptions extends LockDefaults {
-  redis: RedisSpec;
+  /** The single topology's Redis; undefined in quorum mode. */
+  redis: RedisSpec | undefined;
+  quorum: ResolvedQuorum | undefined;
   instanceId: string;
   commandTimeoutMs: number;
   logger: LockLogger;
@@ -49,6 +80,7 @@ export interface ResolvedEngineOptions extends LockDefaults {
 
 export const ENGINE_OPTION_NAMES: ReadonlySet<string> = new Set([
   'redis',
+  'quorum',
   'keyPrefix',
   'leaseMs',
   'waitMs',
@@ -63,7 +95,11 @@ export const ENGINE_OPTION_NAMES: ReadonlySet<string> = new Set([
 export function resolveEngineOptions(raw: unknown, logger: LockLogger = SILENT_LOGGER): ResolvedEngineOptions {
   const o = checkOptionsObject('Lock module', raw);
   checkKnownNames('lock module', o, ENGINE_OPTION_NAMES);
-  if (o.redis === undefined || o.redis === null) {
+  const quorum = o.quorum === undefined ? undefined : resolveQuorum(o.quorum);
+  if (quorum && o.redis !== undefined) {
+    throw new LockConfigError('Give either redis or quorum, not both: quorum lists every Redis it uses.');
+  }
+  if (!quorum && (o.redis === undefined || o.redis === null)) {
     throw new LockConfigError('The redis option is required: a redis:// URL, ioredis options or an ioredis client.');
   }
   const keyPrefix = o.keyPrefix === undefined ? 'lock:' : o.keyPrefix;
@@ -86,7 +122,8 @@ export function resolveEngineOptions(raw: unknown, logger: LockLogger = SILENT_L
   }
   const leaseMs = o.leaseMs === undefined ? 30_000 : checkInteger('leaseMs', o.leaseMs, MIN_LEASE_MS, MAX_MS);
   return {
-    redis: o.redis as RedisSpec,
+    redis: quorum ? undefined : (o.redis as RedisSpec),
+    quorum,
     keyPrefix,
     leaseMs,
     waitMs: o.waitMs === undefined ? 10_000 : checkInteger('waitMs', o.waitMs, 0, MAX_MS),
@@ -100,6 +137,28 @@ export function resolveEngineOptions(raw: unknown, logger: LockLogger = SILENT_L
     maxHoldMs: o.maxHoldMs === undefined ? undefined : checkInteger('maxHoldMs', o.maxHoldMs, MIN_LEASE_MS, MAX_MS),
     shutdownGraceMs:
       o.shutdownGraceMs === undefined ? 10_000 : checkInteger('shutdownGraceMs', o.shutdownGraceMs, 0, MAX_MS),
+  };
+}
+
+function resolveQuorum(raw: unknown): ResolvedQuorum {
+  const q = checkOptionsObject('quorum', raw);
+  checkKnownNames('quorum', q, new Set(['nodes', 'nodeTimeoutMs']));
+  if (!Array.isArray(q.nodes) || q.nodes.length < 3) {
+    throw new LockConfigError(
+      `quorum.nodes must list at least 3 independent Redis masters, got ${Array.isArray(q.nodes) ? `${q.nodes.length}` : describe(q.nodes)}.`,
+    );
+  }
+  for (const node of q.nodes as unknown[]) {
+    if (node === null || node === undefined || (typeof node === 'object' && 'cluster' in node)) {
+      throw new LockConfigError(
+        'Each quorum node must be one Redis master (a URL, ioredis options or a client), not a Cluster.',
+      );
+    }
+  }
+  return {
+    nodes: q.nodes as RedisSpec[],
+    nodeTimeoutMs:
+      q.nodeTimeoutMs === undefined ? 500 : checkInteger('quorum.nodeTimeoutMs', q.nodeTimeoutMs, 1, MAX_MS),
   };
 }
 

@@ -21,6 +21,7 @@ import { mutexKeys, rwKeys } from './lock-keys';
 import type { MutexKeys, RwKeys } from './lock-keys';
 import type { LockLogger } from './logger';
 import { RedisLockStore } from './mutex-store';
+import { QuorumLockStore } from './quorum-store';
 import type { LeaseKind, LockStore } from './mutex-store';
 import { checkInteger, describe, MAX_MS, MIN_LEASE_MS, resolveAcquire } from './options';
 import type { AcquireOptions, ResolvedAcquire, RwAcquireOptions } from './options';
@@ -54,8 +55,9 @@ const RW_OPTION_NAMES: ReadonlySet<string> = new Set(['writerPreference']);
  */
 export class LockEngine implements LeaseOwner {
   readonly options: ResolvedEngineOptions;
+  /** The Redis client (in quorum mode, the first node's). */
   readonly client: RedisClient;
-  private readonly connection: ClientLease;
+  private readonly connections: ClientLease[];
   private readonly store: LockStore;
   private readonly bus: WakeBus;
   private readonly scheduler: RenewalScheduler;
@@ -71,13 +73,17 @@ export class LockEngine implements LeaseOwner {
 
   constructor(options: LockEngineOptions, logger?: LockLogger) {
     this.options = resolveEngineOptions(options, logger);
-    this.connection = openClient(this.options.redis);
-    this.client = this.connection.client;
-    if (this.connection.owned) {
-      this.client.on('error', (err: Error) => this.options.logger.debug(`Redis connection error: ${err.message}`));
+    const quorum = this.options.quorum;
+    this.connections = (quorum ? quorum.nodes : [this.options.redis!]).map((spec) => openClient(spec));
+    for (const { client, owned } of this.connections) {
+      if (owned)
+        client.on('error', (err: Error) => this.options.logger.debug(`Redis connection error: ${err.message}`));
     }
-    this.store = new RedisLockStore(this.client, this.options.instanceId);
-    this.bus = new WakeBus(this.client, this.client.isCluster === true);
+    const clients = this.connections.map((c) => c.client);
+    this.client = clients[0];
+    const stores = clients.map((client) => new RedisLockStore(client, this.options.instanceId));
+    this.store = quorum ? new QuorumLockStore(stores, quorum.nodeTimeoutMs) : stores[0];
+    this.bus = new WakeBus(clients, this.client.isCluster === true);
     this.emit = emitter(this.options.onEvent);
     this.scheduler = new RenewalScheduler(this.store, this.options.logger, this.emit);
     this.loop = {
@@ -103,12 +109,12 @@ export class LockEngine implements LeaseOwner {
   // ---- mutex -------------------------------------------------------------------------------
 
   async acquire(key: string, options?: AcquireOptions): Promise<LockHandle> {
-    const req = resolveAcquire(key, options, this.options);
+    const req = this.resolveMutex(key, options);
     return this.reenter(req.key, 'mutex') ?? this.orThrow(req, this.acquireMutex(req));
   }
 
   async tryAcquire(key: string, options?: AcquireOptions): Promise<LockHandle | null> {
-    const req = resolveAcquire(key, options, this.options);
+    const req = this.resolveMutex(key, options);
     const reentered = this.reenter(req.key, 'mutex');
     if (reentered) return reentered;
     const got = await this.acquireMutex({ ...req, waitMs: 0 });
@@ -395,8 +401,17 @@ export class LockEngine implements LeaseOwner {
     return write?.lease;
   }
 
+  private resolveMutex(key: string, options: AcquireOptions | undefined): ResolvedAcquire {
+    const req = resolveAcquire(key, options, this.options);
+    if (req.fair && !this.store.fairQueue) {
+      throw new LockConfigError('fair is not available in quorum mode: each node would keep its own queue.', req.key);
+    }
+    return req;
+  }
+
   private resolveRw(key: string, options: RwAcquireOptions | undefined): ResolvedAcquire {
     const req = resolveAcquire(key, options, this.options, RW_OPTION_NAMES);
+    if (!this.store.readWrite) throw QuorumLockStore.noReadWrite(req.key);
     const pref = (options as { writerPreference?: unknown } | undefined)?.writerPreference;
     if (pref !== undefined && typeof pref !== 'boolean') {
       throw new LockConfigError(`writerPreference must be a boolean, got ${describe(pref)}.`, req.key);
@@ -429,7 +444,7 @@ export class LockEngine implements LeaseOwner {
       fair: req.fair,
       refreshMs: undefined,
       queueRefreshMs: REFRESH_MS,
-      starvationMs: STARVATION_MS,
+      starvationMs: store.fairQueue ? STARVATION_MS : undefined,
       attempt: (fair, waiterId) =>
         store.acquire({ keys, token, leaseMs: req.leaseMs, fair, waiterId, waiterTtlMs: PLACE_TTL_MS }),
       withdraw: () => store.release(keys, token),
@@ -478,7 +493,8 @@ export class LockEngine implements LeaseOwner {
     const started = performance.now();
     const result = await acquireLoop(this.loop, spec, req.waitMs, req.signal);
     if (!result.granted) return result.busyMs;
-    const margin = safetyMarginFor(req.leaseMs, this.options.safetyMarginMs);
+    // Quorum: the holder must stop before the validity Redlock promises, which allows for clock drift.
+    const margin = safetyMarginFor(req.leaseMs, this.options.safetyMarginMs) + this.store.clockDriftMs(req.leaseMs);
     const lease = new Lease(
       this,
       kind,
@@ -552,7 +568,7 @@ export class LockEngine implements LeaseOwner {
       }),
     );
     await this.bus.close();
-    if (this.connection.owned) await closeClient(this.client);
+    await Promise.all(this.connections.filter((c) => c.owned).map((c) => closeClient(c.client)));
   }
 }
 

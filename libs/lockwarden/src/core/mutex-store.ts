@@ -52,6 +52,12 @@ export interface LockStore {
   rwRelease(keys: RwKeys, token: string, mode: 'read' | 'write'): Promise<boolean>;
   /** One result per item, in order: whether the lease was still ours and is now renewed. */
   renew(items: readonly RenewItem[]): Promise<boolean[]>;
+  /** Whether the topology has the server-side FIFO queue that fair mode and starvation mode use. */
+  readonly fairQueue: boolean;
+  /** Whether read/write locks are available. */
+  readonly readWrite: boolean;
+  /** How much clock drift between servers to allow for on a lease of `leaseMs` (0 on one server). */
+  clockDriftMs(leaseMs: number): number;
 }
 
 /** Most keys one renewal script receives, so one call never blocks Redis for long. */
@@ -62,6 +68,8 @@ const KIND_CODE: Record<LeaseKind, string> = { mutex: 'm', read: 'r', write: 'w'
 export class RedisLockStore implements LockStore {
   /** Cluster: releases use sharded pub/sub, and renewals are batched per slot. */
   private readonly publishCommand: 'publish' | 'spublish';
+  readonly fairQueue = true;
+  readonly readWrite = true;
 
   constructor(
     private readonly client: RedisClient,
@@ -85,6 +93,16 @@ export class RedisLockStore implements LockStore {
   async release(keys: MutexKeys, token: string): Promise<boolean> {
     const reply = await SCRIPTS.release.run(this.client, keys.releaseKeys, [token, this.publishCommand]);
     return Number(reply) === 1;
+  }
+
+  /** Records the fencing token a quorum granted on this node (see fence-raise.lua). */
+  async raiseFence(keys: MutexKeys, token: string, fencingToken: number): Promise<boolean> {
+    const reply = await SCRIPTS.fenceRaise.run(this.client, [keys.lock, keys.fence], [token, fencingToken]);
+    return Number(reply) === 1;
+  }
+
+  clockDriftMs(): number {
+    return 0;
   }
 
   async rwAcquire(req: StoreRwAcquire): Promise<number> {

@@ -79,22 +79,28 @@ const LINGER_MS = 5_000;
  * connection was down are lost.
  */
 export class WakeBus {
-  private subscriber: Redis | Cluster | undefined;
+  private subscribers: (Redis | Cluster)[] | undefined;
   private readonly channels = new Map<string, ChannelState>();
   private sweepTimer: NodeJS.Timeout | undefined;
   private closed = false;
+  private readonly mains: readonly RedisClient[];
 
+  /**
+   * `main` is the client to duplicate for subscribing; in quorum mode, one per
+   * node, and a release heard from any node wakes the waiter.
+   */
   constructor(
-    private readonly main: RedisClient,
+    main: RedisClient | readonly RedisClient[],
     private readonly sharded: boolean = false,
-  ) {}
+  ) {
+    this.mains = Array.isArray(main) ? main : [main as RedisClient];
+  }
 
   /** Registers a waiter; the returned promise settles once its channel is subscribed. */
   join(waiter: Waiter): Promise<unknown> {
     let state = this.channels.get(waiter.channel);
     if (!state) {
-      const sub = this.connection();
-      state = { waiters: [], ready: this.subscribe(sub, waiter.channel), idleSince: 0 };
+      state = { waiters: [], ready: this.subscribe(this.connections(), waiter.channel), idleSince: 0 };
       this.channels.set(waiter.channel, state);
     }
     state.waiters.push(waiter);
@@ -119,20 +125,26 @@ export class WakeBus {
     clearTimeout(this.sweepTimer);
     for (const state of this.channels.values()) for (const w of state.waiters) w.interrupt();
     this.channels.clear();
-    const sub = this.subscriber;
-    this.subscriber = undefined;
-    if (sub) {
-      sub.removeAllListeners('ready');
-      await closeClient(sub);
-    }
+    const subs = this.subscribers ?? [];
+    this.subscribers = undefined;
+    await Promise.all(
+      subs.map((sub) => {
+        sub.removeAllListeners('ready');
+        return closeClient(sub);
+      }),
+    );
   }
 
-  private connection(): Redis | Cluster {
-    if (this.subscriber) return this.subscriber;
+  private connections(): (Redis | Cluster)[] {
+    this.subscribers ??= this.mains.map((main) => this.connect(main));
+    return this.subscribers;
+  }
+
+  private connect(main: RedisClient): Redis | Cluster {
     // The subscriber is always ours, even when the main client is the user's.
-    const sub: Redis | Cluster = this.main.isCluster
-      ? (this.main as Cluster).duplicate(undefined, { shardedSubscribers: true })
-      : (this.main as Redis).duplicate({ disconnectTimeout: 0 });
+    const sub: Redis | Cluster = main.isCluster
+      ? (main as Cluster).duplicate(undefined, { shardedSubscribers: true })
+      : (main as Redis).duplicate({ disconnectTimeout: 0 });
     sub.on('error', () => {
       // Reconnection is automatic; waits are capped by the lease, so nothing hangs meanwhile.
     });
@@ -147,12 +159,18 @@ export class WakeBus {
       }
       for (const state of this.channels.values()) for (const w of state.waiters) w.wake();
     });
-    this.subscriber = sub;
     return sub;
   }
 
-  private subscribe(sub: Redis | Cluster, channel: string): Promise<unknown> {
-    const done = this.sharded ? sub.ssubscribe(channel) : sub.subscribe(channel);
+  /**
+   * Subscribes on every connection. Ready once one of them has subscribed: in
+   * quorum mode a node that is down must not hold waiters up, and a release
+   * is published on every node that held the lock.
+   */
+  private subscribe(subs: (Redis | Cluster)[], channel: string): Promise<unknown> {
+    const each = subs.map((sub) => (this.sharded ? sub.ssubscribe(channel) : sub.subscribe(channel)));
+    const done = each.length === 1 ? each[0] : Promise.any(each);
+    for (const p of each) p.catch(() => undefined);
     // The waiter handles a failure (as a backend error); never leave it unhandled here.
     done.catch(() => this.channels.delete(channel));
     return done;
@@ -200,16 +218,18 @@ export class WakeBus {
 
   private sweep(): void {
     this.sweepTimer = undefined;
-    const sub = this.subscriber;
-    if (!sub) return;
+    const subs = this.subscribers;
+    if (!subs) return;
     const now = Date.now();
     let idleLeft = false;
     for (const [channel, state] of this.channels) {
       if (state.waiters.length > 0) continue;
       if (now - state.idleSince >= LINGER_MS) {
         this.channels.delete(channel);
-        const done = this.sharded ? sub.sunsubscribe(channel) : sub.unsubscribe(channel);
-        done.catch(() => undefined);
+        for (const sub of subs) {
+          const done = this.sharded ? sub.sunsubscribe(channel) : sub.unsubscribe(channel);
+          done.catch(() => undefined);
+        }
       } else {
         idleLeft = true;
       }

@@ -36,6 +36,7 @@ export const SCRIPTS = {
   acquire: new LuaScript('acquire'),
   release: new LuaScript('release'),
   renew: new LuaScript('renew'),
+  fenceRaise: new LuaScript('fence-raise'),
   rwAcquire: new LuaScript('rw-acquire'),
   rwRelease: new LuaScript('rw-release'),
 } as const;

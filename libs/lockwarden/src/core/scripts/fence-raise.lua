@@ -1,0 +1,14 @@
+-- Quorum mode: lift one node's fencing counter to the token a holder was granted.
+-- The token is the highest counter among the nodes that granted the lock. Lifting every
+-- granting node's counter to it means that the next holder's majority, which shares at
+-- least one node with this one, is granted a higher token: tokens rise across holders.
+-- KEYS[1] lock hash   KEYS[2] fencing counter
+-- ARGV[1] owner token   ARGV[2] the fencing token to record
+-- Returns 1 when recorded, 0 when this node no longer has the caller as owner.
+if redis.call('hget', KEYS[1], 'o') ~= ARGV[1] then return 0 end
+local token = tonumber(ARGV[2])
+if tonumber(redis.call('get', KEYS[2]) or '0') < token then
+  redis.call('set', KEYS[2], token)
+end
+redis.call('hset', KEYS[1], 'f', token)
+return 1

@@ -1,0 +1,156 @@
+import { Redis } from 'ioredis';
+import { LockBackendError, LockConfigError, LockEngine, LockLostError, LockTimeoutError } from 'lockwarden';
+import type { LockEngineOptions } from 'lockwarden';
+import { aborted, EventLog } from './harness/event-log';
+import { FaultProxy } from './harness/fault-proxy';
+import { uniquePrefix } from './harness/redis';
+import { RedisProcess } from './harness/redis-process';
+
+/** Redlock across 5 independent masters, each behind a fault proxy that can cut it off. */
+let masters: RedisProcess[];
+let proxies: FaultProxy[];
+let direct: Redis[];
+const engines: LockEngine[] = [];
+
+beforeAll(async () => {
+  masters = await Promise.all(Array.from({ length: 5 }, () => RedisProcess.start()));
+  proxies = await Promise.all(masters.map((m) => FaultProxy.start({ host: m.host, port: m.port })));
+  direct = masters.map((m) => new Redis(m.url));
+});
+
+afterEach(async () => {
+  for (const p of proxies) p.pass();
+  await Promise.all(engines.splice(0).map((e) => e.close()));
+});
+
+afterAll(async () => {
+  for (const c of direct) c.disconnect();
+  await Promise.all(proxies.map((p) => p.stop()));
+  await Promise.all(masters.map((m) => m.destroy()));
+});
+
+function engine(options: Partial<LockEngineOptions> = {}, events?: EventLog): LockEngine {
+  const e = new LockEngine({
+    quorum: { nodes: proxies.map((p) => p.url), nodeTimeoutMs: 100 },
+    keyPrefix: uniquePrefix('quorum'),
+    onEvent: events?.listener,
+    ...options,
+  });
+  engines.push(e);
+  return e;
+}
+
+/** On how many masters `key`'s lock hash exists right now. */
+async function heldOn(e: LockEngine, key: string): Promise<number> {
+  const found = await Promise.all(direct.map((c) => c.exists(`${e.options.keyPrefix}{${key}}`)));
+  return found.reduce((a, b) => a + b, 0);
+}
+
+describe('quorum (Redlock across 5 masters)', () => {
+  it('acquires for every subset of masters that is down iff at least 3 are up', async () => {
+    const e = engine({ leaseMs: 2_000 });
+    const outcomes: string[] = [];
+    for (let down = 0; down < 32; down++) {
+      const up = 5 - popcount(down);
+      proxies.forEach((p, i) => (down & (1 << i) ? p.blackhole() : p.pass()));
+      const key = `subset-${down}`;
+      const got = await e.tryAcquire(key).then(
+        (lock) => (lock ? 'acquired' : 'busy'),
+        (err: unknown) => (err instanceof LockBackendError ? 'unreachable' : String(err)),
+      );
+      outcomes.push(`${up} up: ${got}`);
+      expect(`${up} up: ${got}`).toBe(`${up} up: ${up >= 3 ? 'acquired' : 'unreachable'}`);
+      for (const p of proxies) p.pass();
+      if (got === 'acquired') await e.current(key)?.release();
+    }
+    expect(outcomes).toHaveLength(32);
+  });
+
+  it('keeps a lock through the loss of 2 masters, and aborts the holder when a third goes', async () => {
+    const events = new EventLog();
+    const e = engine({ leaseMs: 600 }, events);
+    const lock = await e.acquire('survivor');
+    expect(await heldOn(e, 'survivor')).toBe(5);
+    proxies[0].blackhole();
+    proxies[1].blackhole();
+    await events.next({ type: 'renewed', key: 'survivor' }, 3);
+    expect(lock.isHeld()).toBe(true);
+    expect(lock.signal.aborted).toBe(false);
+    proxies[2].blackhole();
+    expect(await aborted(lock.signal)).toBeInstanceOf(LockLostError);
+    expect(lock.isHeld()).toBe(false);
+  });
+
+  it('excludes other holders, and releases everywhere', async () => {
+    const prefix = uniquePrefix('quorum-pair');
+    const a = engine({ keyPrefix: prefix });
+    const b = engine({ keyPrefix: prefix });
+    const lock = await a.acquire('shared');
+    await expect(b.acquire('shared', { waitMs: 0 })).rejects.toBeInstanceOf(LockTimeoutError);
+    const waiter = b.acquire('shared', { waitMs: 30_000 });
+    expect(await lock.release()).toBe(true);
+    const next = await waiter;
+    expect(next.fencingToken).toBeGreaterThan(lock.fencingToken);
+    await next.release();
+    expect(await heldOn(a, 'shared')).toBe(0);
+  });
+
+  it('keeps fencing tokens rising when the next holder has a different majority', async () => {
+    const e = engine();
+    // The masters' counters disagree (as after earlier minority failures): master 0 is far ahead.
+    await direct[0].set(`${e.options.keyPrefix}{fenced}:fence`, 100);
+    const first = await e.acquire('fenced');
+    expect(first.fencingToken).toBe(101);
+    await first.release();
+    // The next holder's majority leaves master 0 out; it still gets a higher token.
+    proxies[0].blackhole();
+    proxies[1].blackhole();
+    const second = await e.acquire('fenced');
+    expect(second.fencingToken).toBeGreaterThan(101);
+    await second.release();
+  });
+
+  it('mutually excludes 40 flows from two engines on one key', async () => {
+    const prefix = uniquePrefix('quorum-mx');
+    const [a, b] = [engine({ keyPrefix: prefix }), engine({ keyPrefix: prefix })];
+    let inside = 0;
+    let overlap = 0;
+    await Promise.all(
+      Array.from({ length: 40 }, (_, i) =>
+        (i % 2 ? a : b).withLock('counter', async () => {
+          if (++inside > 1) overlap++;
+          await direct[0].ping();
+          inside--;
+        }),
+      ),
+    );
+    expect(overlap).toBe(0);
+  });
+
+  it('refuses read/write locks and fair mode before touching Redis', async () => {
+    const e = engine();
+    await expect(e.acquireRead('rw')).rejects.toBeInstanceOf(LockConfigError);
+    await expect(e.withWriteLock('rw', () => 1)).rejects.toBeInstanceOf(LockConfigError);
+    await expect(e.acquire('f', { fair: true })).rejects.toBeInstanceOf(LockConfigError);
+    expect(await heldOn(e, 'rw')).toBe(0);
+  });
+
+  it('rejects bad quorum options with a typed error', () => {
+    const bad: unknown[] = [
+      { quorum: { nodes: [proxies[0].url, proxies[1].url] } },
+      { quorum: { nodes: proxies.map((p) => p.url), nodeTimeoutMs: 0 } },
+      { quorum: { nodes: proxies.map((p) => p.url), nodeTimeout: 5 } },
+      { quorum: { nodes: proxies.map((p) => p.url) }, redis: proxies[0].url },
+      { quorum: { nodes: [{ cluster: [] }, proxies[0].url, proxies[1].url] } },
+    ];
+    for (const options of bad) {
+      expect(() => new LockEngine(options as LockEngineOptions)).toThrow(LockConfigError);
+    }
+  });
+});
+
+function popcount(n: number): number {
+  let c = 0;
+  for (let m = n; m; m >>= 1) c += m & 1;
+  return c;
+}
