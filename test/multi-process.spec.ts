@@ -61,7 +61,9 @@ describe('across processes', () => {
     const engine = new LockEngine({ redis: redis.url, keyPrefix: PREFIX });
     try {
       expect(await engine.tryAcquire('k')).toBeNull(); // the dead holder's lease still runs
-      const lock = await engine.acquire('k', { waitMs: 30_000 });
+      // The budget is the dead holder's lease plus one wait cycle: the waiter sleeps for the
+      // lease's remaining TTL and retries once it has run out.
+      const lock = await engine.acquire('k', { waitMs: 2_000 });
       expect(lock.fencingToken).toBe(Number(token) + 1);
       await lock.release();
     } finally {

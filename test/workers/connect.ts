@@ -1,5 +1,7 @@
-// How a worker process reaches Redis: REDIS=<url> for one server, CLUSTER=host:port,... for a cluster.
+// How a worker process reaches Redis: REDIS=<url> for one server, CLUSTER=host:port,... for a
+// cluster, QUORUM=<url>,<url>,... for Redlock across independent masters.
 import { Cluster, Redis } from 'ioredis';
+import type { LockEngineOptions } from '../../libs/lockwarden/src/core/engine-options';
 import type { RedisSpec } from '../../libs/lockwarden/src/core/redis-client';
 
 function clusterNodes(): { host: string; port: number }[] | undefined {
@@ -9,12 +11,24 @@ function clusterNodes(): { host: string; port: number }[] | undefined {
   });
 }
 
+function quorumNodes(): string[] | undefined {
+  return process.env.QUORUM?.split(',');
+}
+
 export function lockRedis(): RedisSpec {
   const nodes = clusterNodes();
   return nodes ? { cluster: nodes } : process.env.REDIS!;
 }
 
+/** The engine's topology options, whichever of the three the environment names. */
+export function lockTopology(): Pick<LockEngineOptions, 'redis' | 'quorum'> {
+  const quorum = quorumNodes();
+  return quorum ? { quorum: { nodes: quorum } } : { redis: lockRedis() };
+}
+
+/** A client for data and server time: the cluster, the first quorum node, or the one server. */
 export function dataClient(): Redis | Cluster {
   const nodes = clusterNodes();
-  return nodes ? new Cluster(nodes) : new Redis(process.env.REDIS!);
+  if (nodes) return new Cluster(nodes);
+  return new Redis(quorumNodes()?.[0] ?? process.env.REDIS!);
 }

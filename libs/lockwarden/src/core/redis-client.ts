@@ -29,11 +29,18 @@ export interface ClientLease {
 /**
  * Clients we create fail commands after a few reconnection attempts rather
  * than queueing them for minutes, so a dead Redis surfaces as LockBackendError
- * within a lock's wait budget. `disconnectTimeout: 0`: closing a client whose
+ * within a lock's wait budget, and reconnect within half a second of Redis
+ * coming back. `disconnectTimeout: 0`: closing a client whose
  * socket is already gone must not leave ioredis's 2 s destroy timer keeping
  * the process alive.
  */
-export const OWNED_DEFAULTS: RedisOptions = { maxRetriesPerRequest: 2, connectTimeout: 5_000, disconnectTimeout: 0 };
+export const OWNED_DEFAULTS: RedisOptions = {
+  maxRetriesPerRequest: 2,
+  connectTimeout: 5_000,
+  disconnectTimeout: 0,
+  // ioredis backs off to 2 s between reconnects; locks want to be usable again soon after Redis is.
+  retryStrategy: (times: number) => Math.min(times * 50, 500),
+};
 
 export function isRedisClient(value: unknown): value is RedisClient {
   return (

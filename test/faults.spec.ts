@@ -1,0 +1,129 @@
+import {
+  LockBackendError,
+  LockEngine,
+  LockLostError,
+  LockTimeoutError,
+  type LockEngineOptions,
+  type LockHandle,
+} from 'lockwarden';
+import { aborted, EventLog } from './harness/event-log';
+import { FaultProxy } from './harness/fault-proxy';
+import { checkHistory, type Section } from './harness/history';
+import { startRedis, uniquePrefix } from './harness/redis';
+import type { RedisTarget } from './harness/redis';
+
+/** Faults on one Redis: a restart that loses every key, and a holder cut off by a partition. */
+let redis: RedisTarget;
+let proxy: FaultProxy;
+const engines: LockEngine[] = [];
+
+beforeAll(async () => {
+  redis = await startRedis({ own: true });
+  const { host, port } = redis.process!;
+  proxy = await FaultProxy.start({ host, port });
+});
+
+afterEach(async () => {
+  proxy.pass();
+  await Promise.all(engines.splice(0).map((e) => e.close()));
+});
+
+afterAll(async () => {
+  await proxy.stop();
+  await redis.stop();
+});
+
+function engine(options: Partial<LockEngineOptions>, events?: EventLog): LockEngine {
+  const e = new LockEngine({ redis: redis.url, onEvent: events?.listener, ...options } as LockEngineOptions);
+  engines.push(e);
+  return e;
+}
+
+describe('a Redis restart mid-hold (no persistence)', () => {
+  it('aborts holders at their next renewal, settles waiters within budget, and serves new locks at once', async () => {
+    const keyPrefix = uniquePrefix('restart');
+    const events = new EventLog();
+    const holder = engine({ keyPrefix, leaseMs: 3_000 }, events);
+    const waiting = new EventLog();
+    const other = engine({ keyPrefix }, waiting);
+    const held = await Promise.all(['a', 'b', 'c'].map((k) => holder.acquire(k)));
+    const budgetMs = 4_000;
+    const parked = waiting.next({ type: 'waiting' }, 2);
+    const waits = ['a', 'b'].map(async (k) => {
+      const started = performance.now();
+      const outcome = await other.acquire(k, { waitMs: budgetMs }).then(
+        async (lock) => {
+          await lock.release();
+          return 'acquired';
+        },
+        (err: unknown) => (err instanceof LockBackendError || err instanceof LockTimeoutError ? err.name : err),
+      );
+      return { outcome, ms: performance.now() - started };
+    });
+    await parked;
+
+    await redis.process!.kill();
+    await redis.process!.restart();
+
+    // Every holder learns of the loss from a renewal that reached the empty server, not by
+    // running out its lease: the reason says the key is no longer ours.
+    for (const lock of held) {
+      const reason = await aborted(lock.signal);
+      expect(reason).toBeInstanceOf(LockLostError);
+      expect(String((reason as Error).message)).toMatch(/no longer ours/);
+    }
+    for (const { outcome, ms } of await Promise.all(waits)) {
+      expect(['acquired', 'LockBackendError', 'LockTimeoutError']).toContain(outcome);
+      // Never past the budget (plus the one Redis call that may be in flight when it ends).
+      expect(ms).toBeLessThanOrEqual(budgetMs + holder.options.commandTimeoutMs);
+    }
+    // Usable again within a second of Redis coming back.
+    const fresh = await other.acquire('fresh', { waitMs: 1_000 });
+    expect(fresh.fencingToken).toBeGreaterThan(0);
+    await fresh.release();
+  });
+});
+
+describe('a holder cut off from Redis by a partition', () => {
+  it('aborts the holder before its lease can end on the server; the next holder never overlaps it', async () => {
+    const keyPrefix = uniquePrefix('partition');
+    const cutOff = engine({ keyPrefix, leaseMs: 1_500, redis: proxy.url });
+    const healthy = engine({ keyPrefix });
+    const sections: Section[] = [];
+    const first = await cutOff.acquire('p');
+    const firstEntry = await serverTime();
+    let abortedAt = Infinity;
+    first.signal.addEventListener('abort', () => (abortedAt = performance.now()));
+
+    proxy.blackhole();
+    const next = await healthy.acquire('p', { waitMs: 10_000 });
+    const grantedAt = performance.now();
+    const nextEntry = await serverTime();
+
+    expect(first.signal.reason).toBeInstanceOf(LockLostError);
+    expect(abortedAt).toBeLessThan(grantedAt);
+    sections.push(
+      { key: 'p', token: first.fencingToken, entry: firstEntry, exit: firstEntry, aborted: true },
+      await closeSection(next, nextEntry),
+    );
+    expect(checkHistory(sections)).toEqual([]);
+    expect(next.fencingToken).toBeGreaterThan(first.fencingToken);
+  });
+});
+
+async function serverTime(): Promise<number> {
+  const client = redis.client();
+  try {
+    const [s, us] = await client.time();
+    return Number(s) * 1e6 + Number(us);
+  } finally {
+    client.disconnect();
+  }
+}
+
+async function closeSection(lock: LockHandle, entry: number): Promise<Section> {
+  const exit = await serverTime();
+  const section = { key: lock.key, token: lock.fencingToken, entry, exit, aborted: lock.signal.aborted };
+  await lock.release();
+  return section;
+}

@@ -1,0 +1,35 @@
+// Runs SECTIONS critical sections in each of FLOWS flows, on KEYS keys, and prints each one
+// as a line "section <json>" for the history checker: key, fencing token, Redis server time
+// just after acquiring and just before releasing, and whether the signal had aborted.
+import { dataClient, lockTopology } from './connect';
+import { LockEngine } from '../../libs/lockwarden/src/core';
+
+async function main(): Promise<void> {
+  const { PREFIX, KEYS = '4', FLOWS = '2', SECTIONS = '100' } = process.env;
+  const engine = new LockEngine({ ...lockTopology(), keyPrefix: PREFIX, leaseMs: 5_000, waitMs: 60_000 });
+  const clock = dataClient();
+  const now = async (): Promise<number> => {
+    const [s, us] = await clock.time();
+    return Number(s) * 1e6 + Number(us);
+  };
+  const out: string[] = [];
+  const flow = async (f: number): Promise<void> => {
+    for (let i = 0; i < Number(SECTIONS); i++) {
+      const key = `h${(i * 7 + f) % Number(KEYS)}`;
+      await engine.withLock(key, async (lock) => {
+        const entry = await now();
+        const exit = await now();
+        out.push(JSON.stringify({ key, token: lock.fencingToken, entry, exit, aborted: lock.signal.aborted }));
+      });
+    }
+  };
+  await Promise.all(Array.from({ length: Number(FLOWS) }, (_, f) => flow(f)));
+  process.stdout.write(out.map((line) => `section ${line}\n`).join(''));
+  await engine.close();
+  clock.disconnect();
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exitCode = 1;
+});
