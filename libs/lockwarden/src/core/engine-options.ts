@@ -6,6 +6,7 @@ import { SILENT_LOGGER } from './logger';
 import { checkInteger, checkKnownNames, checkOptionsObject, describe, MAX_MS, MIN_LEASE_MS } from './options';
 import type { LockDefaults } from './options';
 import type { RedisSpec } from './redis-client';
+import type { ReplicaAckOptions } from './replica-ack';
 
 /**
  * Settings of one lock engine (one `LockModule`).
@@ -23,6 +24,11 @@ export interface LockEngineOptions {
   redis?: RedisSpec;
   /** Redlock across several independent Redis masters, instead of `redis`. */
   quorum?: QuorumOptions;
+  /**
+   * After taking a lock, WAIT until this many replicas have it; with fewer, give it back and
+   * retry. Narrows the window in which a failover loses a lock; it does not close it.
+   */
+  replicaAck?: ReplicaAckOptions;
   /** Prefix of every Redis key and channel. Default `'lock:'`. */
   keyPrefix?: string;
   /** Lease the watchdog keeps renewing while a lock without `ttlMs` is held. Default 30 000 ms. */
@@ -71,6 +77,7 @@ export interface ResolvedEngineOptions extends LockDefaults {
   /** The single topology's Redis; undefined in quorum mode. */
   redis: RedisSpec | undefined;
   quorum: ResolvedQuorum | undefined;
+  replicaAck: ReplicaAckOptions | undefined;
   instanceId: string;
   commandTimeoutMs: number;
   logger: LockLogger;
@@ -81,6 +88,7 @@ export interface ResolvedEngineOptions extends LockDefaults {
 export const ENGINE_OPTION_NAMES: ReadonlySet<string> = new Set([
   'redis',
   'quorum',
+  'replicaAck',
   'keyPrefix',
   'leaseMs',
   'waitMs',
@@ -124,6 +132,7 @@ export function resolveEngineOptions(raw: unknown, logger: LockLogger = SILENT_L
   return {
     redis: quorum ? undefined : (o.redis as RedisSpec),
     quorum,
+    replicaAck: o.replicaAck === undefined ? undefined : resolveReplicaAck(o.replicaAck),
     keyPrefix,
     leaseMs,
     waitMs: o.waitMs === undefined ? 10_000 : checkInteger('waitMs', o.waitMs, 0, MAX_MS),
@@ -137,6 +146,15 @@ export function resolveEngineOptions(raw: unknown, logger: LockLogger = SILENT_L
     maxHoldMs: o.maxHoldMs === undefined ? undefined : checkInteger('maxHoldMs', o.maxHoldMs, MIN_LEASE_MS, MAX_MS),
     shutdownGraceMs:
       o.shutdownGraceMs === undefined ? 10_000 : checkInteger('shutdownGraceMs', o.shutdownGraceMs, 0, MAX_MS),
+  };
+}
+
+function resolveReplicaAck(raw: unknown): ReplicaAckOptions {
+  const r = checkOptionsObject('replicaAck', raw);
+  checkKnownNames('replicaAck', r, new Set(['replicas', 'timeoutMs']));
+  return {
+    replicas: checkInteger('replicaAck.replicas', r.replicas, 1, 100),
+    timeoutMs: checkInteger('replicaAck.timeoutMs', r.timeoutMs, 1, MAX_MS),
   };
 }
 

@@ -22,6 +22,7 @@ import type { MutexKeys, RwKeys } from './lock-keys';
 import type { LockLogger } from './logger';
 import { RedisLockStore } from './mutex-store';
 import { QuorumLockStore } from './quorum-store';
+import { ReplicaAck } from './replica-ack';
 import type { LeaseKind, LockStore } from './mutex-store';
 import { checkInteger, describe, MAX_MS, MIN_LEASE_MS, resolveAcquire } from './options';
 import type { AcquireOptions, ResolvedAcquire, RwAcquireOptions } from './options';
@@ -81,7 +82,15 @@ export class LockEngine implements LeaseOwner {
     }
     const clients = this.connections.map((c) => c.client);
     this.client = clients[0];
-    const stores = clients.map((client) => new RedisLockStore(client, this.options.instanceId));
+    const ackOptions = this.options.replicaAck;
+    const stores = clients.map(
+      (client) =>
+        new RedisLockStore(
+          client,
+          this.options.instanceId,
+          ackOptions && new ReplicaAck(client, ackOptions, this.options.logger),
+        ),
+    );
     this.store = quorum ? new QuorumLockStore(stores, quorum.nodeTimeoutMs) : stores[0];
     this.bus = new WakeBus(clients, this.client.isCluster === true);
     this.emit = emitter(this.options.onEvent);
@@ -404,7 +413,11 @@ export class LockEngine implements LeaseOwner {
   private resolveMutex(key: string, options: AcquireOptions | undefined): ResolvedAcquire {
     const req = resolveAcquire(key, options, this.options);
     if (req.fair && !this.store.fairQueue) {
-      throw new LockConfigError('fair is not available in quorum mode: each node would keep its own queue.', req.key);
+      throw new LockConfigError(
+        'fair is not available in quorum mode (each node would keep its own queue) nor with replicaAck ' +
+          '(a queued hand-off is not acknowledged by replicas).',
+        req.key,
+      );
     }
     return req;
   }

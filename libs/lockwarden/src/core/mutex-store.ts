@@ -1,6 +1,7 @@
 import { groupBySlot } from './cluster-slots';
 import type { MutexKeys, RwKeys } from './lock-keys';
 import type { RedisClient } from './redis-client';
+import type { ReplicaAck } from './replica-ack';
 import { SCRIPTS } from './scripts/lua-script';
 
 /** What a lease is: a mutex, or one side of a read/write lock. */
@@ -60,6 +61,9 @@ export interface LockStore {
   clockDriftMs(leaseMs: number): number;
 }
 
+/** How often an acquisition is retried when too few replicas acknowledged it (replicaAck). */
+const ACK_ATTEMPTS = 3;
+
 /** Most keys one renewal script receives, so one call never blocks Redis for long. */
 export const RENEW_BATCH = 500;
 
@@ -68,26 +72,44 @@ const KIND_CODE: Record<LeaseKind, string> = { mutex: 'm', read: 'r', write: 'w'
 export class RedisLockStore implements LockStore {
   /** Cluster: releases use sharded pub/sub, and renewals are batched per slot. */
   private readonly publishCommand: 'publish' | 'spublish';
-  readonly fairQueue = true;
   readonly readWrite = true;
 
   constructor(
     private readonly client: RedisClient,
     private readonly instanceId: string,
+    private readonly ack?: ReplicaAck,
   ) {
     this.publishCommand = client.isCluster ? 'spublish' : 'publish';
   }
 
+  /**
+   * The queue hands a lock over inside the releaser's script, with no WAIT by
+   * the new holder; under replicaAck every grant must be acknowledged, so the
+   * queue (fair mode, starvation mode) is off.
+   */
+  get fairQueue(): boolean {
+    return this.ack === undefined;
+  }
+
   async acquire(req: StoreAcquire): Promise<number> {
-    const reply = await SCRIPTS.acquire.run(this.client, req.keys.acquireKeys, [
-      req.token,
-      req.leaseMs,
-      this.instanceId,
-      req.fair ? '1' : '0',
-      req.waiterId,
-      req.waiterTtlMs,
-    ]);
-    return Number(reply);
+    for (let attempt = 1; ; attempt++) {
+      const fence = Number(
+        await SCRIPTS.acquire.run(this.client, req.keys.acquireKeys, [
+          req.token,
+          req.leaseMs,
+          this.instanceId,
+          req.fair ? '1' : '0',
+          req.waiterId,
+          req.waiterTtlMs,
+        ]),
+      );
+      if (fence < 0 || !this.ack) return fence;
+      const acked = await this.ack.acknowledged(req.keys.lock);
+      if (acked >= this.ack.replicas) return fence;
+      // Too few replicas have it: a failover now could lose it. Give it back, and try again.
+      await this.release(req.keys, req.token);
+      if (attempt >= ACK_ATTEMPTS) throw this.ack.error(acked);
+    }
   }
 
   async release(keys: MutexKeys, token: string): Promise<boolean> {
@@ -155,6 +177,11 @@ export class RedisLockStore implements LockStore {
       );
     }
     const replies = await Promise.all(calls);
+    if (this.ack && items.length > 0) {
+      // A renewal a failover loses would shorten the lease behind the holder's back.
+      const acked = await this.ack.acknowledged(items[0].lockKey);
+      if (acked < this.ack.replicas) throw this.ack.error(acked);
+    }
     return replies.flatMap((reply) => (reply as number[]).map((n) => Number(n) === 1));
   }
 }

@@ -1,0 +1,159 @@
+import { Redis } from 'ioredis';
+import { LockBackendError, LockConfigError, LockEngine, LockError } from 'lockwarden';
+import type { LockEngineOptions } from 'lockwarden';
+import { RedisSentinelGroup } from './harness/redis-sentinel';
+import { RedisProcess } from './harness/redis-process';
+import { uniquePrefix } from './harness/redis';
+
+/** Redis behind Sentinel (1 master, 1 replica, 3 sentinels): failover, and replica acknowledgement. */
+const engines: LockEngine[] = [];
+const groups: RedisSentinelGroup[] = [];
+
+afterEach(async () => {
+  await Promise.all(engines.splice(0).map((e) => e.close()));
+  await Promise.all(groups.splice(0).map((g) => g.stop()));
+});
+
+async function group(replicas = 1): Promise<RedisSentinelGroup> {
+  const g = await RedisSentinelGroup.start({ replicas });
+  groups.push(g);
+  return g;
+}
+
+function engine(options: LockEngineOptions, warnings?: string[]): LockEngine {
+  const logger = { warn: (m: string) => warnings?.push(m), debug: () => undefined };
+  const e = new LockEngine(options, logger);
+  engines.push(e);
+  return e;
+}
+
+interface LiveSection {
+  key: string;
+  token: number;
+  entry: number;
+  exit: number;
+  aborted: boolean;
+}
+
+/** Live sections (signal not aborted) of one key that overlap in time: the failover hazard, counted. */
+function overlaps(sections: readonly LiveSection[]): number {
+  let count = 0;
+  const live = sections.filter((s) => !s.aborted).sort((a, b) => a.entry - b.entry);
+  const lastExit = new Map<string, number>();
+  for (const s of live) {
+    if (s.entry < (lastExit.get(s.key) ?? -Infinity)) count++;
+    lastExit.set(s.key, Math.max(lastExit.get(s.key) ?? -Infinity, s.exit));
+  }
+  return count;
+}
+
+/**
+ * Two engines, three flows each, contend for two keys while the master is
+ * killed and the sentinels promote the replica. Returns what happened.
+ */
+async function contendThroughFailover(replicaAck: LockEngineOptions['replicaAck']) {
+  // Two replicas: after the failover the new master still has one, so replicaAck can be met.
+  const g = await group(2);
+  const keyPrefix = uniquePrefix('sentinel');
+  const options: LockEngineOptions = { redis: g.options, keyPrefix, leaseMs: 3_000, waitMs: 2_000, replicaAck };
+  const warnings: string[] = [];
+  const [a, b] = [engine(options, warnings), engine(options, warnings)];
+  const sections: LiveSection[] = [];
+  const errors = new Map<string, number>();
+  let stop = false;
+  let failedOver = false;
+  let afterFailover = 0;
+  let onProgress: (() => void) | undefined;
+  const flow = async (e: LockEngine, f: number): Promise<void> => {
+    for (let i = 0; !stop; i++) {
+      const key = `k${(i + f) % 2}`;
+      try {
+        await e.withLock(key, async (lock) => {
+          const entry = performance.now();
+          await e.client.ping().catch(() => undefined); // a probe: during the failover it may fail
+          sections.push({
+            key,
+            token: lock.fencingToken,
+            entry,
+            exit: performance.now(),
+            aborted: lock.signal.aborted,
+          });
+        });
+        if (failedOver) afterFailover++;
+        onProgress?.();
+      } catch (err) {
+        // Only typed lock errors may come out of a failover; anything else fails the test.
+        if (!(err instanceof LockError)) throw err;
+        errors.set(err.name, (errors.get(err.name) ?? 0) + 1);
+        if (err instanceof LockBackendError) await new Promise((r) => setTimeout(r, 50));
+      }
+    }
+  };
+  const progress = (n: () => boolean): Promise<void> =>
+    new Promise((resolve) => {
+      onProgress = () => {
+        if (n()) resolve();
+      };
+    });
+  const running = [a, a, a, b, b, b].map((e, f) => flow(e, f));
+  await progress(() => sections.length >= 200);
+  const promoted = await g.killMasterAndFailOver();
+  failedOver = true;
+  await progress(() => afterFailover >= 200);
+  stop = true;
+  await Promise.all(running);
+  return { promoted, sections, errors, overlaps: overlaps(sections), warnings };
+}
+
+describe('on Redis with Sentinel', () => {
+  it('keeps working across a failover, and reports the overlaps it caused', async () => {
+    const plain = await contendThroughFailover(undefined);
+    const acked = await contendThroughFailover({ replicas: 1, timeoutMs: 200 });
+    for (const run of [plain, acked]) {
+      expect(run.sections.length).toBeGreaterThanOrEqual(400);
+      expect(run.overlaps).toBeGreaterThanOrEqual(0);
+    }
+    // The known hazard, reported rather than hidden: asynchronous replication can lose a
+    // lock in a failover. Expect this to be 0 or small on loopback.
+    process.stdout.write(
+      `Sentinel failover: overlapping live sections without replicaAck: ${plain.overlaps} ` +
+        `(of ${plain.sections.length}), with replicaAck {replicas: 1}: ${acked.overlaps} (of ${acked.sections.length}). ` +
+        `Errors seen: ${JSON.stringify(Object.fromEntries(plain.errors))} / ${JSON.stringify(Object.fromEntries(acked.errors))}\n`,
+    );
+  });
+
+  it('acquires only once enough replicas have the lock, and gives it back otherwise', async () => {
+    const g = await group();
+    const keyPrefix = uniquePrefix('ack');
+    const one = engine({ redis: g.options, keyPrefix, replicaAck: { replicas: 1, timeoutMs: 500 } });
+    const lock = await one.acquire('acked');
+    const replica = new Redis(g.replicas[0].url);
+    try {
+      // WAIT returned only once the replica had it.
+      expect(await replica.hget(`${keyPrefix}{acked}`, 'f')).toBe(String(lock.fencingToken));
+      await lock.release();
+      const two = engine({ redis: g.options, keyPrefix, replicaAck: { replicas: 2, timeoutMs: 50 } });
+      await expect(two.acquire('unacked', { waitMs: 0 })).rejects.toThrow(/only 1 of 2 replicas/);
+      await expect(two.acquire('unacked', { waitMs: 0 })).rejects.toBeInstanceOf(LockBackendError);
+      expect(await replica.exists(`${keyPrefix}{unacked}`)).toBe(0);
+      // A queued hand-off would skip the acknowledgement, so fair mode is refused with replicaAck.
+      await expect(one.acquire('fair', { fair: true })).rejects.toBeInstanceOf(LockConfigError);
+    } finally {
+      replica.disconnect();
+    }
+  });
+
+  it('turns replicaAck off with one warning where WAIT is not available', async () => {
+    const server = await RedisProcess.start({ args: ['--rename-command', 'WAIT', ''] });
+    try {
+      const warnings: string[] = [];
+      const e = engine({ redis: server.url, replicaAck: { replicas: 1, timeoutMs: 50 } }, warnings);
+      for (let i = 0; i < 3; i++) await (await e.acquire(`no-wait-${i}`)).release();
+      expect(warnings).toHaveLength(1);
+      expect(warnings[0]).toMatch(/replicaAck is off/);
+    } finally {
+      await Promise.all(engines.splice(0).map((e) => e.close()));
+      await server.destroy();
+    }
+  });
+});
