@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import type { Cluster } from 'ioredis';
-import { LockEngine, LockLostError, LockModule, Locked } from 'lockwarden';
+import { LockEngine, LockError, LockLostError, LockModule, Locked } from 'lockwarden';
 import type { LockEngineOptions } from 'lockwarden';
 import { runWorker } from './harness/child';
 import type { ChildScript } from './harness/child';
@@ -177,5 +177,97 @@ describe('on Redis Cluster', () => {
       else readers--;
     }
     expect(maxReaders).toBeGreaterThan(1);
+  });
+});
+
+describe('a locked key whose slot migrates to another master', () => {
+  it('keeps the holder, moves its fencing counter, and hands over to the waiters', async () => {
+    const keyPrefix = uniquePrefix('clmove');
+    const events = new EventLog();
+    const [holderEngine, waiterEngine] = [
+      engine({ keyPrefix, leaseMs: 1_500 }, events),
+      engine({ keyPrefix, leaseMs: 1_500 }, events),
+    ];
+    const key = 'moving';
+    const lockKey = `${keyPrefix}{${key}}`;
+    const slot = Number(await admin.cluster('KEYSLOT', lockKey));
+    const holder = await holderEngine.acquire(key);
+    const order: number[] = [];
+    let inside = 0;
+    let overlap = 0;
+    const parked = events.next({ type: 'waiting', key }, 2);
+    const waiters = [0, 1].map(() =>
+      waiterEngine.withLock(
+        key,
+        async (lock) => {
+          if (++inside > 1) overlap++;
+          order.push(lock.fencingToken);
+          await admin.get(`${keyPrefix}probe`);
+          inside--;
+        },
+        { waitMs: 60_000 },
+      ),
+    );
+    await parked;
+    const masters = await cluster.masters();
+    const owner = masters.find((m) => m.slots.some(([a, b]) => slot >= a && slot <= b))!;
+    const target = masters.find((m) => m.port !== owner.port)!;
+    // Renewals keep going while the slot is half moved (ASK) and after it has moved (MOVED).
+    await cluster.migrateSlot(slot, target.port, () => events.next({ type: 'renewed', key }).then(() => undefined));
+    await events.next({ type: 'renewed', key });
+    expect(holder.isHeld()).toBe(true);
+    expect(holder.signal.aborted).toBe(false);
+    expect(await nodeOf(lockKey)).toBe(`127.0.0.1:${target.port}`);
+    expect(await holder.release()).toBe(true);
+    await Promise.all(waiters);
+    expect(overlap).toBe(0);
+    // The fencing counter moved with the slot: tokens keep rising.
+    expect(order).toHaveLength(2);
+    expect(order[0]).toBeGreaterThan(holder.fencingToken);
+    expect(order[1]).toBeGreaterThan(order[0]);
+  });
+});
+
+describe('a Cluster shard failover (3 masters + 3 replicas)', () => {
+  it('keeps serving locks on the failed shard once its replica is promoted', async () => {
+    const replicated = await RedisCluster.start({ masters: 3, replicas: 1 });
+    const e = new LockEngine({
+      redis: { cluster: replicated.startupNodes },
+      keyPrefix: uniquePrefix('clfail'),
+      leaseMs: 3_000,
+    });
+    try {
+      const masters = await replicated.masters();
+      const victim = masters.find((m) => m.slots.length > 0)!;
+      const probe = replicated.client();
+      const keyOn = async (n: number): Promise<string> => {
+        for (let i = 0; ; i++) {
+          const k = `shard-${n}-${i}`;
+          const slot = Number(await probe.cluster('KEYSLOT', `${e.options.keyPrefix}{${k}}`));
+          if (victim.slots.some(([a, b]) => slot >= a && slot <= b)) return k;
+        }
+      };
+      const [heldKey, laterKey] = [await keyOn(1), await keyOn(2)];
+      probe.disconnect();
+      const held = await e.acquire(heldKey);
+      await replicated.nodes.find((n) => n.port === victim.port)!.kill();
+      await replicated.waitUntilPromoted(victim.id);
+      // The holder either kept its lock on the promoted replica or was told it lost it; never silence.
+      const kept = await held.extend().then(
+        () => true,
+        (err: unknown) => {
+          expect(err).toBeInstanceOf(LockError);
+          return false;
+        },
+      );
+      expect(kept || held.signal.aborted || !held.isHeld()).toBe(true);
+      const later = await e.acquire(laterKey, { waitMs: 20_000 });
+      expect(later.fencingToken).toBeGreaterThan(0);
+      await later.release();
+      await held.release().catch(() => undefined);
+    } finally {
+      await e.close();
+      await replicated.stop();
+    }
   });
 });

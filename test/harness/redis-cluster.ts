@@ -34,6 +34,7 @@ export class RedisCluster {
         '--cluster-yes',
       ]);
       await cluster.waitUntilHealthy();
+      await cluster.waitForReplicas(masters * replicas);
     } catch (err) {
       await cluster.stop();
       throw err;
@@ -70,6 +71,105 @@ export class RedisCluster {
       if (states.every((s) => /cluster_state:ok/.test(String(s)) && /cluster_slots_ok:16384/.test(String(s)))) return;
       if (Date.now() > until) throw new Error(`cluster not healthy after ${timeoutMs} ms:\n${String(states[0])}`);
       await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+
+  /**
+   * Moves one hash slot, with its keys, to the master on `toPort`, the way
+   * `redis-cli --cluster reshard` does: IMPORTING/MIGRATING, MIGRATE in
+   * batches, then SETSLOT NODE on every master. `between` runs once the slot is
+   * marked migrating and before any key moves, so a test can act mid-migration.
+   */
+  async migrateSlot(slot: number, toPort: number, between?: () => Promise<void>): Promise<void> {
+    const masters = await this.masters();
+    const from = masters.find((m) => m.slots.some(([a, b]) => slot >= a && slot <= b))!;
+    const to = masters.find((m) => m.port === toPort)!;
+    if (from.port === to.port) throw new Error(`slot ${slot} is already on :${toPort}`);
+    const source = new Redis(from.port, '127.0.0.1');
+    const target = new Redis(to.port, '127.0.0.1');
+    try {
+      await target.call('CLUSTER', 'SETSLOT', slot, 'IMPORTING', from.id);
+      await source.call('CLUSTER', 'SETSLOT', slot, 'MIGRATING', to.id);
+      await between?.();
+      for (;;) {
+        const keys = (await source.call('CLUSTER', 'GETKEYSINSLOT', slot, 100)) as string[];
+        if (keys.length === 0) break;
+        await source.call('MIGRATE', '127.0.0.1', to.port, '', 0, 5_000, 'REPLACE', 'KEYS', ...keys);
+      }
+      for (const m of masters) {
+        const c = new Redis(m.port, '127.0.0.1');
+        await c.call('CLUSTER', 'SETSLOT', slot, 'NODE', to.id).finally(() => c.disconnect());
+      }
+    } finally {
+      source.disconnect();
+      target.disconnect();
+    }
+  }
+
+  /** Resolves once `count` nodes are replicas with their link to the master up. */
+  private async waitForReplicas(count: number, timeoutMs = 30_000): Promise<void> {
+    if (count === 0) return;
+    const until = Date.now() + timeoutMs;
+    for (;;) {
+      const links = await Promise.all(
+        this.nodes.map(async (n) => {
+          const c = new Redis(n.port, n.host);
+          try {
+            return /role:slave[\s\S]*master_link_status:up/.test(String(await c.info('replication')));
+          } finally {
+            c.disconnect();
+          }
+        }),
+      );
+      if (links.filter(Boolean).length === count) return;
+      if (Date.now() > until) throw new Error(`only ${links.filter(Boolean).length} of ${count} replicas came up`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+
+  /** Resolves once another node has taken over the slots of the failed master `id`, and the cluster is ok again. */
+  async waitUntilPromoted(id: string, timeoutMs = 30_000): Promise<void> {
+    const until = Date.now() + timeoutMs;
+    for (;;) {
+      const live = this.nodes.filter((n) => n.child && n.child.exitCode === null && n.child.signalCode === null);
+      const c = new Redis(live[0].port, live[0].host);
+      try {
+        const info = String(await c.call('CLUSTER', 'INFO'));
+        const masters = await this.masters().catch(() => []);
+        const failedOwnsNothing = masters.every((m) => m.id !== id || m.slots.length === 0);
+        if (/cluster_state:ok/.test(info) && failedOwnsNothing) return;
+      } finally {
+        c.disconnect();
+      }
+      if (Date.now() > until) throw new Error(`no replica took over from ${id} within ${timeoutMs} ms`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+
+  /** The masters with their node ids and slot ranges, as the cluster reports them. */
+  async masters(): Promise<{ id: string; port: number; slots: [number, number][] }[]> {
+    const live = this.nodes.find((n) => n.child && n.child.exitCode === null && n.child.signalCode === null)!;
+    const c = new Redis(live.port, live.host);
+    try {
+      const text = String(await c.call('CLUSTER', 'NODES'));
+      return text
+        .trim()
+        .split('\n')
+        .map((line) => line.split(' '))
+        .filter((f) => f[2].includes('master') && !f[2].includes('fail'))
+        .map((f) => ({
+          id: f[0],
+          port: Number(f[1].split(':')[1].split('@')[0]),
+          slots: f
+            .slice(8)
+            .filter((r) => !r.startsWith('['))
+            .map((r) => {
+              const [a, b] = r.split('-').map(Number);
+              return [a, b ?? a] as [number, number];
+            }),
+        }));
+    } finally {
+      c.disconnect();
     }
   }
 
