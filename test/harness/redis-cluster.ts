@@ -127,20 +127,25 @@ export class RedisCluster {
     }
   }
 
-  /** Resolves once another node has taken over the slots of the failed master `id`, and the cluster is ok again. */
+  /** Resolves once another node has taken over the slots of the failed master `id`, and every live node sees the cluster ok. */
   async waitUntilPromoted(id: string, timeoutMs = 30_000): Promise<void> {
     const until = Date.now() + timeoutMs;
     for (;;) {
       const live = this.nodes.filter((n) => n.child && n.child.exitCode === null && n.child.signalCode === null);
-      const c = new Redis(live[0].port, live[0].host);
-      try {
-        const info = String(await c.call('CLUSTER', 'INFO'));
-        const masters = await this.masters().catch(() => []);
-        const failedOwnsNothing = masters.every((m) => m.id !== id || m.slots.length === 0);
-        if (/cluster_state:ok/.test(info) && failedOwnsNothing) return;
-      } finally {
-        c.disconnect();
-      }
+      const states = await Promise.all(
+        live.map(async (n) => {
+          const c = new Redis(n.port, n.host);
+          try {
+            return String(await c.call('CLUSTER', 'INFO'));
+          } finally {
+            c.disconnect();
+          }
+        }),
+      );
+      const masters = await this.masters().catch(() => []);
+      const failedOwnsNothing = masters.every((m) => m.id !== id || m.slots.length === 0);
+      const ownersOfAll = masters.reduce((n, m) => n + m.slots.reduce((k, [a, b]) => k + b - a + 1, 0), 0);
+      if (states.every((s) => /cluster_state:ok/.test(s)) && failedOwnsNothing && ownersOfAll === 16_384) return;
       if (Date.now() > until) throw new Error(`no replica took over from ${id} within ${timeoutMs} ms`);
       await new Promise((r) => setTimeout(r, 100));
     }
