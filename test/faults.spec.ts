@@ -111,6 +111,23 @@ describe('a holder cut off from Redis by a partition', () => {
   });
 });
 
+describe('a connection reset while holding', () => {
+  it('retries renewal within the lease over a new connection, and keeps the lock', async () => {
+    const events = new EventLog();
+    const e = engine({ keyPrefix: uniquePrefix('reset'), leaseMs: 1_500, redis: proxy.url }, events);
+    const lock = await e.acquire('kept');
+    const dropped = proxy.connections;
+    proxy.reset(); // every connection through the proxy is reset, and new ones too, until pass()
+    expect(proxy.connections).toBe(0);
+    expect(dropped).toBeGreaterThan(0);
+    proxy.pass();
+    await events.next({ type: 'renewed', key: 'kept' }, 2);
+    expect(lock.isHeld()).toBe(true);
+    expect(lock.signal.aborted).toBe(false);
+    expect(await lock.release()).toBe(true);
+  });
+});
+
 async function serverTime(): Promise<number> {
   const client = redis.client();
   try {

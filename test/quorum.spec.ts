@@ -81,6 +81,17 @@ describe('quorum (Redlock across 5 masters)', () => {
     expect(lock.isHeld()).toBe(false);
   });
 
+  it('counts a master slower than the node timeout as down', async () => {
+    const e = engine({ leaseMs: 5_000 });
+    // 300 ms of delay against a 100 ms node timeout: two slow masters leave a majority of three.
+    proxies[0].delay(300);
+    proxies[1].delay(300);
+    const lock = await e.acquire('slow-minority', { waitMs: 0 });
+    await lock.release();
+    proxies[2].delay(300);
+    await expect(e.acquire('slow-majority', { waitMs: 0 })).rejects.toBeInstanceOf(LockBackendError);
+  });
+
   it('excludes other holders, and releases everywhere', async () => {
     const prefix = uniquePrefix('quorum-pair');
     const a = engine({ keyPrefix: prefix });
