@@ -1,6 +1,7 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { OnApplicationShutdown } from '@nestjs/common';
 import { LockEngine } from './core/lock-engine';
+import type { LockInfo } from './core/inspect';
 import type { LockHandle } from './core/lock-handle';
 import type { AcquireOptions, RwAcquireOptions } from './core/options';
 import { requestLockScopes } from './decorators/request-lock-scope';
@@ -156,6 +157,37 @@ export class LockService implements OnApplicationShutdown {
    */
   current(key?: string): LockHandle | undefined {
     return this.engine.current(key);
+  }
+
+  /**
+   * Who holds `key` and how: `held`, `mode` ('mutex' | 'read' | 'write'), the holders'
+   * instance ids and remaining leases, the fencing token and the queued waiters. Owner
+   * tokens are never exposed.
+   *
+   * @example
+   * ```ts
+   * const info = await locks.inspect('lottery:2026-11-22');
+   * // { key, held: true, mode: 'mutex', holders: [{ instanceId: 'web-2:4121', ttlMs: 28_410 }],
+   * //   ttlMs: 28_410, fencingToken: 17, waiters: 0 }
+   * ```
+   */
+  inspect(key: string): Promise<LockInfo> {
+    return this.engine.inspect(key);
+  }
+
+  /**
+   * **Dangerous.** Deletes `key`'s lock whoever holds it and wakes its waiters. Nothing is
+   * aborted remotely: each holder learns of it at its next renewal, and until then it may
+   * run beside the next holder. Use it to clear a lock you know is stuck, and protect the
+   * resource with fencing tokens. Resolves true when a lock was held.
+   *
+   * @example
+   * ```ts
+   * if (await locks.forceUnlock('reports:daily')) logger.warn('cleared a stuck reports lock');
+   * ```
+   */
+  forceUnlock(key: string): Promise<boolean> {
+    return this.engine.forceUnlock(key);
   }
 
   /** The framework-free engine, for integrations (decorators, health checks). */

@@ -24,7 +24,9 @@ import { RedisLockStore } from './mutex-store';
 import { QuorumLockStore } from './quorum-store';
 import { ReplicaAck } from './replica-ack';
 import type { LeaseKind, LockStore } from './mutex-store';
-import { checkInteger, describe, MAX_MS, MIN_LEASE_MS, resolveAcquire } from './options';
+import { forceUnlockKey, inspectLock } from './inspect';
+import type { LockInfo } from './inspect';
+import { checkInteger, checkKey, describe, MAX_MS, MIN_LEASE_MS, resolveAcquire } from './options';
 import type { AcquireOptions, ResolvedAcquire, RwAcquireOptions } from './options';
 import { closeClient, openClient } from './redis-client';
 import type { ClientLease, RedisClient } from './redis-client';
@@ -287,6 +289,49 @@ export class LockEngine implements LeaseOwner {
   /** The innermost lock held by the calling async context (for `key`, when given). */
   current(key?: string): LockHandle | undefined {
     return this.context.current(key)?.handle;
+  }
+
+  // ---- inspection and admin ----------------------------------------------------------------
+
+  /**
+   * Who holds `key` (as a mutex or a read/write lock), for how long, with which fencing
+   * token, and how many waiters are queued. Never exposes owner tokens. In quorum mode
+   * the lock counts as held when a majority of nodes hold it.
+   */
+  async inspect(key: string): Promise<LockInfo> {
+    const k = checkKey(key);
+    try {
+      if (this.connections.length === 1) return await inspectLock(this.client, this.options.keyPrefix, k);
+      const views = await Promise.allSettled(
+        this.connections.map((c) => inspectLock(c.client, this.options.keyPrefix, k)),
+      );
+      const seen = views.flatMap((v) => (v.status === 'fulfilled' ? [v.value] : []));
+      if (seen.length === 0) throw (views[0] as PromiseRejectedResult).reason;
+      const held = seen.filter((v) => v.held);
+      const majority = Math.floor(this.connections.length / 2) + 1;
+      const best = (list: LockInfo[]) => list.reduce((a, b) => (b.fencingToken > a.fencingToken ? b : a));
+      return held.length >= majority ? best(held) : { ...best(seen), held: false, mode: null, holders: [], ttlMs: 0 };
+    } catch (err) {
+      throw new LockBackendError(k, 'inspect', err);
+    }
+  }
+
+  /**
+   * Dangerous: deletes `key`'s lock (mutex and read/write) whoever holds it, and wakes its
+   * waiters. Nothing is aborted remotely: holders find out at their next renewal, and until
+   * then two holders may run at once. Meant for operators clearing a lock they know is stuck.
+   * Resolves true when a lock was held.
+   */
+  async forceUnlock(key: string): Promise<boolean> {
+    const k = checkKey(key);
+    try {
+      const results = await Promise.all(
+        this.connections.map((c) => forceUnlockKey(c.client, this.options.keyPrefix, k)),
+      );
+      return results.some(Boolean);
+    } catch (err) {
+      throw new LockBackendError(k, 'force-unlock', err);
+    }
   }
 
   /** Releases every lock, stops the watchdog and closes the connections this engine opened. */

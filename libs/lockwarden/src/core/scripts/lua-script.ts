@@ -37,6 +37,8 @@ export const SCRIPTS = {
   release: new LuaScript('release'),
   renew: new LuaScript('renew'),
   fenceRaise: new LuaScript('fence-raise'),
+  inspect: new LuaScript('inspect'),
+  forceUnlock: new LuaScript('force-unlock'),
   rwAcquire: new LuaScript('rw-acquire'),
   rwRelease: new LuaScript('rw-release'),
 } as const;
