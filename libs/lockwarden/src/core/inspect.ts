@@ -42,8 +42,7 @@ export async function inspectLock(client: RedisClient, prefix: string, key: stri
   const m = mutexKeys(prefix, key);
   const rw = rwKeys(prefix, key);
   const reply = (await SCRIPTS.inspect.run(client, [m.lock, m.fence, m.queue, rw.lock, rw.writers, rw.fence], [])) as (
-    | string
-    | number
+    string | number
   )[];
   const mode = String(reply[0]);
   const holders: LockHolderInfo[] = [];
