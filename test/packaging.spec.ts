@@ -90,6 +90,13 @@ ${appSource('')}
     expect(run('node', ['-p', "require('@nestjs/core/package.json').version"], join(work, 'nest11-cjs'))).toMatch(
       /^11\./,
     );
+    // The CLI ships in the package: `npx lockwarden` runs from the installed tarball.
+    const listed = run(
+      'npx',
+      ['--no-install', 'lockwarden', 'list', '--redis', redis.url, '--json'],
+      join(work, 'nest11-cjs'),
+    );
+    expect(Array.isArray(JSON.parse(listed))).toBe(true);
   }, 300_000);
 
   it('works in a Nest 12 ES-module app', () => {

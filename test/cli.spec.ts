@@ -1,0 +1,119 @@
+import { spawn } from 'node:child_process';
+import { resolve } from 'node:path';
+import type { Redis } from 'ioredis';
+import { LockEngine } from 'lockwarden';
+import { startRedis, uniquePrefix } from './harness/redis';
+import type { RedisTarget } from './harness/redis';
+
+/** `npx lockwarden`, run as a real process against a real Redis: output and exit codes. */
+let redis: RedisTarget;
+let admin: Redis;
+let engine: LockEngine;
+let prefix: string;
+
+beforeAll(async () => {
+  redis = await startRedis();
+  admin = redis.client();
+  prefix = uniquePrefix('cli');
+  engine = new LockEngine({ redis: redis.url, keyPrefix: prefix, instanceId: 'worker-7' });
+});
+
+afterAll(async () => {
+  await engine.close();
+  await admin.quit();
+  await redis.stop();
+});
+
+function cli(...args: string[]): Promise<{ code: number | null; out: string; err: string }> {
+  const child = spawn(
+    process.execPath,
+    ['-r', 'ts-node/register/transpile-only', resolve('libs/lockwarden/src/cli/bin.ts'), ...args],
+    { env: { ...process.env, TS_NODE_PROJECT: resolve('tsconfig.json'), REDIS_URL: '' }, stdio: 'pipe' },
+  );
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+  child.stderr.on('data', (c: Buffer) => (err += c.toString()));
+  return new Promise((done) => child.once('close', (code) => done({ code, out, err })));
+}
+
+describe('the lockwarden CLI', () => {
+  it('lists held locks with SCAN, as a table and as JSON', async () => {
+    const order = await engine.acquire('order:1', { ttlMs: 60_000 });
+    const report = await engine.acquireRead('report', { ttlMs: 60_000 });
+    const table = await cli('list', '--redis', redis.url, '--prefix', prefix);
+    expect(table.code).toBe(0);
+    expect(table.out).toMatch(/^LOCK\s+MODE\s+HOLDERS\s+TTL\s+FENCE\s+WAITERS$/m);
+    expect(table.out).toMatch(/^order:1\s+mutex\s+worker-7\s+\S+\s+1\s+0$/m);
+    expect(table.out).toMatch(/^report\s+read\s+worker-7/m);
+    const json = await cli('list', 'order:*', '--redis', redis.url, '--prefix', prefix, '--json');
+    const listed = JSON.parse(json.out) as { key: string; mode: string }[];
+    expect(listed.map((l) => [l.key, l.mode])).toEqual([['order:1', 'mutex']]);
+    await order.release();
+    await report.release();
+  });
+
+  it('inspects one lock: exit 0 when held, 1 when free, never an owner token', async () => {
+    const lock = await engine.acquire('job', { ttlMs: 60_000 });
+    const held = await cli('inspect', 'job', '--redis', redis.url, '--prefix', prefix, '--json');
+    expect(held.code).toBe(0);
+    expect(JSON.parse(held.out)).toMatchObject({
+      key: 'job',
+      held: true,
+      mode: 'mutex',
+      fencingToken: lock.fencingToken,
+    });
+    const token = await admin.hget(`${prefix}{job}`, 'o');
+    expect(held.out).not.toContain(token);
+    await lock.release();
+    expect((await cli('inspect', 'job', '--redis', redis.url, '--prefix', prefix)).code).toBe(1);
+  });
+
+  it('unlocks only with --force, and says whether there was anything to remove', async () => {
+    const lock = await engine.acquire('stuck', { ttlMs: 60_000 });
+    const refused = await cli('unlock', 'stuck', '--redis', redis.url, '--prefix', prefix);
+    expect(refused.code).toBe(2);
+    expect(refused.err).toMatch(/--force/);
+    expect(await admin.exists(`${prefix}{stuck}`)).toBe(1);
+    const removed = await cli('unlock', 'stuck', '--force', '--redis', redis.url, '--prefix', prefix);
+    expect(removed.code).toBe(0);
+    expect(await admin.exists(`${prefix}{stuck}`)).toBe(0);
+    expect((await cli('unlock', 'stuck', '--force', '--redis', redis.url, '--prefix', prefix)).code).toBe(1);
+    await lock.release();
+  });
+
+  it('watches: one refresh per interval, as many as --count asks', async () => {
+    const lock = await engine.acquire('watched', { ttlMs: 60_000 });
+    const w = await cli(
+      'watch',
+      '--redis',
+      redis.url,
+      '--prefix',
+      prefix,
+      '--json',
+      '--count',
+      '3',
+      '--interval',
+      '20',
+    );
+    expect(w.code).toBe(0);
+    const frames = w.out
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { key: string }[]);
+    expect(frames).toHaveLength(3);
+    for (const f of frames) expect(f.map((i) => i.key)).toContain('watched');
+    await lock.release();
+  });
+
+  it('exits 2 on usage errors and 3 when Redis cannot be reached', async () => {
+    expect((await cli('frobnicate', '--redis', redis.url)).code).toBe(2);
+    expect((await cli('inspect', '--redis', redis.url)).code).toBe(2);
+    expect((await cli('list')).code).toBe(2); // no --redis and no REDIS_URL
+    expect((await cli('list', '--bogus', '--redis', redis.url)).code).toBe(2);
+    const down = await cli('list', '--redis', 'redis://127.0.0.1:1');
+    expect(down.code).toBe(3);
+    expect(down.err).toMatch(/Redis at redis:\/\/127\.0\.0\.1:1 failed/);
+    expect((await cli('--help')).code).toBe(0);
+  });
+});
