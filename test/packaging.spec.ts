@@ -90,6 +90,11 @@ ${appSource('')}
     expect(run('node', ['-p', "require('@nestjs/core/package.json').version"], join(work, 'nest11-cjs'))).toMatch(
       /^11\./,
     );
+    // terminus is an optional peer: without it the main entry loads (above), and only the
+    // health subpath asks for it.
+    expect(() => run('node', ['-e', "require('lockwarden/health')"], join(work, 'nest11-cjs'))).toThrow(
+      /@nestjs\/terminus/,
+    );
     // The CLI ships in the package: `npx lockwarden` runs from the installed tarball.
     const listed = run(
       'npx',

@@ -5,6 +5,7 @@ export { LOCK_MODULE_OPTIONS } from './lock.module-definition';
 export type { LockModuleOptions } from './lock-options.interface';
 export type { LockHandle } from './core/lock-handle';
 export type { LockInfo, LockHolderInfo } from './core/inspect';
+export type { LockHealthReport } from './core/health-probe';
 export type { AcquireOptions, RwAcquireOptions } from './core/options';
 export type { LockEngineOptions, QuorumOptions } from './core/engine-options';
 export type { ReplicaAckOptions } from './core/replica-ack';

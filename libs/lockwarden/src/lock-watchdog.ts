@@ -33,9 +33,9 @@ export class LockWatchdog implements OnApplicationBootstrap, BeforeApplicationSh
     return this.locks.lockEngine.heldCount;
   }
 
-  /** How late the last renewal round ran compared with when it was due, in ms. */
+  /** How late the watchdog runs: its last round's lateness, or how overdue the next one is (0 while idle), in ms. */
   get lagMs(): number {
-    return this.locks.lockEngine.watchdog.lastLagMs;
+    return this.locks.lockEngine.watchdog.lagMs;
   }
 
   /** Renewal rounds run so far. */

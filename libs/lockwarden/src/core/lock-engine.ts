@@ -24,6 +24,8 @@ import { RedisLockStore } from './mutex-store';
 import { QuorumLockStore } from './quorum-store';
 import { ReplicaAck } from './replica-ack';
 import type { LeaseKind, LockStore } from './mutex-store';
+import { probeServers } from './health-probe';
+import type { LockHealthReport } from './health-probe';
 import { forceUnlockKey, inspectLock } from './inspect';
 import type { LockInfo } from './inspect';
 import { checkInteger, checkKey, describe, MAX_MS, MIN_LEASE_MS, resolveAcquire } from './options';
@@ -31,6 +33,7 @@ import type { AcquireOptions, ResolvedAcquire, RwAcquireOptions } from './option
 import { closeClient, openClient } from './redis-client';
 import type { ClientLease, RedisClient } from './redis-client';
 import { RenewalScheduler } from './renewal-scheduler';
+import { loadScripts } from './scripts/lua-script';
 import { newOwnerToken } from './tokens';
 import { WakeBus } from './wake-bus';
 
@@ -84,6 +87,10 @@ export class LockEngine implements LeaseOwner {
     }
     const clients = this.connections.map((c) => c.client);
     this.client = clients[0];
+    for (const client of clients) {
+      client.on('ready', this.preload);
+      if (client.status === 'ready') this.preload.call(client);
+    }
     const ackOptions = this.options.replicaAck;
     const stores = clients.map(
       (client) =>
@@ -116,6 +123,12 @@ export class LockEngine implements LeaseOwner {
   get watchdog(): RenewalScheduler {
     return this.scheduler;
   }
+
+  /** A 'ready' listener: (re)load the scripts into the server(s) the client just connected to. */
+  private readonly preload = function (this: RedisClient): void {
+    // Best effort: a script missing from the cache still runs, through the EVAL fallback.
+    loadScripts(this).catch(() => undefined);
+  };
 
   // ---- mutex -------------------------------------------------------------------------------
 
@@ -332,6 +345,21 @@ export class LockEngine implements LeaseOwner {
     } catch (err) {
       throw new LockBackendError(k, 'force-unlock', err);
     }
+  }
+
+  /** Reachability, script cache and watchdog lag, for health checks. Never throws. */
+  async health(timeoutMs = 1_000): Promise<LockHealthReport> {
+    const probe = await probeServers(
+      this.connections.map((c) => c.client),
+      timeoutMs,
+    );
+    const needed = this.connections.length > 1 ? Math.floor(this.connections.length / 2) + 1 : probe.servers;
+    return {
+      ...probe,
+      reachable: probe.serversUp >= needed && probe.serversUp > 0,
+      watchdogLagMs: Math.round(this.scheduler.lagMs),
+      heldLocks: this.leases.size,
+    };
   }
 
   /** Releases every lock, stops the watchdog and closes the connections this engine opened. */
@@ -626,6 +654,7 @@ export class LockEngine implements LeaseOwner {
       }),
     );
     await this.bus.close();
+    for (const c of this.connections) c.client.off('ready', this.preload);
     await Promise.all(this.connections.filter((c) => c.owned).map((c) => closeClient(c.client)));
   }
 }

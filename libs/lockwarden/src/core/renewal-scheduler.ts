@@ -34,6 +34,17 @@ export class RenewalScheduler {
     return this.leases.size;
   }
 
+  /**
+   * How late the watchdog is now: the last round's lateness, or how overdue the
+   * next round already is, whichever is more. 0 while no lock is held, since a
+   * late round long ago says nothing about leases that no longer exist.
+   */
+  get lagMs(): number {
+    if (this.leases.size === 0) return 0;
+    const overdue = this.timerAt === Infinity ? 0 : performance.now() - this.timerAt;
+    return Math.max(this.lastLagMs, overdue, 0);
+  }
+
   track(lease: Lease): void {
     if (this.stopped) return;
     lease.tracked = true;

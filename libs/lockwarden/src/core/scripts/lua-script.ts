@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { LUA_SOURCES, type LuaScriptName } from './lua-sources.generated';
+import type { Cluster, Redis } from 'ioredis';
 import type { RedisClient } from '../redis-client';
 
 /**
@@ -42,3 +43,14 @@ export const SCRIPTS = {
   rwAcquire: new LuaScript('rw-acquire'),
   rwRelease: new LuaScript('rw-release'),
 } as const;
+
+/**
+ * Loads every script into each master's cache (SCRIPT LOAD), so that health
+ * checks can report them loaded and the first lock needs no EVAL fallback.
+ * Run again after each reconnect: a restarted server has an empty cache.
+ */
+export async function loadScripts(client: RedisClient): Promise<void> {
+  const servers = client.isCluster ? (client as Cluster).nodes('master') : [client as Redis];
+  const sources = [...new Set(Object.values(SCRIPTS).map((s) => s.source))];
+  await Promise.all(servers.flatMap((server) => sources.map((source) => server.script('LOAD', source))));
+}

@@ -1,0 +1,68 @@
+import { Injectable } from '@nestjs/common';
+import { HealthIndicatorService } from '@nestjs/terminus';
+import type { HealthIndicatorResult } from '@nestjs/terminus';
+import { LockService } from '../lock.service';
+
+/** Thresholds of one health check. */
+export interface LockHealthOptions {
+  /** How long each Redis server may take to answer PING. Default 1 000 ms. */
+  timeoutMs?: number;
+  /** The watchdog is unhealthy when its last round ran later than this. Default 5 000 ms. */
+  maxWatchdogLagMs?: number;
+}
+
+/**
+ * A @nestjs/terminus health indicator for the locks. It is down when Redis
+ * does not answer PING (in quorum mode: a majority of the nodes), or when the
+ * watchdog runs so late that leases are at risk. The details carry the PING
+ * round trip, whether the lock scripts are cached, the watchdog's lag and
+ * the locks held. Import it from `lockwarden/health`; the main entry never
+ * loads terminus, which stays an optional peer.
+ *
+ * @example
+ * ```ts
+ * @Module({ imports: [TerminusModule], controllers: [HealthController], providers: [LockHealthIndicator] })
+ * export class HealthModule {}
+ *
+ * @Controller('health')
+ * export class HealthController {
+ *   constructor(private readonly health: HealthCheckService, private readonly locks: LockHealthIndicator) {}
+ *
+ *   @Get() @HealthCheck()
+ *   check() {
+ *     return this.health.check([() => this.locks.isHealthy('locks')]);
+ *   }
+ * }
+ * ```
+ */
+@Injectable()
+export class LockHealthIndicator {
+  constructor(
+    private readonly indicators: HealthIndicatorService,
+    private readonly locks: LockService,
+  ) {}
+
+  async isHealthy<const Key extends string>(
+    key: Key,
+    options: LockHealthOptions = {},
+  ): Promise<HealthIndicatorResult<Key>> {
+    const indicator = this.indicators.check(key);
+    const report = await this.locks.lockEngine.health(options.timeoutMs ?? 1_000);
+    const details = {
+      pingMs: report.pingMs,
+      servers: report.servers,
+      serversUp: report.serversUp,
+      scriptsLoaded: report.scriptsLoaded,
+      watchdogLagMs: report.watchdogLagMs,
+      heldLocks: report.heldLocks,
+    };
+    if (!report.reachable) {
+      return indicator.down({ ...details, message: `Redis is unreachable: ${report.error ?? 'no answer'}` });
+    }
+    const maxLag = options.maxWatchdogLagMs ?? 5_000;
+    if (report.watchdogLagMs > maxLag) {
+      return indicator.down({ ...details, message: `the lock watchdog runs ${report.watchdogLagMs} ms late` });
+    }
+    return indicator.up(details);
+  }
+}
