@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { startRedis } from './harness/redis';
@@ -90,6 +90,12 @@ ${appSource('')}
     expect(run('node', ['-p', "require('@nestjs/core/package.json').version"], join(work, 'nest11-cjs'))).toMatch(
       /^11\./,
     );
+    // A publishable package: licence and changelog in, no sources or specs.
+    const installed = join(work, 'nest11-cjs', 'node_modules', 'lockwarden');
+    expect(existsSync(join(installed, 'LICENSE'))).toBe(true);
+    expect(existsSync(join(installed, 'CHANGELOG.md'))).toBe(true);
+    expect(existsSync(join(installed, 'src'))).toBe(false);
+    expect(run('find', [installed, '-name', '*.spec.*'], work)).toBe('');
     // terminus is an optional peer: without it the main entry loads (above), and only the
     // health subpath asks for it.
     expect(() => run('node', ['-e', "require('lockwarden/health')"], join(work, 'nest11-cjs'))).toThrow(

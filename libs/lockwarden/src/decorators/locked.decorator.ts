@@ -4,7 +4,7 @@ import type { LockedOptions } from './locked-options';
 
 /**
  * Runs the method while holding the lock(s) named by `key`, on any provider
- * method (services, @Cron jobs, queue and event handlers) and on controller
+ * method (services, `@Cron` jobs, queue and event handlers) and on controller
  * routes, where the lock lasts until the response is finished. The method
  * always returns a Promise. Inside it, `LockService.current()` gives the
  * handle (signal, fencing token). If the lock is lost before the method
