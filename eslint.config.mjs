@@ -3,7 +3,7 @@ import eslint from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['**/dist/**', 'node_modules/**', 'coverage/**', 'bench/results/**', '**/*.generated.ts'] },
+  { ignores: ['**/dist/**', 'docs/api/**', 'node_modules/**', 'coverage/**', 'bench/results/**', '**/*.generated.ts'] },
   eslint.configs.recommended,
   ...tseslint.configs.recommended,
   {
