@@ -41,8 +41,13 @@ export interface LockEngineOptions {
   safetyMarginMs?: number;
   /** Longest a single Redis call may take when the wait budget is shorter. Default 2 000 ms. */
   commandTimeoutMs?: number;
-  /** Called for every lock event (acquired, released, waiting, timeout, skipped, extended, renewed, lost). */
+  /** Called for every lock event (acquired, released, waiting, timeout, skipped, extended, renewed, renewFailed, lost). */
   onEvent?: LockEventListener;
+  /**
+   * Record OpenTelemetry metrics through @opentelemetry/api when the application has it
+   * (see `otelMetricsListener`). Default true; without the package it costs nothing.
+   */
+  metrics?: boolean;
   /** Default cap on how long one acquisition may be kept alive (see AcquireOptions.maxHoldMs). Default: none. */
   maxHoldMs?: number;
   /** On shutdown, how long in-flight locked work may take to finish after its signal aborted. Default 10 000 ms. */
@@ -82,6 +87,7 @@ export interface ResolvedEngineOptions extends LockDefaults {
   commandTimeoutMs: number;
   logger: LockLogger;
   onEvent: LockEventListener | undefined;
+  metrics: boolean;
   shutdownGraceMs: number;
 }
 
@@ -96,6 +102,7 @@ export const ENGINE_OPTION_NAMES: ReadonlySet<string> = new Set([
   'safetyMarginMs',
   'commandTimeoutMs',
   'onEvent',
+  'metrics',
   'maxHoldMs',
   'shutdownGraceMs',
 ]);
@@ -143,10 +150,17 @@ export function resolveEngineOptions(raw: unknown, logger: LockLogger = SILENT_L
       o.commandTimeoutMs === undefined ? 2_000 : checkInteger('commandTimeoutMs', o.commandTimeoutMs, 1, MAX_MS),
     logger,
     onEvent: o.onEvent as LockEventListener | undefined,
+    metrics: checkBoolean('metrics', o.metrics, true),
     maxHoldMs: o.maxHoldMs === undefined ? undefined : checkInteger('maxHoldMs', o.maxHoldMs, MIN_LEASE_MS, MAX_MS),
     shutdownGraceMs:
       o.shutdownGraceMs === undefined ? 10_000 : checkInteger('shutdownGraceMs', o.shutdownGraceMs, 0, MAX_MS),
   };
+}
+
+function checkBoolean(field: string, value: unknown, fallback: boolean): boolean {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'boolean') throw new LockConfigError(`${field} must be a boolean, got ${describe(value)}.`);
+  return value;
 }
 
 function resolveReplicaAck(raw: unknown): ReplicaAckOptions {

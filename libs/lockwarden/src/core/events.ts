@@ -1,6 +1,6 @@
 /** What happened to a lock. */
 export type LockEventType =
-  'acquired' | 'released' | 'waiting' | 'timeout' | 'skipped' | 'extended' | 'renewed' | 'lost';
+  'acquired' | 'released' | 'waiting' | 'timeout' | 'skipped' | 'extended' | 'renewed' | 'renewFailed' | 'lost';
 
 /**
  * One lock event, for your own logging or tests. `waiting` fires once per
@@ -17,23 +17,33 @@ export type LockEventType =
 export interface LockEvent {
   readonly type: LockEventType;
   readonly key: string;
+  /** The lock's low-cardinality name (`AcquireOptions.name`), where the event has one. */
+  readonly name?: string;
   readonly fencingToken?: number;
   /** Why a lock was lost. */
   readonly reason?: string;
   /** How long an acquire waited (acquired, timeout). */
   readonly waitedMs?: number;
+  /** How long the lock was held (released, lost). */
+  readonly heldMs?: number;
 }
 
 export type LockEventListener = (event: LockEvent) => void;
 
-/** Calls the user's listener without ever letting it break a lock operation. */
-export function emitter(listener: LockEventListener | undefined): ((event: LockEvent) => void) | undefined {
-  if (!listener) return undefined;
+/**
+ * Calls every listener without ever letting one break a lock operation.
+ * Undefined when there is none, so no event object is built for nobody.
+ */
+export function emitter(...candidates: (LockEventListener | undefined)[]): ((event: LockEvent) => void) | undefined {
+  const listeners = candidates.filter((l): l is LockEventListener => l !== undefined);
+  if (listeners.length === 0) return undefined;
   return (event) => {
-    try {
-      listener(event);
-    } catch {
-      // a faulty listener must not change the outcome of a lock operation
+    for (const listener of listeners) {
+      try {
+        listener(event);
+      } catch {
+        // a faulty listener must not change the outcome of a lock operation
+      }
     }
   };
 }

@@ -36,6 +36,10 @@ export class Lease {
   keepUntil = 0;
   /** Why the lease was lost, once it was. */
   lostError: LockLostError | undefined;
+  /** The low-cardinality name metrics label it with. */
+  name = '';
+  /** When it was granted (performance.now()), for hold times. */
+  readonly acquiredAt: number;
 
   constructor(
     readonly owner: LeaseOwner,
@@ -49,6 +53,7 @@ export class Lease {
     readonly safetyMarginMs: number,
     startedAt: number,
   ) {
+    this.acquiredAt = startedAt;
     this.expiresAt = startedAt + leaseMs;
     this.nextRenewAt = renew ? startedAt + leaseMs / 3 : Infinity;
   }

@@ -25,10 +25,11 @@ import { QuorumLockStore } from './quorum-store';
 import { ReplicaAck } from './replica-ack';
 import type { LeaseKind, LockStore } from './mutex-store';
 import { probeServers } from './health-probe';
+import { otelMetricsListener } from './metrics';
 import type { LockHealthReport } from './health-probe';
 import { forceUnlockKey, inspectLock } from './inspect';
 import type { LockInfo } from './inspect';
-import { checkInteger, checkKey, describe, MAX_MS, MIN_LEASE_MS, resolveAcquire } from './options';
+import { checkInteger, checkKey, defaultLockName, describe, MAX_MS, MIN_LEASE_MS, resolveAcquire } from './options';
 import type { AcquireOptions, ResolvedAcquire, RwAcquireOptions } from './options';
 import { closeClient, openClient } from './redis-client';
 import type { ClientLease, RedisClient } from './redis-client';
@@ -102,7 +103,7 @@ export class LockEngine implements LeaseOwner {
     );
     this.store = quorum ? new QuorumLockStore(stores, quorum.nodeTimeoutMs) : stores[0];
     this.bus = new WakeBus(clients, this.client.isCluster === true);
-    this.emit = emitter(this.options.onEvent);
+    this.emit = emitter(this.options.onEvent, this.options.metrics ? otelMetricsListener() : undefined);
     this.scheduler = new RenewalScheduler(this.store, this.options.logger, this.emit);
     this.loop = {
       bus: this.bus,
@@ -219,7 +220,7 @@ export class LockEngine implements LeaseOwner {
       // The common case, without the bookkeeping several keys need.
       const handle = await this.acquireKind(keys[0], opts, kind, busy === 'skip');
       if (handle) return [handle as LeaseHandle];
-      this.emit?.({ type: 'skipped', key: keys[0] });
+      this.emit?.({ type: 'skipped', key: keys[0], name: options.name ?? defaultLockName(keys[0]) });
       await this.logSkip(keys[0], kind);
       return null;
     }
@@ -229,7 +230,7 @@ export class LockEngine implements LeaseOwner {
         const handle = await this.acquireKind(key, opts, kind, busy === 'skip');
         if (!handle) {
           await this.releaseAll(held);
-          this.emit?.({ type: 'skipped', key });
+          this.emit?.({ type: 'skipped', key, name: options.name ?? defaultLockName(key) });
           await this.logSkip(key, kind);
           return null;
         }
@@ -377,7 +378,13 @@ export class LockEngine implements LeaseOwner {
     this.forget(lease);
     try {
       const released = await this.releaseOnServer(lease);
-      this.emit?.({ type: 'released', key: lease.key, fencingToken: lease.fencingToken });
+      this.emit?.({
+        type: 'released',
+        key: lease.key,
+        name: lease.name,
+        fencingToken: lease.fencingToken,
+        heldMs: Math.round(performance.now() - lease.acquiredAt),
+      });
       return released;
     } catch (err) {
       throw new LockBackendError(lease.key, 'release', err);
@@ -403,14 +410,21 @@ export class LockEngine implements LeaseOwner {
       const reason = 'the key is no longer ours in Redis (it expired or was deleted)';
       if (lease.lose(reason)) {
         this.forget(lease);
-        this.emit?.({ type: 'lost', key: lease.key, fencingToken: lease.fencingToken, reason });
+        this.emit?.({
+          type: 'lost',
+          key: lease.key,
+          name: lease.name,
+          fencingToken: lease.fencingToken,
+          reason,
+          heldMs: Math.round(performance.now() - lease.acquiredAt),
+        });
       }
       throw lease.lostError ?? new LockLostError(lease.key, reason);
     }
     lease.leaseMs = leaseMs;
     lease.confirm(sentAt, grantedMs);
     this.scheduler.reschedule(lease);
-    this.emit?.({ type: 'extended', key: lease.key, fencingToken: lease.fencingToken });
+    this.emit?.({ type: 'extended', key: lease.key, name: lease.name, fencingToken: lease.fencingToken });
   }
 
   // ---- acquisition internals ----------------------------------------------------------------
@@ -516,7 +530,7 @@ export class LockEngine implements LeaseOwner {
     const result = await got;
     if (typeof result !== 'number') return result;
     const waitedMs = Math.round(performance.now() - started);
-    this.emit?.({ type: 'timeout', key: req.key, waitedMs });
+    this.emit?.({ type: 'timeout', key: req.key, name: req.name, waitedMs });
     throw new LockTimeoutError(req.key, waitedMs, result);
   }
 
@@ -595,11 +609,13 @@ export class LockEngine implements LeaseOwner {
     );
     if (req.maxHoldMs !== undefined) lease.maxHoldUntil = result.leaseFrom + req.maxHoldMs;
     if (req.lockAtLeastMs !== undefined) lease.keepUntil = result.leaseFrom + req.lockAtLeastMs;
+    lease.name = req.name;
     this.leases.add(lease);
     this.scheduler.track(lease);
     this.emit?.({
       type: 'acquired',
       key: req.key,
+      name: req.name,
       fencingToken: result.fence,
       waitedMs: Math.round(performance.now() - started),
     });

@@ -36,6 +36,12 @@ export interface AcquireOptions {
    * run a little behind then skip the same scheduled run instead of repeating it.
    */
   lockAtLeastMs?: number;
+  /**
+   * The lock's name in metrics: low-cardinality, so never the expanded key. Defaults to the
+   * decorator's key template, or for a direct call to the key's first `:` segment followed
+   * by `:*` (`'order:42'` is named `'order:*'`).
+   */
+  name?: string;
 }
 
 /** The engine's defaults, already validated. */
@@ -71,6 +77,8 @@ export interface ResolvedAcquire {
   fair: boolean;
   maxHoldMs: number | undefined;
   lockAtLeastMs: number | undefined;
+  /** The low-cardinality name metrics label the lock with. */
+  name: string;
 }
 
 const ACQUIRE_OPTION_NAMES: ReadonlySet<string> = new Set([
@@ -80,6 +88,7 @@ const ACQUIRE_OPTION_NAMES: ReadonlySet<string> = new Set([
   'fair',
   'maxHoldMs',
   'lockAtLeastMs',
+  'name',
 ]);
 
 export function checkKey(key: unknown, where = 'lock key'): string {
@@ -163,10 +172,20 @@ export function resolveAcquire(
   if (fair !== undefined && typeof fair !== 'boolean') {
     throw new LockConfigError(`fair must be a boolean, got ${describe(fair)}.`, key);
   }
-  return { key, leaseMs, renew, waitMs: wait, signal, fair: fair === true, maxHoldMs, lockAtLeastMs };
+  const name = options.name === undefined ? defaultLockName(key) : options.name;
+  if (typeof name !== 'string' || name.length === 0 || name.length > 200) {
+    throw new LockConfigError(`name must be a non-empty string of at most 200 characters, got ${describe(name)}.`, key);
+  }
+  return { key, leaseMs, renew, waitMs: wait, signal, fair: fair === true, maxHoldMs, lockAtLeastMs, name };
 }
 
 const EMPTY: ReadonlySet<string> = new Set();
+
+/** A key's metric name when none was given: its first `:` segment, then `:*` when more follows. */
+export function defaultLockName(key: string): string {
+  const colon = key.indexOf(':');
+  return colon < 0 ? key : `${key.slice(0, colon)}:*`;
+}
 
 export function describe(value: unknown): string {
   if (value === null) return 'null';

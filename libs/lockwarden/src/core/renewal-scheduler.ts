@@ -140,7 +140,7 @@ export class RenewalScheduler {
           if (results[i]) {
             this.renewals++;
             lease.confirm(sentAt, items[i].leaseMs);
-            this.emit?.({ type: 'renewed', key: lease.key, fencingToken: lease.fencingToken });
+            this.emit?.({ type: 'renewed', key: lease.key, name: lease.name, fencingToken: lease.fencingToken });
             next = Math.min(next, lease.nextRenewAt, lease.abortAt);
           } else {
             this.untrack(lease);
@@ -152,10 +152,18 @@ export class RenewalScheduler {
       (err: unknown) => {
         const retryAt = performance.now();
         let next = Infinity;
+        const reason = err instanceof Error ? err.message : String(err);
         for (const lease of due) {
           lease.renewing = false;
           lease.nextRenewAt = retryAt + Math.min(1_000, lease.leaseMs / 10);
           next = Math.min(next, lease.nextRenewAt, lease.abortAt);
+          this.emit?.({
+            type: 'renewFailed',
+            key: lease.key,
+            name: lease.name,
+            fencingToken: lease.fencingToken,
+            reason,
+          });
         }
         this.logger.debug(`Lock renewal failed, retrying within the lease: ${String(err)}`);
         if (next < this.timerAt) this.arm(next);
@@ -166,7 +174,14 @@ export class RenewalScheduler {
   private lost(lease: Lease, reason: string): void {
     if (!lease.lose(reason)) return;
     this.logger.warn(`Lock "${lease.key}" lost: ${reason}.`);
-    this.emit?.({ type: 'lost', key: lease.key, fencingToken: lease.fencingToken, reason });
+    this.emit?.({
+      type: 'lost',
+      key: lease.key,
+      name: lease.name,
+      fencingToken: lease.fencingToken,
+      reason,
+      heldMs: Math.round(performance.now() - lease.acquiredAt),
+    });
   }
 
   private rearm(): void {

@@ -43,7 +43,7 @@ export function lockDecorator(mode: LockMode, name: string) {
         mode,
         spec: key,
         keys: compileKeySpec(key, where, paramTypes?.length ?? Infinity),
-        ...toMetadataOptions(checkLockedOptions(options, where, mode !== 'mutex')),
+        ...toMetadataOptions(checkLockedOptions(options, where, mode !== 'mutex'), key, where),
         where,
       };
       const wrapper = function (this: unknown, ...args: unknown[]): Promise<unknown> {
@@ -57,8 +57,20 @@ export function lockDecorator(mode: LockMode, name: string) {
     };
 }
 
-function toMetadataOptions(checked: ReturnType<typeof checkLockedOptions>): Pick<LockedMetadata, 'options' | 'onBusy'> {
-  return { options: checked.acquire, onBusy: checked.onBusy };
+function toMetadataOptions(
+  checked: ReturnType<typeof checkLockedOptions>,
+  key: KeySpec,
+  where: string,
+): Pick<LockedMetadata, 'options' | 'onBusy'> {
+  // Metrics label a decorated lock by its template, never by the keys it expands to.
+  const name = checked.acquire.name ?? templateName(key, where);
+  return { options: { ...checked.acquire, name }, onBusy: checked.onBusy };
+}
+
+function templateName(key: KeySpec, where: string): string {
+  if (typeof key === 'string') return key;
+  if (Array.isArray(key)) return [...key].sort().join(',');
+  return where.replace(/\(\)$/, '');
 }
 
 function injectLockService(prototype: object): void {
