@@ -96,6 +96,17 @@ ${appSource('')}
     expect(existsSync(join(installed, 'CHANGELOG.md'))).toBe(true);
     expect(existsSync(join(installed, 'src'))).toBe(false);
     expect(run('find', [installed, '-name', '*.spec.*'], work)).toBe('');
+    // The testing module runs a lock with no Redis at all.
+    const memory = run(
+      'node',
+      [
+        '-e',
+        "require('reflect-metadata'); const { LockEngine } = require('lockwarden'); const { MemoryLockBackend } = require('lockwarden/testing');" +
+          "const e = new LockEngine({ redis: new MemoryLockBackend() }); e.withLock('k', (l) => l.fencingToken).then((t) => e.close().then(() => console.log(t)));",
+      ],
+      join(work, 'nest11-cjs'),
+    );
+    expect(memory.trim()).toBe('1');
     // terminus is an optional peer: without it the main entry loads (above), and only the
     // health subpath asks for it.
     expect(() => run('node', ['-e', "require('lockwarden/health')"], join(work, 'nest11-cjs'))).toThrow(

@@ -5,6 +5,7 @@ import type { LockLogger } from './logger';
 import { SILENT_LOGGER } from './logger';
 import { checkInteger, checkKnownNames, checkOptionsObject, describe, MAX_MS, MIN_LEASE_MS } from './options';
 import type { LockDefaults } from './options';
+import type { MemoryLockBackend } from './memory-store';
 import type { RedisSpec } from './redis-client';
 import type { ReplicaAckOptions } from './replica-ack';
 
@@ -21,7 +22,7 @@ export interface LockEngineOptions {
    * A redis:// URL, ioredis options (Sentinel included), `{ cluster: [...] }`, or an ioredis
    * client you own (it is never closed for you). Required, unless `quorum` is given instead.
    */
-  redis?: RedisSpec;
+  redis?: RedisSpec | MemoryLockBackend;
   /** Redlock across several independent Redis masters, instead of `redis`. */
   quorum?: QuorumOptions;
   /**
@@ -79,8 +80,8 @@ export interface ResolvedQuorum {
 }
 
 export interface ResolvedEngineOptions extends LockDefaults {
-  /** The single topology's Redis; undefined in quorum mode. */
-  redis: RedisSpec | undefined;
+  /** The single topology's Redis (or the in-memory test backend); undefined in quorum mode. */
+  redis: RedisSpec | MemoryLockBackend | undefined;
   quorum: ResolvedQuorum | undefined;
   replicaAck: ReplicaAckOptions | undefined;
   instanceId: string;
@@ -137,7 +138,7 @@ export function resolveEngineOptions(raw: unknown, logger: LockLogger = SILENT_L
   }
   const leaseMs = o.leaseMs === undefined ? 30_000 : checkInteger('leaseMs', o.leaseMs, MIN_LEASE_MS, MAX_MS);
   return {
-    redis: quorum ? undefined : (o.redis as RedisSpec),
+    redis: quorum ? undefined : (o.redis as RedisSpec | MemoryLockBackend),
     quorum,
     replicaAck: o.replicaAck === undefined ? undefined : resolveReplicaAck(o.replicaAck),
     keyPrefix,

@@ -21,6 +21,7 @@ import { mutexKeys, rwKeys } from './lock-keys';
 import type { MutexKeys, RwKeys } from './lock-keys';
 import type { LockLogger } from './logger';
 import { RedisLockStore } from './mutex-store';
+import { MemoryLockBackend } from './memory-store';
 import { QuorumLockStore } from './quorum-store';
 import { ReplicaAck } from './replica-ack';
 import type { LeaseKind, LockStore } from './mutex-store';
@@ -32,7 +33,7 @@ import type { LockInfo } from './inspect';
 import { checkInteger, checkKey, defaultLockName, describe, MAX_MS, MIN_LEASE_MS, resolveAcquire } from './options';
 import type { AcquireOptions, ResolvedAcquire, RwAcquireOptions } from './options';
 import { closeClient, openClient } from './redis-client';
-import type { ClientLease, RedisClient } from './redis-client';
+import type { ClientLease, RedisClient, RedisSpec } from './redis-client';
 import { RenewalScheduler } from './renewal-scheduler';
 import { loadScripts } from './scripts/lua-script';
 import { newOwnerToken } from './tokens';
@@ -62,8 +63,8 @@ const RW_OPTION_NAMES: ReadonlySet<string> = new Set(['writerPreference']);
  */
 export class LockEngine implements LeaseOwner {
   readonly options: ResolvedEngineOptions;
-  /** The Redis client (in quorum mode, the first node's). */
-  readonly client: RedisClient;
+  private readonly redisClient: RedisClient | undefined;
+  private readonly memory: MemoryLockBackend | undefined;
   private readonly connections: ClientLease[];
   private readonly store: LockStore;
   private readonly bus: WakeBus;
@@ -81,13 +82,17 @@ export class LockEngine implements LeaseOwner {
   constructor(options: LockEngineOptions, logger?: LockLogger) {
     this.options = resolveEngineOptions(options, logger);
     const quorum = this.options.quorum;
-    this.connections = (quorum ? quorum.nodes : [this.options.redis!]).map((spec) => openClient(spec));
+    const memory = this.options.redis instanceof MemoryLockBackend ? this.options.redis : undefined;
+    this.memory = memory;
+    this.connections = memory
+      ? []
+      : (quorum ? quorum.nodes : [this.options.redis as RedisSpec]).map((spec) => openClient(spec));
     for (const { client, owned } of this.connections) {
       if (owned)
         client.on('error', (err: Error) => this.options.logger.debug(`Redis connection error: ${err.message}`));
     }
     const clients = this.connections.map((c) => c.client);
-    this.client = clients[0];
+    this.redisClient = clients[0];
     for (const client of clients) {
       client.on('ready', this.preload);
       if (client.status === 'ready') this.preload.call(client);
@@ -101,8 +106,13 @@ export class LockEngine implements LeaseOwner {
           ackOptions && new ReplicaAck(client, ackOptions, this.options.logger),
         ),
     );
-    this.store = quorum ? new QuorumLockStore(stores, quorum.nodeTimeoutMs) : stores[0];
-    this.bus = new WakeBus(clients, this.client.isCluster === true);
+    this.store = memory
+      ? memory.store(this.options.instanceId)
+      : quorum
+        ? new QuorumLockStore(stores, quorum.nodeTimeoutMs)
+        : stores[0];
+    this.bus = new WakeBus(clients, clients[0]?.isCluster === true);
+    memory?.attach(this.bus);
     this.emit = emitter(this.options.onEvent, this.options.metrics ? otelMetricsListener() : undefined);
     this.scheduler = new RenewalScheduler(this.store, this.options.logger, this.emit);
     this.loop = {
@@ -113,6 +123,13 @@ export class LockEngine implements LeaseOwner {
       emit: this.emit,
       logger: this.options.logger,
     };
+  }
+
+  /** The Redis client (in quorum mode, the first node's). There is none on the in-memory test backend. */
+  get client(): RedisClient {
+    if (!this.redisClient)
+      throw new LockConfigError('This lock engine runs in memory (LockTestingModule): it has no Redis client.');
+    return this.redisClient;
   }
 
   /** Locks held through this engine right now (each acquisition once, however many reentrant holds). */
@@ -314,6 +331,7 @@ export class LockEngine implements LeaseOwner {
    */
   async inspect(key: string): Promise<LockInfo> {
     const k = checkKey(key);
+    if (this.memory) return this.memory.inspect(this.options.keyPrefix, k);
     try {
       if (this.connections.length === 1) return await inspectLock(this.client, this.options.keyPrefix, k);
       const views = await Promise.allSettled(
@@ -338,6 +356,7 @@ export class LockEngine implements LeaseOwner {
    */
   async forceUnlock(key: string): Promise<boolean> {
     const k = checkKey(key);
+    if (this.memory) return this.memory.forceUnlock(this.options.keyPrefix, k);
     try {
       const results = await Promise.all(
         this.connections.map((c) => forceUnlockKey(c.client, this.options.keyPrefix, k)),
@@ -350,6 +369,10 @@ export class LockEngine implements LeaseOwner {
 
   /** Reachability, script cache and watchdog lag, for health checks. Never throws. */
   async health(timeoutMs = 1_000): Promise<LockHealthReport> {
+    if (this.memory) {
+      const watchdog = { watchdogLagMs: Math.round(this.scheduler.lagMs), heldLocks: this.leases.size };
+      return { reachable: true, pingMs: 0, servers: 0, serversUp: 0, scriptsLoaded: true, ...watchdog };
+    }
     const probe = await probeServers(
       this.connections.map((c) => c.client),
       timeoutMs,
@@ -446,6 +469,11 @@ export class LockEngine implements LeaseOwner {
 
   /** Says who holds a skipped lock: the instance id stored beside it, never the owner token. */
   private async logSkip(key: string, kind: LeaseKind): Promise<void> {
+    if (this.memory) {
+      const holder = (await this.memory.inspect(this.options.keyPrefix, key)).holders[0]?.instanceId;
+      this.options.logger.debug(`Skipped "${key}": it is held by ${holder ?? 'an instance that just released it'}.`);
+      return;
+    }
     try {
       const holder =
         kind === 'mutex'
@@ -670,6 +698,7 @@ export class LockEngine implements LeaseOwner {
       }),
     );
     await this.bus.close();
+    this.memory?.detach(this.bus);
     for (const c of this.connections) c.client.off('ready', this.preload);
     await Promise.all(this.connections.filter((c) => c.owned).map((c) => closeClient(c.client)));
   }

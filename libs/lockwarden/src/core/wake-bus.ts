@@ -168,12 +168,19 @@ export class WakeBus {
    * is published on every node that held the lock.
    */
   private subscribe(subs: (Redis | Cluster)[], channel: string): Promise<unknown> {
+    // No connection at all: messages arrive through deliver() (the in-memory backend).
+    if (subs.length === 0) return Promise.resolve();
     const each = subs.map((sub) => (this.sharded ? sub.ssubscribe(channel) : sub.subscribe(channel)));
     const done = each.length === 1 ? each[0] : Promise.any(each);
     for (const p of each) p.catch(() => undefined);
     // The waiter handles a failure (as a backend error); never leave it unhandled here.
     done.catch(() => this.channels.delete(channel));
     return done;
+  }
+
+  /** Hands one published message to the waiters of its channel. */
+  deliver(channel: string, message: string): void {
+    this.dispatch(channel, message);
   }
 
   private dispatch(channel: string, message: string): void {
