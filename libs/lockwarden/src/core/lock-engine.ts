@@ -431,17 +431,7 @@ export class LockEngine implements LeaseOwner {
     if (lease.state !== 'held') throw new LockLostError(lease.key, `it was ${lease.state} while extending`);
     if (!renewed[0]) {
       const reason = 'the key is no longer ours in Redis (it expired or was deleted)';
-      if (lease.lose(reason)) {
-        this.forget(lease);
-        this.emit?.({
-          type: 'lost',
-          key: lease.key,
-          name: lease.name,
-          fencingToken: lease.fencingToken,
-          reason,
-          heldMs: Math.round(performance.now() - lease.acquiredAt),
-        });
-      }
+      if (this.scheduler.lost(lease, reason)) this.forget(lease);
       throw lease.lostError ?? new LockLostError(lease.key, reason);
     }
     lease.leaseMs = leaseMs;

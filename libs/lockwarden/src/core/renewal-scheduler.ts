@@ -171,8 +171,9 @@ export class RenewalScheduler {
     );
   }
 
-  private lost(lease: Lease, reason: string): void {
-    if (!lease.lose(reason)) return;
+  /** Marks a lease lost, logs it once and emits the event; false if it had already ended. */
+  lost(lease: Lease, reason: string): boolean {
+    if (!lease.lose(reason)) return false;
     this.logger.warn(`Lock "${lease.key}" lost: ${reason}.`);
     this.emit?.({
       type: 'lost',
@@ -182,6 +183,7 @@ export class RenewalScheduler {
       reason,
       heldMs: Math.round(performance.now() - lease.acquiredAt),
     });
+    return true;
   }
 
   private rearm(): void {
