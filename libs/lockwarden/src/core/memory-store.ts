@@ -37,6 +37,14 @@ interface RwState {
  *
  * It is a test double. The behaviour suite in the repository runs against
  * it and against real Redis, so that the two cannot drift apart.
+ *
+ * @example
+ * ```ts
+ * const backend = new MemoryLockBackend();
+ * // Two "instances" of a service that contend for the same locks, with no Redis:
+ * const a = await Test.createTestingModule({ imports: [LockTestingModule.forRoot({ backend })], providers: [Jobs] }).compile();
+ * const b = await Test.createTestingModule({ imports: [LockTestingModule.forRoot({ backend })], providers: [Jobs] }).compile();
+ * ```
  */
 export class MemoryLockBackend {
   private readonly mutexes = new Map<string, MutexState>();
