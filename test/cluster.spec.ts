@@ -269,5 +269,5 @@ describe('a Cluster shard failover (3 masters + 3 replicas)', () => {
       await e.close();
       await replicated.stop();
     }
-  });
+  }, 90_000);
 });

@@ -120,7 +120,7 @@ describe('on Redis with Sentinel', () => {
         `(of ${plain.sections.length}), with replicaAck {replicas: 1}: ${acked.overlaps} (of ${acked.sections.length}). ` +
         `Errors seen: ${JSON.stringify(Object.fromEntries(plain.errors))} / ${JSON.stringify(Object.fromEntries(acked.errors))}\n`,
     );
-  });
+  }, 150_000);
 
   it('acquires only once enough replicas have the lock, and gives it back otherwise', async () => {
     const g = await group();
