@@ -104,11 +104,11 @@ export class RedisLockStore implements LockStore {
         ]),
       );
       if (fence < 0 || !this.ack) return fence;
-      const acked = await this.ack.acknowledged(req.keys.lock);
-      if (acked >= this.ack.replicas) return fence;
+      const short = await this.ack.check([req.keys.lock]);
+      if (!short) return fence;
       // Too few replicas have it: a failover now could lose it. Give it back, and try again.
       await this.release(req.keys, req.token);
-      if (attempt >= ACK_ATTEMPTS) throw this.ack.error(acked);
+      if (attempt >= ACK_ATTEMPTS) throw short;
     }
   }
 
@@ -150,6 +150,16 @@ export class RedisLockStore implements LockStore {
   }
 
   async renew(items: readonly RenewItem[]): Promise<boolean[]> {
+    const results = await this.renewOnServer(items);
+    if (this.ack && items.length > 0) {
+      // A renewal a failover loses would shorten the lease behind the holder's back.
+      const short = await this.ack.check(items.map((item) => item.lockKey));
+      if (short) throw short;
+    }
+    return results;
+  }
+
+  private async renewOnServer(items: readonly RenewItem[]): Promise<boolean[]> {
     if (!this.client.isCluster) return this.renewBatches(items);
     // On Cluster one script may only declare keys of one slot: one batch per slot, all in flight at once.
     const indexed = items.map((item, index) => ({ item, index }));
@@ -177,11 +187,6 @@ export class RedisLockStore implements LockStore {
       );
     }
     const replies = await Promise.all(calls);
-    if (this.ack && items.length > 0) {
-      // A renewal a failover loses would shorten the lease behind the holder's back.
-      const acked = await this.ack.acknowledged(items[0].lockKey);
-      if (acked < this.ack.replicas) throw this.ack.error(acked);
-    }
     return replies.flatMap((reply) => (reply as number[]).map((n) => Number(n) === 1));
   }
 }

@@ -42,33 +42,29 @@ export class ReplicaAck {
     private readonly logger: LockLogger,
   ) {}
 
-  get enabled(): boolean {
-    return !this.disabled;
-  }
-
-  /** How many replicas acknowledged the writes so far on `key`'s connection; Infinity when acknowledgement is off. */
-  async acknowledged(key: string): Promise<number> {
-    if (this.disabled) return Infinity;
+  /**
+   * WAITs on the connection of every node that serves one of `keys` (once per
+   * node: WAIT covers all earlier writes on its connection). Resolves the
+   * error to raise when a node had fewer replicas acknowledge than asked for,
+   * or undefined when all did (or acknowledgement is off).
+   */
+  async check(keys: readonly string[]): Promise<ReplicaAckError | undefined> {
+    if (this.disabled) return undefined;
     const { replicas, timeoutMs } = this.options;
+    const connections = [...new Set(keys.map((key) => this.connectionFor(key)))];
+    let acked: number[];
     try {
-      return Number(await this.connectionFor(key).wait(replicas, timeoutMs));
+      acked = await Promise.all(connections.map(async (c) => Number(await c.wait(replicas, timeoutMs))));
     } catch (err) {
       if (!isUnsupported(err)) throw err;
       this.disabled = true;
       this.logger.warn(
         `replicaAck is off: this Redis does not support WAIT (${(err as Error).message}). Locks work without it.`,
       );
-      return Infinity;
+      return undefined;
     }
-  }
-
-  get replicas(): number {
-    return this.options.replicas;
-  }
-
-  /** The error for a lock write that still lacked acknowledgements after its retries. */
-  error(acked: number): ReplicaAckError {
-    return new ReplicaAckError(acked, this.options.replicas, this.options.timeoutMs);
+    const fewest = Math.min(...acked);
+    return fewest < replicas ? new ReplicaAckError(fewest, replicas, timeoutMs) : undefined;
   }
 
   private connectionFor(key: string): Redis | Cluster {
