@@ -29,18 +29,26 @@ export interface LockHealthReport {
   error?: string;
 }
 
+/** What the store knows of its servers; the engine adds the watchdog's side. */
+export type ServerProbe = Omit<LockHealthReport, 'watchdogLagMs' | 'heldLocks'>;
+
 const SHAS = [...new Set(Object.values(SCRIPTS).map((s) => s.sha))];
 
-/** Pings every server (each Cluster master) and asks whether the scripts are cached. */
+/**
+ * Pings every server (each Cluster master) and asks whether the scripts are
+ * cached. Reachable when at least `needed` servers answer (all, unless given).
+ */
 export async function probeServers(
   clients: readonly RedisClient[],
   timeoutMs: number,
-): Promise<Pick<LockHealthReport, 'pingMs' | 'servers' | 'serversUp' | 'scriptsLoaded' | 'error'>> {
+  needed?: number,
+): Promise<ServerProbe> {
   const servers = clients.flatMap((c) => (c.isCluster ? (c as Cluster).nodes('master') : [c as Redis]));
   const results = await Promise.all(servers.map((s) => probeOne(s, timeoutMs)));
   const up = results.filter((r) => r.ok);
   const failed = results.find((r) => !r.ok);
   return {
+    reachable: up.length > 0 && up.length >= (needed ?? servers.length),
     pingMs: up.length === 0 ? 0 : Math.max(...up.map((r) => r.pingMs)),
     servers: servers.length,
     serversUp: up.length,

@@ -25,10 +25,8 @@ import { MemoryLockBackend } from './memory-store';
 import { QuorumLockStore } from './quorum-store';
 import { ReplicaAck } from './replica-ack';
 import type { LeaseKind, LockStore } from './mutex-store';
-import { probeServers } from './health-probe';
 import { otelMetricsListener } from './metrics';
 import type { LockHealthReport } from './health-probe';
-import { forceUnlockKey, inspectLock } from './inspect';
 import type { LockInfo } from './inspect';
 import { checkInteger, checkKey, defaultLockName, describe, MAX_MS, MIN_LEASE_MS, resolveAcquire } from './options';
 import type { AcquireOptions, ResolvedAcquire, RwAcquireOptions } from './options';
@@ -238,7 +236,7 @@ export class LockEngine implements LeaseOwner {
       const handle = await this.acquireKind(keys[0], opts, kind, busy === 'skip');
       if (handle) return [handle as LeaseHandle];
       this.emit?.({ type: 'skipped', key: keys[0], name: options.name ?? defaultLockName(keys[0]) });
-      await this.logSkip(keys[0], kind);
+      await this.logSkip(keys[0]);
       return null;
     }
     const held: LeaseHandle[] = [];
@@ -248,7 +246,7 @@ export class LockEngine implements LeaseOwner {
         if (!handle) {
           await this.releaseAll(held);
           this.emit?.({ type: 'skipped', key, name: options.name ?? defaultLockName(key) });
-          await this.logSkip(key, kind);
+          await this.logSkip(key);
           return null;
         }
         held.push(handle as LeaseHandle);
@@ -331,18 +329,8 @@ export class LockEngine implements LeaseOwner {
    */
   async inspect(key: string): Promise<LockInfo> {
     const k = checkKey(key);
-    if (this.memory) return this.memory.inspect(this.options.keyPrefix, k);
     try {
-      if (this.connections.length === 1) return await inspectLock(this.client, this.options.keyPrefix, k);
-      const views = await Promise.allSettled(
-        this.connections.map((c) => inspectLock(c.client, this.options.keyPrefix, k)),
-      );
-      const seen = views.flatMap((v) => (v.status === 'fulfilled' ? [v.value] : []));
-      if (seen.length === 0) throw (views[0] as PromiseRejectedResult).reason;
-      const held = seen.filter((v) => v.held);
-      const majority = Math.floor(this.connections.length / 2) + 1;
-      const best = (list: LockInfo[]) => list.reduce((a, b) => (b.fencingToken > a.fencingToken ? b : a));
-      return held.length >= majority ? best(held) : { ...best(seen), held: false, mode: null, holders: [], ttlMs: 0 };
+      return await this.store.inspect(this.options.keyPrefix, k);
     } catch (err) {
       throw new LockBackendError(k, 'inspect', err);
     }
@@ -356,12 +344,8 @@ export class LockEngine implements LeaseOwner {
    */
   async forceUnlock(key: string): Promise<boolean> {
     const k = checkKey(key);
-    if (this.memory) return this.memory.forceUnlock(this.options.keyPrefix, k);
     try {
-      const results = await Promise.all(
-        this.connections.map((c) => forceUnlockKey(c.client, this.options.keyPrefix, k)),
-      );
-      return results.some(Boolean);
+      return await this.store.forceUnlock(this.options.keyPrefix, k);
     } catch (err) {
       throw new LockBackendError(k, 'force-unlock', err);
     }
@@ -369,18 +353,8 @@ export class LockEngine implements LeaseOwner {
 
   /** Reachability, script cache and watchdog lag, for health checks. Never throws. */
   async health(timeoutMs = 1_000): Promise<LockHealthReport> {
-    if (this.memory) {
-      const watchdog = { watchdogLagMs: Math.round(this.scheduler.lagMs), heldLocks: this.leases.size };
-      return { reachable: true, pingMs: 0, servers: 0, serversUp: 0, scriptsLoaded: true, ...watchdog };
-    }
-    const probe = await probeServers(
-      this.connections.map((c) => c.client),
-      timeoutMs,
-    );
-    const needed = this.connections.length > 1 ? Math.floor(this.connections.length / 2) + 1 : probe.servers;
     return {
-      ...probe,
-      reachable: probe.serversUp >= needed && probe.serversUp > 0,
+      ...(await this.store.probe(timeoutMs)),
       watchdogLagMs: Math.round(this.scheduler.lagMs),
       heldLocks: this.leases.size,
     };
@@ -458,21 +432,14 @@ export class LockEngine implements LeaseOwner {
   }
 
   /** Says who holds a skipped lock: the instance id stored beside it, never the owner token. */
-  private async logSkip(key: string, kind: LeaseKind): Promise<void> {
-    if (this.memory) {
-      const holder = (await this.memory.inspect(this.options.keyPrefix, key)).holders[0]?.instanceId;
-      this.options.logger.debug(`Skipped "${key}": it is held by ${holder ?? 'an instance that just released it'}.`);
-      return;
-    }
+  private async logSkip(key: string): Promise<void> {
+    let holder: string | undefined;
     try {
-      const holder =
-        kind === 'mutex'
-          ? await this.client.hget(mutexKeys(this.options.keyPrefix, key).lock, 'i')
-          : await this.client.hget(rwKeys(this.options.keyPrefix, key).lock, 'wi');
-      this.options.logger.debug(`Skipped "${key}": it is held by ${holder ?? 'an instance that just released it'}.`);
+      holder = (await this.store.inspect(this.options.keyPrefix, key)).holders[0]?.instanceId;
     } catch {
-      this.options.logger.debug(`Skipped "${key}": it is held by another instance.`);
+      holder = 'another instance';
     }
+    this.options.logger.debug(`Skipped "${key}": it is held by ${holder ?? 'an instance that just released it'}.`);
   }
 
   private track<T>(work: Promise<T>): Promise<T> {

@@ -1,3 +1,4 @@
+import type { ServerProbe } from './health-probe';
 import type { LockInfo } from './inspect';
 import type { MutexKeys, RwKeys } from './lock-keys';
 import { mutexKeys, rwKeys } from './lock-keys';
@@ -373,5 +374,10 @@ export class MemoryLockStore implements LockStore {
 
   async forceUnlock(prefix: string, key: string): Promise<boolean> {
     return this.backend.forceUnlock(prefix, key);
+  }
+
+  /** Always reachable: there is no server. */
+  async probe(): Promise<ServerProbe> {
+    return { reachable: true, pingMs: 0, servers: 0, serversUp: 0, scriptsLoaded: true };
   }
 }

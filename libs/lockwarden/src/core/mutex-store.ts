@@ -1,4 +1,8 @@
 import { groupBySlot } from './cluster-slots';
+import { probeServers } from './health-probe';
+import type { ServerProbe } from './health-probe';
+import { forceUnlockKey, inspectLock } from './inspect';
+import type { LockInfo } from './inspect';
 import type { MutexKeys, RwKeys } from './lock-keys';
 import type { RedisClient } from './redis-client';
 import type { ReplicaAck } from './replica-ack';
@@ -59,6 +63,12 @@ export interface LockStore {
   readonly readWrite: boolean;
   /** How much clock drift between servers to allow for on a lease of `leaseMs` (0 on one server). */
   clockDriftMs(leaseMs: number): number;
+  /** One lock name's mutex or read/write state, for operators; never an owner token. */
+  inspect(prefix: string, key: string): Promise<LockInfo>;
+  /** Deletes one lock name's locks whoever holds them, and wakes the waiters; true when one was held. */
+  forceUnlock(prefix: string, key: string): Promise<boolean>;
+  /** Whether the servers behind the store answer, and have the scripts cached. */
+  probe(timeoutMs: number): Promise<ServerProbe>;
 }
 
 /** How often an acquisition is retried when too few replicas acknowledged it (replicaAck). */
@@ -75,7 +85,7 @@ export class RedisLockStore implements LockStore {
   readonly readWrite = true;
 
   constructor(
-    private readonly client: RedisClient,
+    readonly client: RedisClient,
     private readonly instanceId: string,
     private readonly ack?: ReplicaAck,
   ) {
@@ -125,6 +135,18 @@ export class RedisLockStore implements LockStore {
 
   clockDriftMs(): number {
     return 0;
+  }
+
+  inspect(prefix: string, key: string): Promise<LockInfo> {
+    return inspectLock(this.client, prefix, key);
+  }
+
+  forceUnlock(prefix: string, key: string): Promise<boolean> {
+    return forceUnlockKey(this.client, prefix, key);
+  }
+
+  probe(timeoutMs: number): Promise<ServerProbe> {
+    return probeServers([this.client], timeoutMs);
   }
 
   async rwAcquire(req: StoreRwAcquire): Promise<number> {

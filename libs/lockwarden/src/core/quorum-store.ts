@@ -1,4 +1,7 @@
 import { LockConfigError } from '../errors';
+import { probeServers } from './health-probe';
+import type { ServerProbe } from './health-probe';
+import type { LockInfo } from './inspect';
 import type { MutexKeys } from './lock-keys';
 import { RedisLockStore } from './mutex-store';
 import type { LockStore, RenewItem, StoreAcquire } from './mutex-store';
@@ -92,6 +95,30 @@ export class QuorumLockStore implements LockStore {
     // holder at its safety margin if a majority never confirms.
     if (results.some((r) => r.undecided)) throw this.unreachable('renew', failures);
     return results.map((r) => r.yes >= this.majority);
+  }
+
+  /** Held when a majority holds it; the view of the holding node with the highest token. */
+  async inspect(prefix: string, key: string): Promise<LockInfo> {
+    const views = await Promise.allSettled(this.nodes.map((node) => node.inspect(prefix, key)));
+    const seen = views.flatMap((v) => (v.status === 'fulfilled' ? [v.value] : []));
+    if (seen.length === 0) throw (views[0] as PromiseRejectedResult).reason;
+    const newest = (list: LockInfo[]) => list.reduce((a, b) => (b.fencingToken > a.fencingToken ? b : a));
+    const held = seen.filter((v) => v.held);
+    if (held.length >= this.majority) return newest(held);
+    return { ...newest(seen), held: false, mode: null, holders: [], ttlMs: 0 };
+  }
+
+  async forceUnlock(prefix: string, key: string): Promise<boolean> {
+    const results = await Promise.all(this.nodes.map((node) => node.forceUnlock(prefix, key)));
+    return results.some(Boolean);
+  }
+
+  probe(timeoutMs: number): Promise<ServerProbe> {
+    return probeServers(
+      this.nodes.map((node) => node.client),
+      timeoutMs,
+      this.majority,
+    );
   }
 
   rwAcquire(): Promise<number> {
