@@ -109,7 +109,7 @@ export class LockEngine implements LeaseOwner {
       : quorum
         ? new QuorumLockStore(stores, quorum.nodeTimeoutMs)
         : stores[0];
-    this.bus = new WakeBus(clients, clients[0]?.isCluster === true);
+    this.bus = new WakeBus(clients);
     memory?.attach(this.bus);
     this.emit = emitter(this.options.onEvent, this.options.metrics ? otelMetricsListener() : undefined);
     this.scheduler = new RenewalScheduler(this.store, this.options.logger, this.emit);

@@ -83,17 +83,16 @@ export class WakeBus {
   private readonly channels = new Map<string, ChannelState>();
   private sweepTimer: NodeJS.Timeout | undefined;
   private closed = false;
-  private readonly mains: readonly RedisClient[];
+  /** Cluster: releases come by sharded pub/sub. */
+  private readonly sharded: boolean;
 
   /**
-   * `main` is the client to duplicate for subscribing; in quorum mode, one per
-   * node, and a release heard from any node wakes the waiter.
+   * `mains` are the clients to duplicate for subscribing: one, or in quorum
+   * mode one per node (a release heard from any node wakes the waiter), or
+   * none for the in-memory backend, which calls deliver().
    */
-  constructor(
-    main: RedisClient | readonly RedisClient[],
-    private readonly sharded: boolean = false,
-  ) {
-    this.mains = Array.isArray(main) ? main : [main as RedisClient];
+  constructor(private readonly mains: readonly RedisClient[]) {
+    this.sharded = mains[0]?.isCluster === true;
   }
 
   /** Registers a waiter; the returned promise settles once its channel is subscribed. */
