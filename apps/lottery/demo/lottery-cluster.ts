@@ -49,6 +49,9 @@ export interface ClusterOptions {
   readonly users?: number;
 }
 
+/** How long a round may take before it fails with a report; far above a healthy round's few seconds. */
+const ROUND_DEADLINE_MS = 40_000;
+
 /** A lottery app instance running as its own Node process. */
 export class LotteryInstance {
   readonly events: InstanceEvent[] = [];
@@ -57,6 +60,7 @@ export class LotteryInstance {
   killedAt: number | undefined;
   readonly exited: Promise<number | null>;
   private stderr = '';
+  private readonly listeners = new Set<(e: InstanceEvent) => void>();
   private waiters: { match: (e: InstanceEvent) => boolean; resolve: (e: InstanceEvent) => void }[] = [];
 
   constructor(
@@ -68,6 +72,7 @@ export class LotteryInstance {
       const event = JSON.parse(line.slice(8)) as InstanceEvent;
       this.events.push(event);
       this.waiters = this.waiters.filter((w) => !(w.match(event) && (w.resolve(event), true)));
+      for (const listener of [...this.listeners]) listener(event);
     });
     child.stderr!.on('data', (chunk: Buffer) => (this.stderr = (this.stderr + chunk.toString()).slice(-4000)));
     this.exited = new Promise((done) =>
@@ -76,6 +81,22 @@ export class LotteryInstance {
         done(code);
       }),
     );
+  }
+
+  /** Calls `listener` with each event from now on; returns the unsubscribe. */
+  onEvent(listener: (e: InstanceEvent) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** The last events and stderr, for a failure message. */
+  describe(): string {
+    const recent = this.events.slice(-8).map((e) => `    ${JSON.stringify(e)}`);
+    return [
+      `  ${this.id} (${this.alive ? 'alive' : 'exited'}), last events:`,
+      ...recent,
+      `  stderr: ${this.stderr.slice(-1500) || '(none)'}`,
+    ].join('\n');
   }
 
   url(path: string): string {
@@ -171,22 +192,47 @@ export class LotteryCluster {
 
   /** Waits for the next cron tick and reports what each instance did with it. */
   async scheduledRound(): Promise<Round> {
+    return this.within(ROUND_DEADLINE_MS, 'a scheduled round', () => this.nextScheduledRound());
+  }
+
+  private async nextScheduledRound(): Promise<Round> {
     const since = Date.now();
-    const [first, ...rest] = this.alive;
-    const isCron = (e: InstanceEvent): boolean => e.event === 'draw' && e.source === 'cron';
-    const lead = await first.waitFor((e) => isCron(e) && e.t >= since, 'a scheduled draw');
-    const drawId = String(lead.drawId);
-    const events = [lead];
-    for (const instance of rest) {
-      events.push(await instance.waitFor((e) => isCron(e) && e.drawId === drawId, `the scheduled draw ${drawId}`));
-    }
-    const rows = events.map((e, i) => ({
-      instance: [first, ...rest][i].id,
-      action: String(e.action),
-      fencingToken: e.fencingToken as number | undefined,
-      ms: Number(e.ms),
-    }));
+    const instances = this.alive;
+    const cronEvents = (i: LotteryInstance): InstanceEvent[] =>
+      i.events.filter((e) => e.event === 'draw' && e.source === 'cron');
+    // The first tick after `since` that every instance reported on. A process starved of CPU
+    // can miss a tick altogether (its cron library skips a deadline missed by too much); that
+    // tick is then not a round, and the next one is.
+    const drawId = await this.once(() => {
+      const [lead, ...rest] = instances.map((i) => cronEvents(i));
+      const ids = lead.filter((e) => e.t >= since).map((e) => String(e.drawId));
+      return ids.sort().find((id) => rest.every((events) => events.some((e) => e.drawId === id)));
+    });
+    const rows = instances.map((instance) => {
+      const e = cronEvents(instance).find((x) => x.drawId === drawId)!;
+      const action = e.action === 'failed' ? `failed: ${String(e.error)}` : String(e.action);
+      return { instance: instance.id, action, fencingToken: e.fencingToken as number | undefined, ms: Number(e.ms) };
+    });
     return { drawId, rows, winners: (await readDraw(this.data, drawId))?.winners ?? [] };
+  }
+
+  /** Resolves with the first defined value `check` gives, checking again on each event any instance reports. */
+  private once<T>(check: () => T | undefined): Promise<T> {
+    return new Promise((resolve) => {
+      const unsubscribe = this.instances.map((i) =>
+        i.onEvent(() => {
+          const value = check();
+          if (value === undefined) return;
+          unsubscribe.forEach((stop) => stop());
+          resolve(value);
+        }),
+      );
+      const now = check();
+      if (now !== undefined) {
+        unsubscribe.forEach((stop) => stop());
+        resolve(now);
+      }
+    });
   }
 
   /** Fires POST /draws/:id at every instance at the same moment. */
@@ -250,6 +296,10 @@ export class LotteryCluster {
    * eligible winners.
    */
   async verify(): Promise<Verification> {
+    return this.within(ROUND_DEADLINE_MS, 'verification', () => this.verifyNow());
+  }
+
+  private async verifyNow(): Promise<Verification> {
     for (const drawId of await this.data.smembers(PENDING_KEY)) {
       await Promise.any(
         this.alive.map((i) =>
@@ -288,6 +338,28 @@ export class LotteryCluster {
   async stop(): Promise<void> {
     await Promise.all(this.instances.map((i) => i.stop()));
     this.data.disconnect();
+  }
+
+  /**
+   * Runs a round, failing with what every instance reported if it does not end
+   * in time, so a stuck round explains itself instead of hitting a bare test timeout.
+   */
+  private async within<T>(ms: number, what: string, round: () => Promise<T>): Promise<T> {
+    let timer: NodeJS.Timeout | undefined;
+    const expired = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () =>
+          reject(
+            new Error(`${what} did not end within ${ms} ms:\n${this.instances.map((i) => i.describe()).join('\n')}`),
+          ),
+        ms,
+      );
+    });
+    try {
+      return await Promise.race([round(), expired]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   private async post(instance: LotteryInstance, drawId: string): Promise<{ row: RoundRow; retryAfterS: number }> {

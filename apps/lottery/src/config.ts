@@ -83,12 +83,28 @@ function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: nu
   return value;
 }
 
+/** How early a cron timer may fire before its tick; timers round, so a tick can land a few ms early. */
+const EARLY_FIRE_MS = 500;
+
 /**
- * The id of the scheduled draw a tick belongs to: the tick's own time. Every
- * instance fires at its local tick time, so all compute the same id despite
- * clock skew, as long as a tick fires within 2 s of its time.
+ * The id of the scheduled draw a tick belongs to: the time of the latest tick
+ * at or before the moment it fired (allowing for a timer that fires a little
+ * early). Every instance fires at its local tick time, so all compute the same
+ * id despite clock skew, and an instance whose event loop was blocked when the
+ * tick came still names the tick it is late for, not the next one: a noon
+ * draw that fires 3 s late is still today's draw.
  */
 export function tickDrawId(cron: string, firedAt: Date): string {
-  const tick = new CronTime(cron).getNextDateFrom(new Date(firedAt.getTime() - 2_000));
-  return `tick-${new Date(tick.toMillis()).toISOString()}`;
+  const time = new CronTime(cron);
+  const limit = firedAt.getTime() + EARLY_FIRE_MS;
+  // Widen the window back from `limit` until it holds a tick, then walk to the last one in it.
+  for (let window = 1_000; window < 800 * 86_400_000; window *= 2) {
+    let tick = time.getNextDateFrom(new Date(limit - window)).toMillis();
+    if (tick > limit) continue;
+    for (let next = tick; next <= limit; next = time.getNextDateFrom(new Date(tick)).toMillis()) tick = next;
+    return `tick-${new Date(tick).toISOString()}`;
+  }
+  throw new LotteryConfigError(
+    `The cron expression ${JSON.stringify(cron)} has no tick before ${firedAt.toISOString()}.`,
+  );
 }

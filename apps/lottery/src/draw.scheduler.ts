@@ -44,6 +44,15 @@ export class DrawScheduler {
       });
       if (action === 'drew') this.logger.log(`Drew ${drawId} (${source}): ${done!.result!.winners.join(', ')}`);
     } catch (err) {
+      // Reported like any other outcome, so whoever watches the draws sees the failure, not a silence.
+      this.reporter.emit('draw', {
+        drawId,
+        source,
+        action: 'failed',
+        error: (err as Error).message,
+        instanceId: this.config.instanceId,
+        ms: Date.now() - started,
+      });
       this.logger.error(`Draw ${drawId} (${source}) failed: ${(err as Error).message}`);
     }
   }
