@@ -29,9 +29,14 @@ afterAll(async () => {
   await Promise.all(masters.map((m) => m.destroy()));
 });
 
-function engine(options: Partial<LockEngineOptions> = {}, events?: EventLog): LockEngine {
+/**
+ * A quorum engine. The node timeout is generous unless a test is about it: a busy test
+ * machine can stall the in-process proxies for a few hundred ms, and that is not a fault
+ * these tests mean to inject.
+ */
+function engine(options: Partial<LockEngineOptions> = {}, events?: EventLog, nodeTimeoutMs = 1_000): LockEngine {
   const e = new LockEngine({
-    quorum: { nodes: proxies.map((p) => p.url), nodeTimeoutMs: 100 },
+    quorum: { nodes: proxies.map((p) => p.url), nodeTimeoutMs },
     keyPrefix: uniquePrefix('quorum'),
     onEvent: events?.listener,
     ...options,
@@ -48,7 +53,9 @@ async function heldOn(e: LockEngine, key: string): Promise<number> {
 
 describe('quorum (Redlock across 5 masters)', () => {
   it('acquires for every subset of masters that is down iff at least 3 are up', async () => {
-    const e = engine({ leaseMs: 2_000 });
+    // Each subset with a master down waits out one node timeout: 26 of them, so a short one.
+    const e = engine({ leaseMs: 10_000 }, undefined, 300);
+    await e.withLock('warm-up', () => undefined); // connections and scripts, before the clock matters
     const outcomes: string[] = [];
     for (let down = 0; down < 32; down++) {
       const up = 5 - popcount(down);
@@ -68,7 +75,7 @@ describe('quorum (Redlock across 5 masters)', () => {
 
   it('keeps a lock through the loss of 2 masters, and aborts the holder when a third goes', async () => {
     const events = new EventLog();
-    const e = engine({ leaseMs: 600 }, events);
+    const e = engine({ leaseMs: 3_000 }, events);
     const lock = await e.acquire('survivor');
     expect(await heldOn(e, 'survivor')).toBe(5);
     proxies[0].blackhole();
@@ -82,13 +89,14 @@ describe('quorum (Redlock across 5 masters)', () => {
   });
 
   it('counts a master slower than the node timeout as down', async () => {
-    const e = engine({ leaseMs: 5_000 });
-    // 300 ms of delay against a 100 ms node timeout: two slow masters leave a majority of three.
-    proxies[0].delay(300);
-    proxies[1].delay(300);
+    const e = engine({ leaseMs: 10_000 }, undefined, 400);
+    await e.withLock('warm-up', () => undefined);
+    // 2 s of delay against a 400 ms node timeout: two slow masters leave a majority of three.
+    proxies[0].delay(2_000);
+    proxies[1].delay(2_000);
     const lock = await e.acquire('slow-minority', { waitMs: 0 });
     await lock.release();
-    proxies[2].delay(300);
+    proxies[2].delay(2_000);
     await expect(e.acquire('slow-majority', { waitMs: 0 })).rejects.toBeInstanceOf(LockBackendError);
   });
 
