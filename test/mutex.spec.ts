@@ -248,9 +248,9 @@ describe('fair mode', () => {
 describe('watchdog', () => {
   it('keeps a lock past its lease, and aborts the signal when the key is deleted', async () => {
     const events = new EventLog();
-    const e = engine({ leaseMs: 150 }, events);
+    const e = engine({ leaseMs: 600 }, events);
     const lock = await e.acquire('wd');
-    await events.next({ type: 'renewed', key: 'wd' }, 4); // four renewals: well past one 150 ms lease
+    await events.next({ type: 'renewed', key: 'wd' }, 4); // four renewals: well past one 600 ms lease
     expect(lock.isHeld()).toBe(true);
     expect(await admin.pttl(`${e.options.keyPrefix}{wd}`)).toBeGreaterThan(0);
     await admin.del(`${e.options.keyPrefix}{wd}`);

@@ -139,7 +139,7 @@ export function describeLockBehaviour(label: string, backend: () => Backend): vo
 
     it('keeps a renewed lock past its lease, and aborts its signal once it is taken away', async () => {
       const events = new EventLog();
-      const [a, b] = backend().pair({ leaseMs: 300, onEvent: events.listener });
+      const [a, b] = backend().pair({ leaseMs: 600, onEvent: events.listener });
       const lock = await a.acquire('kept');
       await events.next({ type: 'renewed', key: 'kept' }, 3);
       expect(lock.isHeld()).toBe(true);
