@@ -61,7 +61,6 @@ export class LotteryInstance {
   readonly exited: Promise<number | null>;
   private stderr = '';
   private readonly listeners = new Set<(e: InstanceEvent) => void>();
-  private waiters: { match: (e: InstanceEvent) => boolean; resolve: (e: InstanceEvent) => void }[] = [];
 
   constructor(
     readonly id: string,
@@ -71,7 +70,6 @@ export class LotteryInstance {
       if (!line.startsWith('LOTTERY ')) return;
       const event = JSON.parse(line.slice(8)) as InstanceEvent;
       this.events.push(event);
-      this.waiters = this.waiters.filter((w) => !(w.match(event) && (w.resolve(event), true)));
       for (const listener of [...this.listeners]) listener(event);
     });
     child.stderr!.on('data', (chunk: Buffer) => (this.stderr = (this.stderr + chunk.toString()).slice(-4000)));
@@ -108,7 +106,11 @@ export class LotteryInstance {
     const seen = this.events.find(match);
     if (seen) return Promise.resolve(seen);
     return new Promise((resolveEvent, reject) => {
-      this.waiters.push({ match, resolve: resolveEvent });
+      const stop = this.onEvent((e) => {
+        if (!match(e)) return;
+        stop();
+        resolveEvent(e);
+      });
       void this.exited.then(() =>
         reject(new Error(`instance ${this.id} exited before ${what}:\n${this.stderr || '(no output)'}`)),
       );
@@ -219,19 +221,14 @@ export class LotteryCluster {
   /** Resolves with the first defined value `check` gives, checking again on each event any instance reports. */
   private once<T>(check: () => T | undefined): Promise<T> {
     return new Promise((resolve) => {
-      const unsubscribe = this.instances.map((i) =>
-        i.onEvent(() => {
-          const value = check();
-          if (value === undefined) return;
-          unsubscribe.forEach((stop) => stop());
-          resolve(value);
-        }),
-      );
-      const now = check();
-      if (now !== undefined) {
-        unsubscribe.forEach((stop) => stop());
-        resolve(now);
-      }
+      const attempt = (): void => {
+        const value = check();
+        if (value === undefined) return;
+        for (const stop of stops) stop();
+        resolve(value);
+      };
+      const stops = this.instances.map((i) => i.onEvent(attempt));
+      attempt();
     });
   }
 

@@ -31,29 +31,23 @@ export class DrawScheduler {
 
   private async run(drawId: string, source: string): Promise<void> {
     const started = Date.now();
+    let outcome: Record<string, unknown>;
     try {
       const done = await this.draws.draw(drawId);
       const action = done === undefined ? 'skipped' : done.outcome === 'recorded' ? 'drew' : done.outcome;
-      this.reporter.emit('draw', {
-        drawId,
-        source,
-        action,
-        instanceId: this.config.instanceId,
-        fencingToken: done?.fencingToken,
-        ms: Date.now() - started,
-      });
+      outcome = { action, fencingToken: done?.fencingToken };
       if (action === 'drew') this.logger.log(`Drew ${drawId} (${source}): ${done!.result!.winners.join(', ')}`);
     } catch (err) {
       // Reported like any other outcome, so whoever watches the draws sees the failure, not a silence.
-      this.reporter.emit('draw', {
-        drawId,
-        source,
-        action: 'failed',
-        error: (err as Error).message,
-        instanceId: this.config.instanceId,
-        ms: Date.now() - started,
-      });
+      outcome = { action: 'failed', error: (err as Error).message };
       this.logger.error(`Draw ${drawId} (${source}) failed: ${(err as Error).message}`);
     }
+    this.reporter.emit('draw', {
+      drawId,
+      source,
+      instanceId: this.config.instanceId,
+      ms: Date.now() - started,
+      ...outcome,
+    });
   }
 }
