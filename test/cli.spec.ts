@@ -44,7 +44,7 @@ describe('the lockwarden CLI', () => {
     const table = await cli('list', '--redis', redis.url, '--prefix', prefix);
     expect(table.code).toBe(0);
     expect(table.out).toMatch(/^LOCK\s+MODE\s+HOLDERS\s+TTL\s+FENCE\s+WAITERS$/m);
-    expect(table.out).toMatch(/^order:1\s+mutex\s+worker-7\s+\S+\s+1\s+0$/m);
+    expect(table.out).toMatch(new RegExp(`^order:1\\s+mutex\\s+worker-7\\s+\\S+\\s+${order.fencingToken}\\s+0$`, 'm'));
     expect(table.out).toMatch(/^report\s+read\s+worker-7/m);
     const json = await cli('list', 'order:*', '--redis', redis.url, '--prefix', prefix, '--json');
     const listed = JSON.parse(json.out) as { key: string; mode: string }[];

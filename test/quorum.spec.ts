@@ -116,16 +116,19 @@ describe('quorum (Redlock across 5 masters)', () => {
 
   it('keeps fencing tokens rising when the next holder has a different majority', async () => {
     const e = engine();
+    const counter = `${e.options.keyPrefix}{fenced}:fence`;
+    await e.withLock('fenced', () => undefined); // seeds every master's counter
+    const seeded = Math.max(...(await Promise.all(direct.map((c) => c.get(counter)))).map(Number));
     // The masters' counters disagree (as after earlier minority failures): master 0 is far ahead.
-    await direct[0].set(`${e.options.keyPrefix}{fenced}:fence`, 100);
+    await direct[0].set(counter, seeded + 100);
     const first = await e.acquire('fenced');
-    expect(first.fencingToken).toBe(101);
+    expect(first.fencingToken).toBe(seeded + 101);
     await first.release();
     // The next holder's majority leaves master 0 out; it still gets a higher token.
     proxies[0].blackhole();
     proxies[1].blackhole();
     const second = await e.acquire('fenced');
-    expect(second.fencingToken).toBeGreaterThan(101);
+    expect(second.fencingToken).toBeGreaterThan(first.fencingToken);
     await second.release();
   });
 

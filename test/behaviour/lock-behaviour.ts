@@ -83,7 +83,8 @@ export function describeLockBehaviour(label: string, backend: () => Backend): vo
         tokens.push(lock.fencingToken);
         await lock.release();
       }
-      expect(tokens).toEqual([1, 2, 3, 4, 5, 6]);
+      expect(tokens[0]).toBeGreaterThan(0);
+      expect(tokens).toEqual(tokens.map((_, i) => tokens[0] + i));
     });
 
     it('releases idempotently, only its own hold, and a stale handle never frees the next owner', async () => {

@@ -3,7 +3,15 @@ import { LockConfigError } from '../errors';
 import type { LockEventListener } from './events';
 import type { LockLogger } from './logger';
 import { SILENT_LOGGER } from './logger';
-import { checkInteger, checkKnownNames, checkOptionsObject, describe, MAX_MS, MIN_LEASE_MS } from './options';
+import {
+  checkInteger,
+  checkKnownNames,
+  checkOptionsObject,
+  describe,
+  isWellFormed,
+  MAX_MS,
+  MIN_LEASE_MS,
+} from './options';
 import type { LockDefaults } from './options';
 import type { MemoryLockBackend } from './memory-store';
 import type { RedisSpec } from './redis-client';
@@ -121,6 +129,11 @@ export function resolveEngineOptions(raw: unknown, logger: LockLogger = SILENT_L
   const keyPrefix = o.keyPrefix === undefined ? 'lock:' : o.keyPrefix;
   if (typeof keyPrefix !== 'string' || keyPrefix.length > 256) {
     throw new LockConfigError(`keyPrefix must be a string of at most 256 characters, got ${describe(keyPrefix)}.`);
+  }
+  if (!isWellFormed(keyPrefix)) {
+    throw new LockConfigError(
+      `keyPrefix ${describe(keyPrefix)} contains a lone UTF-16 surrogate. Redis would store it as U+FFFD, so prefixes that differ only there would share their locks.`,
+    );
   }
   const instanceId = o.instanceId === undefined ? `${hostname()}:${process.pid}` : o.instanceId;
   if (

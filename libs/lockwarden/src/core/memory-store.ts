@@ -69,7 +69,7 @@ export class MemoryLockBackend {
     return new MemoryLockStore(this, instanceId);
   }
 
-  /** Forgets every lock and counter, as a restarted Redis without persistence would. */
+  /** Forgets every lock and counter, as a restarted Redis without persistence would; tokens still rise after it. */
   reset(): void {
     this.mutexes.clear();
     this.counters.clear();
@@ -297,8 +297,10 @@ export class MemoryLockBackend {
     return held;
   }
 
+  /** The next fencing token; a missing counter starts from the clock in microseconds, as nextFence in the scripts. */
   private incr(key: string): number {
-    const next = (this.counters.get(key) ?? 0) + 1;
+    const last = this.counters.get(key);
+    const next = last === undefined ? clockMicros() : last + 1;
     this.counters.set(key, next);
     return next;
   }
@@ -332,6 +334,14 @@ export class MemoryLockBackend {
       for (const sink of this.sinks) sink.deliver(channel, message);
     });
   }
+}
+
+/**
+ * The wall clock in microseconds, read through the monotonic clock: it matches the wall
+ * clock when the process started, and a wall clock stepped back later cannot lower it.
+ */
+function clockMicros(): number {
+  return Math.floor((performance.timeOrigin + performance.now()) * 1000);
 }
 
 /** One engine's view of a memory backend: the LockStore interface, answered asynchronously like Redis. */

@@ -1,10 +1,16 @@
 import { LockConfigError } from '../errors';
+import { quoteKey } from '../errors/key-text';
 
 /** Largest timer delay Node accepts, and so the largest lease or wait we allow. */
 export const MAX_MS = 2 ** 31 - 1;
 /** Shortest lease that survives a round trip and a renewal. */
 export const MIN_LEASE_MS = 10;
 export const MAX_KEY_LENGTH = 1024;
+/**
+ * Half of a UTF-16 surrogate pair without the other half. Encoded as UTF-8 for Redis it
+ * becomes U+FFFD, so two different JavaScript strings would name one Redis key.
+ */
+const LONE_SURROGATE = /\p{Surrogate}/u;
 
 /**
  * Per-call options of `acquire`, `tryAcquire` and `withLock`.
@@ -102,7 +108,19 @@ export function checkKey(key: unknown, where = 'lock key'): string {
       key.slice(0, 64),
     );
   }
+  if (!isWellFormed(key)) {
+    throw new LockConfigError(
+      `The ${where} ${quoteKey(key)} contains a lone UTF-16 surrogate. Redis would store it as U+FFFD, ` +
+        'the same key as other strings that differ only there. Use well-formed text, or hash binary identifiers first.',
+      key,
+    );
+  }
   return key;
+}
+
+/** True when `text` has no lone surrogate: what String.prototype.isWellFormed (ES2024) answers. */
+export function isWellFormed(text: string): boolean {
+  return !LONE_SURROGATE.test(text);
 }
 
 export function checkInteger(field: string, value: unknown, min: number, max: number, key?: string): number {
@@ -119,7 +137,10 @@ export function checkInteger(field: string, value: unknown, min: number, max: nu
 export function checkKnownNames(what: string, options: object, allowed: ReadonlySet<string>, key?: string): void {
   for (const name of Object.keys(options)) {
     if (!allowed.has(name)) {
-      throw new LockConfigError(`Unknown ${what} option "${name}". Allowed: ${[...allowed].sort().join(', ')}.`, key);
+      throw new LockConfigError(
+        `Unknown ${what} option ${quoteKey(name)}. Allowed: ${[...allowed].sort().join(', ')}.`,
+        key,
+      );
     }
   }
 }
@@ -187,10 +208,32 @@ export function defaultLockName(key: string): string {
   return colon < 0 ? key : `${key.slice(0, colon)}:*`;
 }
 
+/**
+ * A value the caller passed, for an error message. Never throws and never runs the value's
+ * own code (toString, getters, proxy traps): a message about bad input must not fail on it.
+ */
 export function describe(value: unknown): string {
   if (value === null) return 'null';
-  if (Array.isArray(value)) return 'an array';
-  if (typeof value === 'string') return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value);
+  if (typeof value === 'string') return quoteKey(value, 40);
   if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'bigint') return String(value);
+  if (typeof value === 'object' && isArray(value)) return 'an array';
   return typeof value;
+}
+
+/**
+ * A lock key, or whatever was passed as one, for an error message: `"order:42"`, cut to 200
+ * characters with its length after it; anything but a string is named by its type. Never
+ * throws, so a message about a bad key cannot fail on the key itself.
+ */
+export function describeKey(key: unknown): string {
+  return typeof key === 'string' ? quoteKey(key) : describe(key);
+}
+
+function isArray(value: object): boolean {
+  try {
+    return Array.isArray(value);
+  } catch {
+    // A revoked proxy throws even here.
+    return false;
+  }
 }

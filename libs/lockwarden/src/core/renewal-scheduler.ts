@@ -1,3 +1,4 @@
+import { quoteKey } from '../errors/key-text';
 import type { LockEvent } from './events';
 import type { Lease } from './lease';
 import type { LockLogger } from './logger';
@@ -174,7 +175,7 @@ export class RenewalScheduler {
   /** Marks a lease lost, logs it once and emits the event; false if it had already ended. */
   lost(lease: Lease, reason: string): boolean {
     if (!lease.lose(reason)) return false;
-    this.logger.warn(`Lock "${lease.key}" lost: ${reason}.`);
+    this.logger.warn(`Lock ${quoteKey(lease.key)} lost: ${reason}.`);
     this.emit?.({
       type: 'lost',
       key: lease.key,

@@ -1,6 +1,21 @@
 import { LockConfigError } from '../errors';
 import { compileKeySpec } from './key-template';
 
+const throwingToString = {
+  toString(): string {
+    throw new Error('toString must never be called');
+  },
+};
+
+function thrown(call: () => unknown): unknown {
+  try {
+    call();
+  } catch (err) {
+    return err;
+  }
+  return undefined;
+}
+
 describe('key templates', () => {
   const where = 'Shop.order()';
 
@@ -49,9 +64,34 @@ describe('key templates', () => {
     ['order:{id}', 1, /must be an argument index/],
     ['order:{0..x}', 1, /must be an argument index/],
     [42, 0, /non-empty string/],
+    ['job:{0', 1, /key "job:\{0" has an unmatched "\{" at position 4/],
+    ['job:}', 0, /key "job:\}" has an unmatched "\}" at position 4/],
+    ['job:{0}}', 1, /unmatched "\}" at position 7/],
+    ['{{0}}', 1, /unmatched "\{" at position 0/],
+    ['job:{0}:{1', 2, /unmatched "\{" at position 8/],
+    ['job:{}', 0, /empty placeholder \{\}/],
+    [['ok:{0}', 'bad:{'], 1, /key "bad:\{" has an unmatched/],
   ])('rejects the spec %p when the decorator is applied', (spec, params, message) => {
     expect(() => compileKeySpec(spec, where, params as number)).toThrow(LockConfigError);
     expect(() => compileKeySpec(spec, where, params as number)).toThrow(message);
+  });
+
+  it('quotes at most 200 characters of a huge template in its message', () => {
+    const err = thrown(() => compileKeySpec(`${'t'.repeat(2 ** 20)}{`, where, 0));
+    expect(err).toBeInstanceOf(LockConfigError);
+    expect((err as Error).message).toMatch(/…" \(1048577 characters\) has an unmatched "\{"/);
+    expect((err as Error).message.length).toBeLessThan(500);
+  });
+
+  it.each([
+    ['a lone surrogate', 'a\uD800', /lone UTF-16 surrogate/],
+    ['a null-prototype object', Object.create(null), /resolved to object/],
+    ['an object whose toString throws', throwingToString, /resolved to object/],
+    ['a 1 MiB string', 'k'.repeat(2 ** 20), /limit is 1024/],
+  ])('rejects an argument that is %s with LockConfigError, never running it', (_name, value, message) => {
+    const resolve = compileKeySpec('job:{0}', where, 1);
+    expect(() => resolve(undefined, [value])).toThrow(LockConfigError);
+    expect(() => resolve(undefined, [value])).toThrow(message);
   });
 
   it('rejects what a key function returns when it is no key', () => {

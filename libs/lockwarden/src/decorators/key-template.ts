@@ -1,5 +1,6 @@
 import { LockConfigError } from '../errors';
 import { checkKey, describe } from '../core/options';
+import { quoteKey } from '../errors/key-text';
 
 /**
  * Which lock(s) a decorated method takes: a template such as `'order:{0.id}'`
@@ -62,24 +63,41 @@ function compileTemplate(template: unknown, where: string, paramCount: number): 
   }
   const parts: Part[] = [];
   let last = 0;
+  const literal = (text: string, at: number): void => {
+    // A stray brace is a placeholder typed wrong ('job:{0'): taken literally, every call would share one lock.
+    const stray = text.search(/[{}]/);
+    if (stray >= 0) {
+      throw new LockConfigError(
+        `${where}: key ${quoteKey(template)} has an unmatched "${text[stray]}" at position ${at + stray}. ` +
+          'Placeholders look like {0} or {1.user.id}; for a key with a literal brace, use a key function.',
+      );
+    }
+    if (text.length > 0) parts.push(text);
+  };
   for (const m of template.matchAll(PLACEHOLDER)) {
+    const shown = quoteKey(m[0], 40);
+    if (m[1].length === 0) {
+      throw new LockConfigError(
+        `${where}: key ${quoteKey(template)} has an empty placeholder {}; name an argument, such as {0}.`,
+      );
+    }
     const body = PLACEHOLDER_BODY.exec(m[1]);
     if (!body) {
       throw new LockConfigError(
-        `${where}: placeholder "${m[0]}" in key "${template}" must be an argument index with an optional path, such as {0} or {1.user.id}.`,
+        `${where}: placeholder ${shown} in key ${quoteKey(template)} must be an argument index with an optional path, such as {0} or {1.user.id}.`,
       );
     }
     const index = Number(body[1]);
     if (index >= paramCount) {
       throw new LockConfigError(
-        `${where}: placeholder "${m[0]}" in key "${template}" refers to argument ${index}, but the method declares ${paramCount} parameter(s).`,
+        `${where}: placeholder ${shown} in key ${quoteKey(template)} refers to argument ${index}, but the method declares ${paramCount} parameter(s).`,
       );
     }
-    if (m.index > last) parts.push(template.slice(last, m.index));
+    literal(template.slice(last, m.index), last);
     parts.push({ text: m[0], index, path: body[2] ? body[2].slice(1).split('.') : [] });
     last = m.index + m[0].length;
   }
-  if (last < template.length) parts.push(template.slice(last));
+  literal(template.slice(last), last);
   return parts;
 }
 
@@ -100,7 +118,7 @@ function render(parts: readonly Part[], args: readonly unknown[], where: string)
       key += value;
     } else {
       throw new LockConfigError(
-        `${where}: placeholder "${part.text}" resolved to ${describe(value)}; it must be a non-empty string or a number. The method did not run.`,
+        `${where}: placeholder ${quoteKey(part.text, 40)} resolved to ${describe(value)}; it must be a non-empty string or a number. The method did not run.`,
       );
     }
   }

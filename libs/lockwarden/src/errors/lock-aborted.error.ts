@@ -1,3 +1,4 @@
+import { quoteKey } from './key-text';
 import { LockError } from './lock.error';
 
 /**
@@ -14,6 +15,6 @@ import { LockError } from './lock.error';
 export class LockAbortedError extends LockError {
   constructor(key: string, cause: unknown) {
     const detail = cause instanceof Error ? cause.message : cause === undefined ? 'aborted' : String(cause);
-    super(`Acquiring lock "${key}" was aborted: ${detail}. Nothing is held.`, key, { cause });
+    super(`Acquiring lock ${quoteKey(key)} was aborted: ${detail}. Nothing is held.`, key, { cause });
   }
 }

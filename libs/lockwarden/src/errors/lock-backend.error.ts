@@ -1,3 +1,4 @@
+import { quoteKey } from './key-text';
 import { LockError } from './lock.error';
 
 /**
@@ -19,7 +20,7 @@ export class LockBackendError extends LockError {
   constructor(key: string | undefined, action: string, cause: unknown) {
     const detail = cause instanceof Error ? cause.message : String(cause);
     super(
-      `Redis failed while trying to ${action}${key === undefined ? '' : ` lock "${key}"`}: ${detail}. ` +
+      `Redis failed while trying to ${action}${key === undefined ? '' : ` lock ${quoteKey(key)}`}: ${detail}. ` +
         `Check that Redis is reachable; the lock state is unknown until it is.`,
       key,
       { cause },

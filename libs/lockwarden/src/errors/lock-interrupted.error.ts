@@ -1,3 +1,4 @@
+import { quoteKey } from './key-text';
 import { LockError } from './lock.error';
 
 /**
@@ -18,6 +19,9 @@ import { LockError } from './lock.error';
  */
 export class LockInterruptedError extends LockError {
   constructor(key: string, reason: string) {
-    super(`Work under lock "${key}" is asked to stop: ${reason}. The lock is still held until the work ends.`, key);
+    super(
+      `Work under lock ${quoteKey(key)} is asked to stop: ${reason}. The lock is still held until the work ends.`,
+      key,
+    );
   }
 }

@@ -1,3 +1,4 @@
+import { quoteKey } from './key-text';
 import { LockError } from './lock.error';
 
 /**
@@ -18,6 +19,10 @@ import { LockError } from './lock.error';
  */
 export class LockLostError extends LockError {
   constructor(key: string, reason: string, options?: { cause?: unknown }) {
-    super(`Lock "${key}" was lost: ${reason}. Stop the protected work; another holder may now run it.`, key, options);
+    super(
+      `Lock ${quoteKey(key)} was lost: ${reason}. Stop the protected work; another holder may now run it.`,
+      key,
+      options,
+    );
   }
 }

@@ -1,3 +1,4 @@
+import { quoteKey } from './key-text';
 import { LockError } from './lock.error';
 
 /**
@@ -22,7 +23,7 @@ export class LockTimeoutError extends LockError {
 
   constructor(key: string, waitedMs: number, retryAfterMs?: number) {
     super(
-      `Timed out after ${waitedMs} ms waiting for lock "${key}", which is held by someone else. ` +
+      `Timed out after ${waitedMs} ms waiting for lock ${quoteKey(key)}, which is held by someone else. ` +
         `Raise waitMs, or use tryAcquire() / onBusy: 'skip' if the work may be skipped.`,
       key,
     );

@@ -1,3 +1,4 @@
+import { quoteKey } from './key-text';
 import { LockError } from './lock.error';
 
 /**
@@ -16,7 +17,7 @@ import { LockError } from './lock.error';
 export class LockUpgradeError extends LockError {
   constructor(key: string) {
     super(
-      `Cannot take a write lock on "${key}" while this flow holds only a read lock on it (an upgrade would deadlock). ` +
+      `Cannot take a write lock on ${quoteKey(key)} while this flow holds only a read lock on it (an upgrade would deadlock). ` +
         `Release the read lock first, or take the write lock from the start.`,
       key,
     );

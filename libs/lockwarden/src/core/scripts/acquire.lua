@@ -1,11 +1,23 @@
 -- Take a mutex, or learn how long to wait for it.
 -- KEYS[1] lock hash {o = owner token, f = fencing token, i = instance id}
--- KEYS[2] fencing counter (kept after release, so tokens only ever rise)
+-- KEYS[2] fencing counter (kept after release, so tokens only ever rise; seeded from TIME)
 -- KEYS[3] fair queue: zset of waiting owner tokens, scored by arrival (server time)
 -- KEYS[4] fair waiter records: hash token -> "deadline|lease|waiterId|instance"
 -- ARGV[1] owner token   ARGV[2] lease ms   ARGV[3] instance id
 -- ARGV[4] '1' = fair    ARGV[5] waiter id  ARGV[6] waiter record ttl ms
 -- Returns the fencing token (> 0) when the caller owns the lock, else -(ms worth waiting).
+-- The next fencing token, as a string (Lua prints numbers with 14 digits, too few for these).
+-- A counter that is missing (a key never locked, or one a restart without persistence
+-- wiped) starts from the server clock in microseconds: above every token it handed out
+-- before, while the clock does not go back and grants never outpaced one per microsecond.
+local function nextFence(counter)
+  local f = redis.call('incr', counter)
+  if f > 1 then return string.format('%d', f) end
+  local t = redis.call('time')
+  local seed = t[1] .. string.format('%06d', tonumber(t[2]))
+  redis.call('set', counter, seed)
+  return seed
+end
 local owner = redis.call('hget', KEYS[1], 'o')
 if owner == ARGV[1] then
   -- A fair waiter may have been handed the lock by a release it did not hear about.
@@ -30,14 +42,14 @@ if fair then
 end
 
 if not owner and (not head or head == ARGV[1]) then
-  local f = redis.call('incr', KEYS[2])
+  local f = nextFence(KEYS[2])
   redis.call('hset', KEYS[1], 'o', ARGV[1], 'f', f, 'i', ARGV[3])
   redis.call('pexpire', KEYS[1], ARGV[2])
   if head then
     redis.call('zrem', KEYS[3], ARGV[1])
     redis.call('hdel', KEYS[4], ARGV[1])
   end
-  return f
+  return tonumber(f)
 end
 
 if fair then

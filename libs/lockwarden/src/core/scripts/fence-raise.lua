@@ -6,9 +6,9 @@
 -- ARGV[1] owner token   ARGV[2] the fencing token to record
 -- Returns 1 when recorded, 0 when this node no longer has the caller as owner.
 if redis.call('hget', KEYS[1], 'o') ~= ARGV[1] then return 0 end
-local token = tonumber(ARGV[2])
-if tonumber(redis.call('get', KEYS[2]) or '0') < token then
-  redis.call('set', KEYS[2], token)
+-- ARGV[2] is written as sent: a Lua number of this size could be printed in exponent form.
+if tonumber(redis.call('get', KEYS[2]) or '0') < tonumber(ARGV[2]) then
+  redis.call('set', KEYS[2], ARGV[2])
 end
-redis.call('hset', KEYS[1], 'f', token)
+redis.call('hset', KEYS[1], 'f', ARGV[2])
 return 1

@@ -4,6 +4,18 @@
 -- KEYS[5] wake-up channel (named here so it shares the lock's slot)
 -- ARGV[1] owner token   ARGV[2] 'publish' or 'spublish'
 -- Returns 1 when it released the caller's lock, 0 when the caller did not hold it.
+-- The next fencing token, as a string (Lua prints numbers with 14 digits, too few for these).
+-- A counter that is missing (a key never locked, or one a restart without persistence
+-- wiped) starts from the server clock in microseconds: above every token it handed out
+-- before, while the clock does not go back and grants never outpaced one per microsecond.
+local function nextFence(counter)
+  local f = redis.call('incr', counter)
+  if f > 1 then return string.format('%d', f) end
+  local t = redis.call('time')
+  local seed = t[1] .. string.format('%06d', tonumber(t[2]))
+  redis.call('set', counter, seed)
+  return seed
+end
 if redis.call('hget', KEYS[1], 'o') ~= ARGV[1] then
   if redis.call('zrem', KEYS[3], ARGV[1]) == 1 then
     redis.call('hdel', KEYS[4], ARGV[1])
@@ -25,7 +37,7 @@ if redis.call('exists', KEYS[3]) == 1 then
       local deadline, lease, waiterId, instance = string.match(rec, '^(%d+)|(%d+)|([^|]*)|(.*)$')
       if tonumber(deadline) >= now then
         -- Lock passing: the waiter owns the lock before it even hears about it.
-        local f = redis.call('incr', KEYS[2])
+        local f = nextFence(KEYS[2])
         redis.call('hset', KEYS[1], 'o', head, 'f', f, 'i', instance)
         redis.call('pexpire', KEYS[1], lease)
         redis.call(ARGV[2], KEYS[5], 'g' .. waiterId .. ':' .. f)

@@ -1,0 +1,149 @@
+import { once } from 'node:events';
+import { Redis } from 'ioredis';
+import { LockEngine } from 'lockwarden';
+import type { LockHandle } from 'lockwarden';
+import { MemoryLockBackend } from 'lockwarden/testing';
+import { EventLog } from './harness/event-log';
+import { startRedis, uniquePrefix } from './harness/redis';
+import type { RedisTarget } from './harness/redis';
+
+/**
+ * Fencing tokens across a Redis restart without persistence. The restart wipes the
+ * per-key counters; a resource that keeps the highest token it has seen must still accept
+ * every holder that comes after it, or it refuses all of them until the new counter catches
+ * up with the old one.
+ */
+let redis: RedisTarget;
+let admin: Redis;
+const engines: LockEngine[] = [];
+
+beforeAll(async () => {
+  redis = await startRedis({ own: true });
+  admin = redis.client();
+});
+
+afterEach(async () => {
+  await Promise.all(engines.splice(0).map((e) => e.close()));
+});
+
+afterAll(async () => {
+  admin.disconnect();
+  await redis.stop();
+});
+
+function engine(keyPrefix: string, events?: EventLog): LockEngine {
+  const e = new LockEngine({ redis: redis.url, keyPrefix, onEvent: events?.listener });
+  engines.push(e);
+  return e;
+}
+
+/** What a lock protects: it refuses a write whose token is lower than the highest it has seen. */
+class FencedResource {
+  private highest = 0;
+  readonly accepted: number[] = [];
+  readonly refused: number[] = [];
+
+  write(token: number): boolean {
+    if (token < this.highest) {
+      this.refused.push(token);
+      return false;
+    }
+    this.highest = token;
+    this.accepted.push(token);
+    return true;
+  }
+}
+
+/** `rounds` holders one after another, each writing with its token; the tokens they got. */
+async function writeRounds(
+  rounds: number,
+  take: () => Promise<LockHandle>,
+  resource: FencedResource,
+): Promise<number[]> {
+  const tokens: number[] = [];
+  for (let i = 0; i < rounds; i++) {
+    const lock = await take();
+    try {
+      tokens.push(lock.fencingToken);
+      resource.write(lock.fencingToken);
+    } finally {
+      await lock.release();
+    }
+  }
+  return tokens;
+}
+
+/** Each token is the previous one plus 1: what a live counter hands out. */
+function consecutive(tokens: readonly number[]): boolean {
+  return tokens.every((t, i) => i === 0 || t === tokens[i - 1] + 1);
+}
+
+describe('fencing tokens across a Redis restart without persistence', () => {
+  it('keep rising, so a fenced resource refuses no legitimate write (mutex and write locks)', async () => {
+    const keyPrefix = uniquePrefix('fence-restart');
+    const e = engine(keyPrefix);
+    const ledger = new FencedResource();
+    const catalog = new FencedResource();
+    const mutexRounds = (): Promise<number[]> => writeRounds(20, () => e.acquire('ledger'), ledger);
+    const writeLockRounds = (): Promise<number[]> => writeRounds(20, () => e.acquireWrite('catalog'), catalog);
+
+    const before = [await mutexRounds(), await writeLockRounds()];
+    expect(await admin.exists(`${keyPrefix}{ledger}:fence`, `${keyPrefix}{catalog}:rw:fence`)).toBe(2);
+
+    const ready = once(e.client, 'ready');
+    await redis.process!.stop();
+    await redis.process!.restart();
+    await ready;
+    expect(await admin.exists(`${keyPrefix}{ledger}:fence`, `${keyPrefix}{catalog}:rw:fence`)).toBe(0);
+
+    const after = [await mutexRounds(), await writeLockRounds()];
+    expect(await admin.mget(`${keyPrefix}{ledger}:fence`, `${keyPrefix}{catalog}:rw:fence`)).toEqual(
+      after.map((tokens) => String(tokens[tokens.length - 1])),
+    );
+    expect(ledger.refused).toEqual([]);
+    expect(catalog.refused).toEqual([]);
+    expect(ledger.accepted).toHaveLength(40);
+    expect(catalog.accepted).toHaveLength(40);
+    for (const [i, tokens] of after.entries()) {
+      // A fresh counter starts above the old one, then rises by exactly 1 per grant again.
+      expect(tokens[0]).toBeGreaterThan(before[i][before[i].length - 1]);
+      expect(consecutive(before[i])).toBe(true);
+      expect(consecutive(tokens)).toBe(true);
+    }
+    // The resource still does its job: a holder from before the restart that writes late is refused.
+    expect(ledger.write(before[0][19])).toBe(false);
+    expect(catalog.write(before[1][19])).toBe(false);
+  });
+
+  it('keep rising when the first grant on a lost counter is a hand-off to a fair waiter', async () => {
+    const keyPrefix = uniquePrefix('fence-handoff');
+    const events = new EventLog();
+    const [a, b] = [engine(keyPrefix), engine(keyPrefix, events)];
+    const holder = await a.acquire('queue', { fair: true });
+    const parked = events.next({ type: 'waiting', key: 'queue' });
+    const waiting = b.acquire('queue', { fair: true, waitMs: 30_000 });
+    await parked;
+    // The counter is gone while the lock and its queue are not: the hand-off in release.lua
+    // is then the grant that starts a new counter.
+    expect(await admin.del(`${keyPrefix}{queue}:fence`)).toBe(1);
+    await holder.release();
+    const next = await waiting;
+    expect(next.fencingToken).toBeGreaterThan(holder.fencingToken);
+    // Exactly the stored token: the hand-off message carries all 16 digits, not Lua's 14.
+    expect(String(next.fencingToken)).toBe(await admin.get(`${keyPrefix}{queue}:fence`));
+    await next.release();
+  });
+
+  it('keep rising in the in-memory twin across reset(), as on Redis', async () => {
+    const backend = new MemoryLockBackend();
+    const e = new LockEngine({ redis: backend });
+    engines.push(e);
+    const resource = new FencedResource();
+    const before = await writeRounds(20, () => e.acquire('ledger'), resource);
+    backend.reset();
+    const after = await writeRounds(20, () => e.acquire('ledger'), resource);
+    expect(resource.refused).toEqual([]);
+    expect(after[0]).toBeGreaterThan(before[19]);
+    expect(consecutive(before) && consecutive(after)).toBe(true);
+  });
+});
