@@ -1,6 +1,6 @@
 import { request as httpRequest } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Controller, Get, Injectable, Module } from '@nestjs/common';
+import { Controller, Get, Injectable, Module, Param } from '@nestjs/common';
 import type { INestApplication, INestApplicationContext, LoggerService } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { Cron, ScheduleModule } from '@nestjs/schedule';
@@ -14,6 +14,8 @@ import {
   Locked,
   ScheduledLock,
 } from 'lockwarden';
+import type { LockHandle } from 'lockwarden';
+import { Observable } from 'rxjs';
 import request from 'supertest';
 import { runWorker } from './harness/child';
 import type { ChildScript } from './harness/child';
@@ -60,11 +62,38 @@ describe('locks follow the HTTP request', () => {
   let prefix: string;
   const events = new EventLog();
   const logger = new CapturingLogger();
-  let sawReason: unknown;
+  /** Lets the test decide when a handler that ignores its signal finishes. */
+  const gates = new Map<string, () => void>();
+  const entries = new Map<string, (signal: AbortSignal) => void>();
+  const steps: string[] = [];
+  /** The holder's signal, once the handler named `name` is inside its section. */
+  function entered(name: string): Promise<AbortSignal> {
+    return new Promise<AbortSignal>((resolve) => entries.set(name, resolve));
+  }
+  /** Called by a handler inside its section: reports its signal, then waits for the test to let it finish. */
+  function gate(name: string, signal: AbortSignal): Promise<void> {
+    entries.get(name)?.(signal);
+    return new Promise<void>((resolve) => gates.set(name, resolve));
+  }
+
+  @Injectable()
+  class OrderService {
+    constructor(readonly locks: LockService) {}
+
+    @Locked('order:{0.id}')
+    async process(order: { id: string }): Promise<string> {
+      await gate(`service:${order.id}`, this.locks.current()!.signal);
+      expect(this.locks.current(`order:${order.id}`)?.key).toBe(`order:${order.id}`);
+      return 'processed';
+    }
+  }
 
   @Controller('job')
   class JobController {
-    constructor(private readonly locks: LockService) {}
+    constructor(
+      private readonly locks: LockService,
+      private readonly orders: OrderService,
+    ) {}
 
     @Get('long')
     @Locked('long')
@@ -73,11 +102,39 @@ describe('locks follow the HTTP request', () => {
       return 'done';
     }
 
-    @Get('abandoned')
-    @Locked('abandoned')
-    async abandoned(): Promise<string> {
-      sawReason = await aborted(this.locks.current('abandoned')!.signal);
-      return 'nobody listens';
+    @Get('route/:id')
+    @Locked('order:{0}')
+    async route(@Param('id') id: string): Promise<string> {
+      await gate(`route:${id}`, this.locks.current()!.signal);
+      return 'done';
+    }
+
+    @Get('observable/:id')
+    @Locked('order:{0}')
+    observable(@Param('id') id: string): Observable<string> {
+      const signal = this.locks.current()!.signal;
+      return new Observable<string>((subscriber) => {
+        void gate(`observable:${id}`, signal).then(() => {
+          subscriber.next('done');
+          subscriber.complete();
+        });
+        // Unsubscribing is the end of an Observable's work: the lock may go only after it.
+        return () => steps.push(`teardown ${id}`);
+      });
+    }
+
+    @Get('service/:id')
+    async service(@Param('id') id: string): Promise<string> {
+      return this.orders.process({ id });
+    }
+
+    @Get('with-lock/:id')
+    async withLock(@Param('id') id: string): Promise<string> {
+      return this.locks.withLock(`order:${id}`, async (lock) => {
+        await gate(`with-lock:${id}`, lock.signal);
+        expect(this.locks.current(`order:${id}`)).toBe(lock);
+        return 'done';
+      });
     }
 
     @Get('forgetful')
@@ -93,12 +150,14 @@ describe('locks follow the HTTP request', () => {
     const moduleRef = await Test.createTestingModule({
       imports: [LockModule.forRoot({ redis: redis.url, keyPrefix: prefix, leaseMs: 300, onEvent: events.listener })],
       controllers: [JobController],
+      providers: [OrderService],
     }).compile();
     app = moduleRef.createNestApplication({ logger });
     await app.listen(0, '127.0.0.1');
   });
 
   afterAll(async () => {
+    for (const open of gates.values()) open();
     await app.close();
   });
 
@@ -111,23 +170,80 @@ describe('locks follow the HTTP request', () => {
     expect(await admin.exists(`${prefix}{long}`)).toBe(0);
   });
 
-  it('aborts the handler signal when the client goes away, and frees the lock at once', async () => {
-    const acquired = events.next({ type: 'acquired', key: 'abandoned' });
-    const released = events.next({ type: 'released', key: 'abandoned' });
-    const { port } = app.getHttpServer().address() as AddressInfo;
-    const req = httpRequest({ host: '127.0.0.1', port, path: '/job/abandoned' });
-    req.on('error', () => undefined);
-    req.end();
-    await acquired;
-    req.destroy();
-    await released;
-    expect(await admin.exists(`${prefix}{abandoned}`)).toBe(0);
-    await expect(app.get(LockService).withLock('abandoned', () => 'free')).resolves.toBe('free');
-    expect(sawReason).toBeInstanceOf(LockInterruptedError);
-    expect((sawReason as Error).message).toMatch(/client went away/);
+  describe.each(['route', 'service', 'with-lock'])('when the client goes away (%s)', (path) => {
+    it('aborts the signal at once, keeps the lock while the work runs, and frees it right after', async () => {
+      const id = `gone-${path}`;
+      const key = `order:${id}`;
+      const inside = entered(`${path}:${id}`);
+      const { port } = app.getHttpServer().address() as AddressInfo;
+      const req = httpRequest({ host: '127.0.0.1', port, path: `/job/${path}/${id}` });
+      req.on('error', () => undefined);
+      req.end();
+      const signal = await inside;
+      req.destroy();
+      const reason = await aborted(signal);
+      expect(reason).toBeInstanceOf(LockInterruptedError);
+      expect((reason as Error).message).toMatch(/client went away/);
+
+      // A second request for the same order waits: the first one's work still runs.
+      const second = request(app.getHttpServer())
+        .get(`/job/${path}/${id}`)
+        .then((r) => r.status);
+      await events.next({ type: 'waiting', key });
+      expect(await admin.exists(`${prefix}{${key}}`)).toBe(1);
+      expect(events.count({ type: 'released', key })).toBe(0);
+
+      const released = events.next({ type: 'released', key });
+      const secondInside = entered(`${path}:${id}`);
+      gates.get(`${path}:${id}`)!();
+      await released;
+      await secondInside; // only now does the second request enter
+      gates.get(`${path}:${id}`)!();
+      expect(await second).toBe(200);
+      expect(logger.warnings.filter((w) => w.includes(key))).toEqual([]);
+    });
   });
 
-  it('releases a lock the handler forgot, with one warning', async () => {
+  it("keeps an Observable route's lock until Nest unsubscribes it on disconnect, and frees it right after", async () => {
+    const id = 'gone-observable';
+    const key = `order:${id}`;
+    const inside = entered(`observable:${id}`);
+    const released = events.next({ type: 'released', key });
+    void released.then(() => steps.push('released'));
+    const { port } = app.getHttpServer().address() as AddressInfo;
+    const req = httpRequest({ host: '127.0.0.1', port, path: `/job/observable/${id}` });
+    req.on('error', () => undefined);
+    req.end();
+    const signal = await inside;
+    expect(await admin.exists(`${prefix}{${key}}`)).toBe(1);
+    req.destroy();
+    expect(await aborted(signal)).toBeInstanceOf(LockInterruptedError);
+    await released;
+    expect(steps.filter((s) => s.includes(id) || s === 'released')).toEqual([`teardown ${id}`, 'released']);
+    expect(await admin.exists(`${prefix}{${key}}`)).toBe(0);
+  });
+
+  it('answers 409 at once with onBusy: throw while an abandoned request still works', async () => {
+    const id = 'gone-409';
+    const key = `order:${id}`;
+    const inside = entered(`route:${id}`);
+    const { port } = app.getHttpServer().address() as AddressInfo;
+    const req = httpRequest({ host: '127.0.0.1', port, path: `/job/route/${id}` });
+    req.on('error', () => undefined);
+    req.end();
+    const signal = await inside;
+    req.destroy();
+    await aborted(signal);
+    await expect(app.get(LockService).tryAcquire(key)).resolves.toBeNull();
+    const released = events.next({ type: 'released', key });
+    gates.get(`route:${id}`)!();
+    await released;
+    const lock = await app.get(LockService).tryAcquire(key);
+    expect(lock).not.toBeNull();
+    await lock!.release();
+  });
+
+  it('releases a lock the handler forgot, with one warning naming only it', async () => {
     const released = events.next({ type: 'released', key: 'forgotten' });
     const res = await request(app.getHttpServer()).get('/job/forgetful');
     expect(res.status).toBe(200);
@@ -136,6 +252,7 @@ describe('locks follow the HTTP request', () => {
     const warnings = logger.warnings.filter((w) => w.includes('never released'));
     expect(warnings).toHaveLength(1);
     expect(warnings[0]).toMatch(/GET \/job\/forgetful ended still holding 1 lock\(s\).*"forgotten"/);
+    expect(warnings[0]).not.toContain('tidy');
   });
 
   it('leaves locks taken outside any request alone', async () => {
@@ -300,7 +417,7 @@ describe('skips', () => {
 });
 
 describe('graceful shutdown', () => {
-  it('asks in-flight work to stop, waits for it, releases everything, and keeps lockAtLeastMs locks', async () => {
+  it('asks in-flight work to stop, waits for it, releases what it gives back, and keeps lockAtLeastMs locks', async () => {
     const keyPrefix = uniquePrefix('shutdown');
     const moduleRef = await Test.createTestingModule({
       imports: [LockModule.forRoot({ redis: redis.url, keyPrefix, shutdownGraceMs: 30_000 })],
@@ -317,7 +434,8 @@ describe('graceful shutdown', () => {
     });
     const kept = await locks.acquire('kept', { lockAtLeastMs: 60_000 });
     await kept.release();
-    await locks.acquire('bare');
+    const bare = await locks.acquire('bare');
+    void aborted(bare.signal).then(() => bare.release());
     await app.close();
     steps.push('closed');
 
@@ -327,6 +445,41 @@ describe('graceful shutdown', () => {
     expect((seen as Error).message).toMatch(/shutting down/);
     expect(await admin.exists(`${keyPrefix}{work}`, `${keyPrefix}{bare}`)).toBe(0);
     expect(await admin.pttl(`${keyPrefix}{kept}`)).toBeGreaterThan(1_000);
+  });
+
+  it('never releases a lock whose work outlives the grace: it expires with its lease, and one warning names it', async () => {
+    const keyPrefix = uniquePrefix('shutdown-stuck');
+    const logger = new CapturingLogger();
+    const moduleRef = await Test.createTestingModule({
+      imports: [LockModule.forRoot({ redis: redis.url, keyPrefix, shutdownGraceMs: 200, leaseMs: 5_000 })],
+    }).compile();
+    moduleRef.useLogger(logger);
+    const app = await moduleRef.init();
+    const locks = app.get(LockService);
+    let finish!: () => void;
+    const entered = new Promise<LockHandle>((resolve) => {
+      void locks
+        .withLock('stubborn', async (lock) => {
+          resolve(lock);
+          await new Promise<void>((r) => (finish = r)); // ignores its signal
+          return 'late';
+        })
+        .catch((e: unknown) => e);
+    });
+    const lock = await entered;
+    const other = new LockEngine({ redis: redis.url, keyPrefix });
+    closers.push(() => other.close());
+    await app.close();
+
+    expect(lock.signal.aborted).toBe(true);
+    expect(lock.isHeld()).toBe(false);
+    expect(locks.current()).toBeUndefined();
+    // Still in Redis, under the old lease: nobody else can enter while the stubborn work runs.
+    expect(await admin.pttl(`${keyPrefix}{stubborn}`)).toBeGreaterThan(0);
+    await expect(other.tryAcquire('stubborn')).resolves.toBeNull();
+    const warning = logger.warnings.find((w) => w.includes('still held by running work'));
+    expect(warning).toMatch(/"stubborn"/);
+    finish();
   });
 });
 

@@ -4,7 +4,7 @@ import { LockEngine } from './core/lock-engine';
 import type { LockInfo } from './core/inspect';
 import type { LockHandle } from './core/lock-handle';
 import type { AcquireOptions, RwAcquireOptions } from './core/options';
-import { requestLockScopes } from './decorators/request-lock-scope';
+import { RequestLockScope, withRequestSignal } from './decorators/request-lock-scope';
 import { LOCK_MODULE_OPTIONS } from './lock.module-definition';
 import type { LockModuleOptions } from './lock-options.interface';
 
@@ -37,11 +37,8 @@ export class LockService implements OnApplicationShutdown {
 
   constructor(@Inject(LOCK_MODULE_OPTIONS) options: LockModuleOptions) {
     this.engine = new LockEngine(options, new Logger('Lockwarden'));
-    // Locks taken while a request runs belong to it: released when it ends if forgotten.
-    this.engine.onGrant = (handle) => {
-      const scope = requestLockScopes.getStore();
-      if (scope && !scope.ended) scope.tracked.add(handle);
-    };
+    // A request's client going away aborts the signal of every lock granted while it runs.
+    this.engine.onGrant = (handle) => RequestLockScope.current()?.granted(handle);
   }
 
   /**
@@ -56,7 +53,7 @@ export class LockService implements OnApplicationShutdown {
    * ```
    */
   acquire(key: string, options?: AcquireOptions): Promise<LockHandle> {
-    return this.engine.acquire(key, options);
+    return bare(this.engine.acquire(key, withRequestSignal(options)));
   }
 
   /**
@@ -69,7 +66,7 @@ export class LockService implements OnApplicationShutdown {
    * ```
    */
   tryAcquire(key: string, options?: AcquireOptions): Promise<LockHandle | null> {
-    return this.engine.tryAcquire(key, options);
+    return bare(this.engine.tryAcquire(key, withRequestSignal(options)));
   }
 
   /**
@@ -85,7 +82,7 @@ export class LockService implements OnApplicationShutdown {
    * ```
    */
   withLock<T>(key: string, fn: (lock: LockHandle) => T | Promise<T>, options?: AcquireOptions): Promise<T> {
-    return this.engine.withLock(key, fn, options);
+    return this.engine.withLock(key, fn, withRequestSignal(options));
   }
 
   /**
@@ -101,7 +98,7 @@ export class LockService implements OnApplicationShutdown {
    * ```
    */
   acquireRead(key: string, options?: RwAcquireOptions): Promise<LockHandle> {
-    return this.engine.acquireRead(key, options);
+    return bare(this.engine.acquireRead(key, withRequestSignal(options)));
   }
 
   /**
@@ -116,7 +113,7 @@ export class LockService implements OnApplicationShutdown {
    * ```
    */
   acquireWrite(key: string, options?: RwAcquireOptions): Promise<LockHandle> {
-    return this.engine.acquireWrite(key, options);
+    return bare(this.engine.acquireWrite(key, withRequestSignal(options)));
   }
 
   /**
@@ -130,7 +127,7 @@ export class LockService implements OnApplicationShutdown {
    * ```
    */
   withReadLock<T>(key: string, fn: (lock: LockHandle) => T | Promise<T>, options?: RwAcquireOptions): Promise<T> {
-    return this.engine.withReadLock(key, fn, options);
+    return this.engine.withReadLock(key, fn, withRequestSignal(options));
   }
 
   /**
@@ -142,7 +139,7 @@ export class LockService implements OnApplicationShutdown {
    * ```
    */
   withWriteLock<T>(key: string, fn: (lock: LockHandle) => T | Promise<T>, options?: RwAcquireOptions): Promise<T> {
-    return this.engine.withWriteLock(key, fn, options);
+    return this.engine.withWriteLock(key, fn, withRequestSignal(options));
   }
 
   /**
@@ -198,4 +195,15 @@ export class LockService implements OnApplicationShutdown {
   async onApplicationShutdown(): Promise<void> {
     await this.engine.close();
   }
+}
+
+/**
+ * A handle from a bare acquire, taken inside a request, is the request's to
+ * release: if its code forgets, the interceptor releases it once the request is over.
+ */
+async function bare<H extends LockHandle | null>(got: Promise<H>): Promise<H> {
+  const scope = RequestLockScope.current();
+  const handle = await got;
+  if (handle) scope?.tookBare(handle);
+  return handle;
 }

@@ -7,7 +7,7 @@ import {
   LockUpgradeError,
 } from '../errors';
 import type { AcquireGate } from './acquire-gate';
-import { acquireLoop, withdraw } from './acquire-loop';
+import { acquireLoop } from './acquire-loop';
 import type { AttemptSpec, LoopContext } from './acquire-loop';
 import { resolveEngineOptions, safetyMarginFor } from './engine-options';
 import type { LockEngineOptions, ResolvedEngineOptions } from './engine-options';
@@ -28,7 +28,16 @@ import type { LeaseKind, LockStore } from './mutex-store';
 import { otelMetricsListener } from './metrics';
 import type { LockHealthReport } from './health-probe';
 import type { LockInfo } from './inspect';
-import { checkInteger, checkKey, defaultLockName, describe, MAX_MS, MIN_LEASE_MS, resolveAcquire } from './options';
+import {
+  checkInteger,
+  checkKey,
+  defaultLockName,
+  describe,
+  describeKey,
+  MAX_MS,
+  MIN_LEASE_MS,
+  resolveAcquire,
+} from './options';
 import type { AcquireOptions, ResolvedAcquire, RwAcquireOptions } from './options';
 import { closeClient, openClient } from './redis-client';
 import type { ClientLease, RedisClient, RedisSpec } from './redis-client';
@@ -74,6 +83,10 @@ export class LockEngine implements LeaseOwner {
   onGrant: ((handle: LeaseHandle) => void) | undefined;
   private readonly loop: LoopContext;
   private closing = false;
+  /** Set once the connections are closing: a late release then has nothing to talk to. */
+  private stopped = false;
+  private drained: Promise<void> | undefined;
+  private readonly idleWaiters: (() => void)[] = [];
   private closed: Promise<void> | undefined;
   private readonly emit: ((event: LockEvent) => void) | undefined;
 
@@ -163,7 +176,8 @@ export class LockEngine implements LeaseOwner {
 
   async withLock<T>(key: string, fn: (lock: LockHandle) => T | Promise<T>, options?: AcquireOptions): Promise<T> {
     checkCallback('withLock', key, fn);
-    return this.runHolding((await this.acquire(key, options)) as LeaseHandle, fn);
+    const handle = (await this.acquire(key, options)) as LeaseHandle;
+    return this.hold([handle], () => fn(handle));
   }
 
   // ---- read/write --------------------------------------------------------------------------
@@ -186,7 +200,8 @@ export class LockEngine implements LeaseOwner {
 
   async withReadLock<T>(key: string, fn: (lock: LockHandle) => T | Promise<T>, options?: RwAcquireOptions): Promise<T> {
     checkCallback('withReadLock', key, fn);
-    return this.runHolding((await this.acquireRead(key, options)) as LeaseHandle, fn);
+    const handle = (await this.acquireRead(key, options)) as LeaseHandle;
+    return this.hold([handle], () => fn(handle));
   }
 
   async withWriteLock<T>(
@@ -195,27 +210,57 @@ export class LockEngine implements LeaseOwner {
     options?: RwAcquireOptions,
   ): Promise<T> {
     checkCallback('withWriteLock', key, fn);
-    return this.runHolding((await this.acquireWrite(key, options)) as LeaseHandle, fn);
+    const handle = (await this.acquireWrite(key, options)) as LeaseHandle;
+    return this.hold([handle], () => fn(handle));
   }
 
   // ---- holding ------------------------------------------------------------------------------
 
   /**
-   * Runs `fn` as the holder of `handle`: nested acquires of the same key
-   * re-enter it. Releases afterwards; a release error never hides `fn`'s own.
+   * The one way locked work runs, for withLock, decorated methods and routes alike.
+   *
+   * `fn` runs as the holder of every handle (outermost first, so nested acquires
+   * re-enter them). The handles are released once `fn` has settled **and**
+   * `until` has settled (the rest of the work: a response still streaming, an
+   * Observable still emitting), never before, whatever aborts their signals
+   * meanwhile. `until` may be a function, asked once `fn` has settled.
+   *
+   * Without a rest of the work, the promise settles after the release; with
+   * one, as soon as `fn` settles. It rejects with `fn`'s error, or with the
+   * LockLostError of a lock lost while it ran.
    */
-  async runHolding<T>(handle: LeaseHandle, fn: (lock: LockHandle) => T | Promise<T>): Promise<T> {
-    let result: T;
-    try {
-      result = await this.track(Promise.resolve(this.context.run(handle.lease, handle, () => fn(handle))));
-    } catch (err) {
-      await this.releaseQuietly(handle);
-      throw err;
+  hold<T>(
+    handles: readonly LeaseHandle[],
+    fn: () => T | Promise<T>,
+    until?: PromiseLike<unknown> | (() => PromiseLike<unknown> | undefined),
+  ): Promise<T> {
+    let run = fn;
+    for (let i = handles.length - 1; i >= 0; i--) {
+      const handle = handles[i];
+      const inner = run;
+      run = () => this.context.run(handle.lease, handle, inner);
     }
-    const lost = handle.lease.lostError;
-    await this.releaseQuietly(handle);
-    if (lost) throw lost;
-    return result;
+    let settled: Promise<T>;
+    try {
+      settled = Promise.resolve(run());
+    } catch (err) {
+      settled = Promise.reject(err);
+    }
+    // Boxed, so that awaiting `after` never waits for the rest of the work itself.
+    const after = settled.then(noop, noop).then(() => ({ rest: typeof until === 'function' ? until() : until }));
+    const released = this.track(
+      after
+        .then(({ rest }) => rest)
+        .then(noop, noop)
+        .then(() => this.releaseAll(handles)),
+    );
+    const outcome = (): Promise<T> =>
+      settled.then((value) => {
+        const lost = firstLoss(handles);
+        if (lost) throw lost;
+        return value;
+      });
+    return after.then(({ rest }) => (rest ? outcome() : released.then(outcome)));
   }
 
   /**
@@ -258,26 +303,6 @@ export class LockEngine implements LeaseOwner {
     }
   }
 
-  /**
-   * Runs `fn` as the holder of every handle (outermost first), so nested
-   * acquires re-enter them; a graceful shutdown waits for it.
-   */
-  runInFrames<T>(handles: readonly LeaseHandle[], fn: () => T | Promise<T>): Promise<T> {
-    let run = fn;
-    for (let i = handles.length - 1; i >= 0; i--) {
-      const handle = handles[i];
-      const inner = run;
-      run = () => this.context.run(handle.lease, handle, inner);
-    }
-    let result: T | Promise<T>;
-    try {
-      result = run();
-    } catch (err) {
-      return Promise.reject(err);
-    }
-    return this.track(Promise.resolve(result));
-  }
-
   /** Asks the holders of these handles to stop, without releasing anything yet. */
   interrupt(handles: Iterable<LockHandle>, reason: string): void {
     for (const h of handles) {
@@ -287,26 +312,40 @@ export class LockEngine implements LeaseOwner {
   }
 
   /**
-   * The first half of a graceful shutdown: abort the signal of every held lock
-   * ("shutting down"), then wait up to `graceMs` for the locked work running
-   * in withLock callbacks and decorated methods to finish. The watchdog keeps
-   * renewing meanwhile.
+   * The first half of a graceful shutdown: cancel pending acquires, abort the
+   * signal of every held lock ("shutting down"), then wait up to `graceMs`
+   * until no locked work runs and no lock is held. The watchdog keeps renewing
+   * meanwhile. Nothing is released here: work releases its own locks as it ends.
    */
-  async drain(graceMs: number = this.options.shutdownGraceMs): Promise<void> {
+  drain(graceMs: number = this.options.shutdownGraceMs): Promise<void> {
+    this.drained ??= this.drainOnce(graceMs);
+    return this.drained;
+  }
+
+  private async drainOnce(graceMs: number): Promise<void> {
     this.closing = true;
     for (const gate of this.loop.gates) gate.abort(SHUTTING_DOWN);
     for (const lease of this.leases) {
       lease.interrupt(new LockInterruptedError(lease.key, 'the application is shutting down'));
     }
-    if (this.running.size === 0) return;
+    if (this.isIdle()) return;
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([
-      Promise.allSettled([...this.running]),
+      new Promise<void>((resolve) => this.idleWaiters.push(resolve)),
       new Promise<void>((resolve) => {
         timer = setTimeout(resolve, graceMs);
       }),
     ]);
     clearTimeout(timer);
+  }
+
+  private isIdle(): boolean {
+    return this.running.size === 0 && this.leases.size === 0;
+  }
+
+  private checkIdle(): void {
+    if (this.idleWaiters.length === 0 || !this.isIdle()) return;
+    for (const resolve of this.idleWaiters.splice(0)) resolve();
   }
 
   /** Releases in reverse order; failures are logged, never thrown (the leases then expire). */
@@ -360,7 +399,13 @@ export class LockEngine implements LeaseOwner {
     };
   }
 
-  /** Releases every lock, stops the watchdog and closes the connections this engine opened. */
+  /**
+   * Shuts down: drains (see `drain`), then stops the watchdog and closes the
+   * connections this engine opened. A lock still held by running work after
+   * the grace is **not** released, since its code may still act on it: it is
+   * no longer renewed and expires with its lease, as after a crash, and one
+   * warning names it.
+   */
   close(): Promise<void> {
     this.closed ??= this.shutdown();
     return this.closed;
@@ -373,6 +418,7 @@ export class LockEngine implements LeaseOwner {
     if (lease.holds > 0) return lease.state === 'held';
     lease.state = 'released';
     this.forget(lease);
+    if (this.stopped) return false;
     try {
       const released = await this.releaseOnServer(lease);
       this.emit?.({
@@ -446,6 +492,7 @@ export class LockEngine implements LeaseOwner {
     this.running.add(work);
     const done = (): void => {
       this.running.delete(work);
+      this.checkIdle();
     };
     work.then(done, done);
     return work;
@@ -453,11 +500,11 @@ export class LockEngine implements LeaseOwner {
 
   private reenter(key: string, kind: LeaseKind): LeaseHandle | undefined {
     const frame = this.context.find(key, kind);
-    return frame ? this.hold(frame.lease) : undefined;
+    return frame ? this.holdAgain(frame.lease) : undefined;
   }
 
   /** Another hold on a lease this flow already has. */
-  private hold(lease: Lease): LeaseHandle {
+  private holdAgain(lease: Lease): LeaseHandle {
     if (lease.state === 'lost') throw new LockLostError(lease.key, 'the enclosing hold of this key was already lost');
     lease.holds++;
     return new LeaseHandle(lease);
@@ -472,13 +519,13 @@ export class LockEngine implements LeaseOwner {
   private reenterRw(key: string, mode: 'read' | 'write'): LeaseHandle | Lease | undefined {
     const write = this.context.find(key, 'write');
     if (mode === 'write') {
-      if (write) return this.hold(write.lease);
+      if (write) return this.holdAgain(write.lease);
       if (this.context.find(key, 'read')) throw new LockUpgradeError(key);
       return undefined;
     }
     const read = this.context.find(key, 'read');
-    if (read) return this.hold(read.lease);
-    if (write && write.lease.state === 'lost') return this.hold(write.lease);
+    if (read) return this.holdAgain(read.lease);
+    if (write && write.lease.state === 'lost') return this.holdAgain(write.lease);
     return write?.lease;
   }
 
@@ -628,6 +675,7 @@ export class LockEngine implements LeaseOwner {
   private forget(lease: Lease): void {
     this.leases.delete(lease);
     this.scheduler.untrack(lease);
+    this.checkIdle();
   }
 
   private async releaseQuietly(handle: LockHandle): Promise<void> {
@@ -641,19 +689,31 @@ export class LockEngine implements LeaseOwner {
   }
 
   private async shutdown(): Promise<void> {
-    this.closing = true;
-    for (const gate of this.loop.gates) gate.abort(SHUTTING_DOWN);
+    await this.drain();
+    this.stopped = true;
     this.scheduler.stop();
-    for (const lease of this.leases) this.scheduler.untrack(lease);
-    const held = [...this.leases];
+    const abandoned = [...this.leases];
     this.leases.clear();
-    await Promise.all(
-      held.map((lease) => {
-        lease.lose('the lock service is shutting down');
-        lease.state = 'released';
-        return withdraw(this.loop, { key: lease.key, withdraw: () => this.releaseOnServer(lease) });
-      }),
-    );
+    const reason = 'the lock service shut down while the work holding it still ran; it expires with its lease';
+    for (const lease of abandoned) {
+      this.scheduler.untrack(lease);
+      if (!lease.lose(reason)) continue;
+      this.emit?.({
+        type: 'lost',
+        key: lease.key,
+        name: lease.name,
+        fencingToken: lease.fencingToken,
+        reason,
+        heldMs: Math.round(performance.now() - lease.acquiredAt),
+      });
+    }
+    if (abandoned.length > 0) {
+      const keys = abandoned.map((l) => `"${l.key}"`).join(', ');
+      this.options.logger.warn(
+        `Shut down with ${abandoned.length} lock(s) still held by running work (${keys}). They were not released, ` +
+          'because that work may still act on them: they expire with their lease, as after a crash.',
+      );
+    }
     await this.bus.close();
     this.memory?.detach(this.bus);
     for (const c of this.connections) c.client.off('ready', this.preload);
@@ -661,9 +721,17 @@ export class LockEngine implements LeaseOwner {
   }
 }
 
+/** The first of the handles whose lease was lost (not merely interrupted), if any. */
+function firstLoss(handles: readonly LeaseHandle[]): LockLostError | undefined {
+  for (const h of handles) if (h.lease.lostError) return h.lease.lostError;
+  return undefined;
+}
+
+function noop(): void {}
+
 function checkCallback(method: string, key: unknown, fn: unknown): void {
   if (typeof fn !== 'function') {
-    throw new LockConfigError(`${method} needs a function to run under lock "${String(key)}".`);
+    throw new LockConfigError(`${method} needs a function to run under lock ${describeKey(key)}.`);
   }
 }
 

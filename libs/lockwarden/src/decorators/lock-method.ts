@@ -1,6 +1,6 @@
 import { Inject, SetMetadata } from '@nestjs/common';
-import { LockConfigError, LockLostError } from '../errors';
-import type { LeaseHandle } from '../core/lease';
+import { Observable } from 'rxjs';
+import { LockAbortedError, LockConfigError } from '../errors';
 import type { LockService } from '../lock.service';
 import { compileKeySpec } from './key-template';
 import type { KeySpec } from './key-template';
@@ -10,7 +10,7 @@ import { getLockedMetadata } from './locked-metadata.accessor';
 import type { LockedMetadata, LockMode } from './locked-metadata.accessor';
 import { checkLockedOptions } from './locked-options';
 import type { LockedOptions } from './locked-options';
-import { requestLockScopes } from './request-lock-scope';
+import { RequestLockScope, withRequestSignal } from './request-lock-scope';
 
 /**
  * Builds `@Locked` and its read/write siblings.
@@ -86,9 +86,11 @@ function className(target: object): string {
 
 /**
  * One call of a decorated method: resolve keys, take the locks in sorted
- * order, run the method as their holder, release in reverse. Called by the
- * interceptor for a route handler, it leaves the locks to the interceptor,
- * which keeps them until the response is finished.
+ * order, and run the method as their holder through the engine's one `hold`
+ * path. Called by the interceptor for a route handler, the locks also wait
+ * for the request to be over (a streamed response, an Observable), and a
+ * client that goes away cancels the pending acquire; they are never released
+ * while the method still runs.
  */
 async function runLocked(
   self: unknown,
@@ -105,43 +107,56 @@ async function runLocked(
   }
   const keys = meta.keys(self, args);
   const engine = service.lockEngine;
-  const scope = requestLockScopes.getStore();
-  const forRoute = scope !== undefined && scope.handler === wrapper && !scope.claimed;
-  if (forRoute) scope.claimed = true;
-
-  // A route's pending acquire is cancelled when its client goes away.
-  const options = forRoute
-    ? { ...meta.options, signal: withSignal(meta.options.signal, scope.abort.signal) }
-    : meta.options;
-  const handles = await engine.acquireAll(keys, options, meta.onBusy, meta.mode);
+  const scope = RequestLockScope.current();
+  const route = scope?.claim(wrapper) ? scope : undefined;
+  const handles = await engine.acquireAll(keys, withRequestSignal(meta.options) ?? {}, meta.onBusy, meta.mode);
   if (!handles) return undefined;
-  if (forRoute) {
-    scope.handles = handles;
-    if (scope.ended) {
+  if (route) {
+    route.adopt(handles);
+    if (route.clientGone) {
       await engine.releaseAll(handles);
-      throw new LockLostError(keys[0], 'the request ended before the method could start');
+      throw new LockAbortedError(keys[0], 'the HTTP client went away before the method could start');
     }
-    return engine.runInFrames(handles, () => original.apply(self, args));
+    return engine.hold(handles, () => original.apply(self, args), route.over);
   }
-  let result: unknown;
-  try {
-    result = await engine.runInFrames(handles, () => original.apply(self, args));
-  } catch (err) {
-    await engine.releaseAll(handles);
-    throw err;
-  }
-  const lost = firstLoss(handles);
-  await engine.releaseAll(handles);
-  if (lost) throw lost;
-  return result;
+  // An Observable's work runs when it is subscribed: hold the locks until it finalizes.
+  let finalized: Promise<void> | undefined;
+  return engine.hold(
+    handles,
+    () => {
+      const hold = (value: unknown): unknown => {
+        if (!isObservable(value)) return value;
+        const held = holdUntilFinalized(value);
+        finalized = held.finalized;
+        return held.observable;
+      };
+      const value = original.apply(self, args);
+      return isThenable(value) ? Promise.resolve(value).then(hold) : hold(value);
+    },
+    () => finalized,
+  );
 }
 
-/** The first of the handles whose lease was lost (not merely interrupted), if any. */
-export function firstLoss(handles: readonly LeaseHandle[]): LockLostError | undefined {
-  for (const h of handles) if (h.lease.lostError) return h.lease.lostError;
-  return undefined;
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return typeof (value as { then?: unknown } | null | undefined)?.then === 'function';
 }
 
-function withSignal(mine: AbortSignal | undefined, request: AbortSignal): AbortSignal {
-  return mine ? AbortSignal.any([mine, request]) : request;
+function isObservable(value: unknown): value is Observable<unknown> {
+  return value instanceof Observable;
+}
+
+function holdUntilFinalized(source: Observable<unknown>): {
+  observable: Observable<unknown>;
+  finalized: Promise<void>;
+} {
+  let done!: () => void;
+  const finalized = new Promise<void>((resolve) => (done = resolve));
+  const observable = new Observable<unknown>((subscriber) => {
+    const sub = source.subscribe(subscriber);
+    return () => {
+      sub.unsubscribe();
+      done();
+    };
+  });
+  return { observable, finalized };
 }

@@ -1,12 +1,9 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { CallHandler, ExecutionContext, NestInterceptor } from '@nestjs/common';
 import { Observable, catchError, concat, defer, EMPTY, throwError } from 'rxjs';
-import type { LeaseHandle } from '../core/lease';
-import type { LockHandle } from '../core/lock-handle';
 import { getLockedMetadata } from '../decorators/locked-metadata.accessor';
 import { LOCK_SERVICE_FOR_DECORATORS } from '../decorators/locked.constants';
-import { newRequestLockScope, requestLockScopes } from '../decorators/request-lock-scope';
-import type { RequestLockScope } from '../decorators/request-lock-scope';
+import { RequestLockScope } from '../decorators/request-lock-scope';
 import type { LockService } from '../lock.service';
 import { toHttpError } from './lock-http-errors';
 
@@ -23,20 +20,29 @@ interface HttpRequest {
   originalUrl?: string;
 }
 
+const CLIENT_GONE = 'the HTTP client went away';
+
 /**
- * Ties locks to the request that took them. `LockModule` installs it for the
- * whole application.
+ * Ties locks to the request that takes them. `LockModule` installs it for the
+ * whole application. It never releases a lock while the code holding it runs:
  *
- * - A lock-decorated route keeps its lock for the whole response: until an
- *   Observable completes, errors or is unsubscribed, and over HTTP until the
- *   response is fully sent (streams included). The decorated method takes the
- *   lock itself, so its key functions see the real `this`, and it is taken once.
- * - If the client goes away first, the handler's signal aborts ("the HTTP
- *   client went away"), a pending acquire is cancelled, and the lock is
- *   released at once.
- * - Locks that service code took during the request and forgot to release are
- *   released when the request ends, with one warning.
+ * - A lock-decorated route keeps its lock until the handler's work has settled
+ *   **and** the request is over: an Observable completed, errored or was
+ *   unsubscribed, and over HTTP the response was fully sent (streams included).
+ * - If the client goes away first, the signals of the request's locks abort
+ *   ("the HTTP client went away") and its pending acquires are cancelled; the
+ *   locks themselves stay until the work holding them returns.
+ * - Bare `acquire()` handles the request's code forgot to release are released
+ *   once the handler has settled and the response is over, with one warning.
  * - Lock errors become HTTP answers (409 / 503 / 500); elsewhere they pass through.
+ *
+ * @example
+ * ```ts
+ * // Installed by LockModule; to use it without the module's global install:
+ * @UseInterceptors(LockInterceptor)
+ * @Controller('orders')
+ * export class OrdersController {}
+ * ```
  */
 @Injectable()
 export class LockInterceptor implements NestInterceptor {
@@ -49,55 +55,48 @@ export class LockInterceptor implements NestInterceptor {
     const decorated = getLockedMetadata(handler) !== undefined;
     const http = context.getType() === 'http';
     if (!decorated && !http) return next.handle();
-    const scope = newRequestLockScope(decorated ? handler : undefined);
-    const handled = new Observable<unknown>((subscriber) =>
+    const scope = new RequestLockScope(decorated ? handler : undefined);
+    const handled = new Observable<unknown>((subscriber) => {
       // Call and subscribe inside the scope: Nest versions differ in which of the two runs the handler.
-      requestLockScopes.run(scope, () => next.handle().subscribe(subscriber)),
-    );
+      const sub = scope.run(() => next.handle().subscribe(subscriber));
+      return () => {
+        sub.unsubscribe();
+        scope.settleHandler();
+      };
+    });
     const checked = concat(
       handled,
       defer(() => {
-        const lost = scope.handles?.map((h) => (h as LeaseHandle).lease.lostError).find(Boolean);
+        const lost = scope.firstLoss();
         return lost ? throwError(() => lost) : EMPTY;
       }),
     );
-    const mapped = checked.pipe(catchError((err: unknown) => throwError(() => toHttpError(err, context, this.logger))));
+    const req = http ? context.switchToHttp().getRequest<HttpRequest>() : undefined;
+    void scope.over.then(() => this.releaseForgotten(scope, req));
     if (http) {
       const res = context.switchToHttp().getResponse<HttpResponse>();
-      const req = context.switchToHttp().getRequest<HttpRequest>();
-      onResponseClosed(res, () => this.endRequest(scope, !(res.raw ?? res).writableFinished, req));
-      return mapped;
+      onResponseClosed(res, () => {
+        const clientGone = !(res.raw ?? res).writableFinished;
+        if (clientGone) this.locks.lockEngine.interrupt(scope.allGranted, CLIENT_GONE);
+        scope.closeResponse(clientGone, new Error(CLIENT_GONE));
+      });
+    } else {
+      // No response to wait for: the call is over when its Observable is.
+      scope.closeResponse(false);
     }
-    return new Observable<unknown>((subscriber) => {
-      const sub = mapped.subscribe(subscriber);
-      return () => {
-        sub.unsubscribe();
-        this.endRequest(scope, false, undefined);
-      };
-    });
+    return checked.pipe(catchError((err: unknown) => throwError(() => toHttpError(err, context, this.logger))));
   }
 
-  private endRequest(scope: RequestLockScope, clientGone: boolean, req: HttpRequest | undefined): void {
-    scope.ended = true;
-    const engine = this.locks.lockEngine;
-    const own = scope.handles ?? [];
-    scope.handles = undefined;
-    if (clientGone) {
-      scope.abort.abort(new Error('the HTTP client went away'));
-      engine.interrupt([...own, ...scope.tracked], 'the HTTP client went away');
-    }
-    const forgotten: LockHandle[] = [];
-    for (const h of scope.tracked) if (!own.includes(h) && h.isHeld()) forgotten.push(h);
-    scope.tracked.clear();
-    if (forgotten.length > 0) {
-      const where = req ? `${req.method ?? ''} ${req.originalUrl ?? req.url ?? ''}`.trim() : 'A handler';
-      this.logger.warn(
-        `${where} ended still holding ${forgotten.length} lock(s) it never released (${forgotten
-          .map((h) => `"${h.key}"`)
-          .join(', ')}); releasing them now. Use withLock or release in finally.`,
-      );
-    }
-    void engine.releaseAll([...own, ...forgotten]);
+  private releaseForgotten(scope: RequestLockScope, req: HttpRequest | undefined): void {
+    const forgotten = scope.forgotten();
+    if (forgotten.length === 0) return;
+    const where = req ? `${req.method ?? ''} ${req.originalUrl ?? req.url ?? ''}`.trim() : 'A handler';
+    this.logger.warn(
+      `${where} ended still holding ${forgotten.length} lock(s) it took with acquire() and never released (${forgotten
+        .map((h) => `"${h.key}"`)
+        .join(', ')}); releasing them now. Release in finally, or use withLock.`,
+    );
+    void this.locks.lockEngine.releaseAll(forgotten);
   }
 }
 

@@ -1,0 +1,245 @@
+// The invariant suite: at most one live holder per key, and a lock never released while
+// the code holding it runs, checked by an observer the library does not control (a
+// separate Redis), across two app processes, through every entry path, with faults
+// injected at random points. Schedules come from fast-check with a printed seed.
+import { request as httpRequest } from 'node:http';
+import fc from 'fast-check';
+import type { Redis } from 'ioredis';
+import { LockEngine } from 'lockwarden';
+import { runWorker } from './harness/child';
+import type { ChildScript } from './harness/child';
+import { startRedis, uniquePrefix } from './harness/redis';
+import type { RedisTarget } from './harness/redis';
+import { Observer } from './invariant/observer';
+
+const SCHEDULES = Number(process.env.INVARIANT_SCHEDULES ?? '24');
+const SEED = Number(process.env.INVARIANT_SEED ?? Date.now() % 2 ** 31);
+const LEASE_MS = 1_000;
+
+const PATHS = [
+  'route',
+  'observable',
+  'stream',
+  'service',
+  'scheduled',
+  'with-lock',
+  'fair',
+  'acquire',
+  'multi',
+  'read',
+  'write',
+] as const;
+type Path = (typeof PATHS)[number];
+
+type Fault = 'none' | 'disconnect' | 'throw' | 'app-close' | 'force-unlock' | 'delete-key' | 'redis-restart';
+
+interface Op {
+  instance: number;
+  path: Path;
+  key: 'a' | 'b';
+  startMs: number;
+  workMs: number;
+  fault: Fault;
+  faultAfterMs: number;
+}
+
+const opArb: fc.Arbitrary<Op> = fc.record({
+  instance: fc.integer({ min: 0, max: 1 }),
+  path: fc.constantFrom(...PATHS),
+  key: fc.constantFrom('a' as const, 'b' as const),
+  startMs: fc.integer({ min: 0, max: 250 }),
+  workMs: fc.integer({ min: 0, max: 300 }),
+  fault: fc.oneof(
+    { weight: 6, arbitrary: fc.constant<Fault>('none') },
+    { weight: 4, arbitrary: fc.constant<Fault>('disconnect') },
+    { weight: 2, arbitrary: fc.constant<Fault>('throw') },
+    { weight: 1, arbitrary: fc.constantFrom<Fault>('app-close', 'force-unlock', 'delete-key') },
+    { weight: 1, arbitrary: fc.constant<Fault>('redis-restart') },
+  ),
+  faultAfterMs: fc.integer({ min: 0, max: 400 }),
+});
+
+let lockRedis: RedisTarget;
+let observerRedis: RedisTarget;
+let observer: Observer;
+let admin: Redis;
+let engine: LockEngine;
+let prefix: string;
+const workers: ChildScript[] = [];
+const ports: number[] = [];
+let schedule = 0;
+
+beforeAll(async () => {
+  lockRedis = await startRedis({ own: true });
+  observerRedis = await startRedis({ own: true });
+  observer = new Observer(observerRedis.url);
+  admin = lockRedis.client();
+  prefix = uniquePrefix('inv');
+  engine = new LockEngine({ redis: lockRedis.url, keyPrefix: prefix, commandTimeoutMs: 2_000 });
+  for (const NAME of ['app0', 'app1']) {
+    const w = runWorker('invariant-app', {
+      REDIS: lockRedis.url,
+      OBSERVER: observerRedis.url,
+      PREFIX: prefix,
+      NAME,
+      LEASE_MS: String(LEASE_MS),
+    });
+    workers.push(w);
+  }
+  for (const w of workers) ports.push(Number((await w.waitFor(/^listening (\d+)$/))[1]));
+}, 60_000);
+
+afterAll(async () => {
+  for (const w of workers) w.kill();
+  await engine?.close();
+  admin?.disconnect();
+  observer?.close();
+  await lockRedis?.stop();
+  await observerRedis?.stop();
+});
+
+/** Lock keys of one path: read/write locks live apart from mutexes of the same name. */
+function keysOf(op: Op, run: number): string[] {
+  const k = (name: string): string => `s${run}:${name}`;
+  if (op.path === 'multi') return [k('a'), k('b')];
+  if (rw(op)) return [k(`rw-${op.key}`)];
+  return [k(op.key)];
+}
+
+function url(op: Op, keys: string[]): string {
+  const q = `?ms=${op.workMs}${op.fault === 'throw' ? '&throw=1' : ''}`;
+  return `/${op.path}/${keys.map(encodeURIComponent).join('/')}${q}`;
+}
+
+/** Sends one request; with `abortAfterMs` the client goes away then. Never rejects. */
+function send(port: number, path: string, method = 'GET', abortAfterMs?: number): Promise<string> {
+  return new Promise((resolve) => {
+    const req = httpRequest({ host: '127.0.0.1', port, path, method }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(String(res.statusCode)));
+      res.on('error', () => resolve('reset'));
+    });
+    req.on('error', () => resolve('error'));
+    req.end();
+    if (abortAfterMs !== undefined) {
+      setTimeout(() => {
+        req.destroy();
+        resolve('client gone');
+      }, abortAfterMs);
+    }
+  });
+}
+
+/** Restarts of one thing never overlap: the harness restarts a process, not a second one beside it. */
+const queues = new Map<string, Promise<unknown>>();
+function serially(name: string, fn: () => Promise<void>): Promise<void> {
+  const next = (queues.get(name) ?? Promise.resolve()).then(fn, fn);
+  queues.set(name, next);
+  return next;
+}
+
+const delay = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function restartApp(instance: number): Promise<void> {
+  const w = workers[instance];
+  const before = w.lines.filter((l) => l.startsWith('restarted')).length;
+  await send(ports[instance], '/restart', 'POST');
+  await new Promise<void>((resolve) => {
+    const check = (): void => {
+      if (w.lines.filter((l) => l.startsWith('restarted')).length > before) resolve();
+      else void w.waitFor(/^restarted/).then(() => setImmediate(check));
+    };
+    check();
+  });
+}
+
+async function inject(op: Op, keys: string[]): Promise<void> {
+  await delay(op.faultAfterMs);
+  switch (op.fault) {
+    case 'app-close':
+      await serially(`app${op.instance}`, () => restartApp(op.instance));
+      return;
+    case 'force-unlock':
+      for (const key of keys) {
+        await observer.revoking(key, async () => {
+          await engine.forceUnlock(key);
+          return fenceOf(op, key);
+        });
+      }
+      return;
+    case 'delete-key':
+      for (const key of keys) {
+        await observer.revoking(key, async () => {
+          // The mutex's own key; a read/write key falls back to forceUnlock, which knows its layout.
+          if (rw(op)) await engine.forceUnlock(key);
+          else await admin.del(`${prefix}{${key}}`);
+          return fenceOf(op, key);
+        });
+      }
+      return;
+    case 'redis-restart':
+      await serially('redis', () =>
+        observer.revoking('*', async () => {
+          await lockRedis.process!.stop();
+          // Every token of the stopped server is below its clock now (counters are seeded from it).
+          const upTo = Date.now() * 1_000;
+          await lockRedis.process!.restart();
+          return upTo;
+        }),
+      );
+      return;
+    default:
+      return;
+  }
+}
+
+function rw(op: Op): boolean {
+  return op.path === 'read' || op.path === 'write';
+}
+
+/** The fencing counter of a lock right after it was taken away: every holder up to it was revoked. */
+async function fenceOf(op: Op, key: string): Promise<number> {
+  return Number((await admin.get(`${prefix}{${key}}${rw(op) ? ':rw' : ''}:fence`)) ?? '0');
+}
+
+async function runOp(op: Op, run: number): Promise<string> {
+  const keys = keysOf(op, run);
+  await delay(op.startMs);
+  const abortAfter = op.fault === 'disconnect' ? op.faultAfterMs : undefined;
+  const [outcome] = await Promise.all([send(ports[op.instance], url(op, keys), 'GET', abortAfter), inject(op, keys)]);
+  return outcome;
+}
+
+describe('the lock-lifetime invariant, observed from outside', () => {
+  it(`holds over ${SCHEDULES} random schedules of entry paths and faults across two app processes (seed ${SEED})`, async () => {
+    const outcomes = new Map<string, number>();
+    await fc.assert(
+      fc.asyncProperty(fc.array(opArb, { minLength: 3, maxLength: 9 }), async (ops) => {
+        const run = ++schedule;
+        for (const outcome of await Promise.all(ops.map((op) => runOp(op, run)))) {
+          outcomes.set(outcome, (outcomes.get(outcome) ?? 0) + 1);
+        }
+        const violations = await observer.violations();
+        if (violations.length > 0) throw new Error(`overlapping live holders:\n${violations.join('\n')}`);
+      }),
+      { numRuns: SCHEDULES, seed: SEED, endOnFailure: true },
+    );
+    // Sections of abandoned requests may still be running: let them finish, then check once more.
+    await settle();
+    expect(await observer.violations()).toEqual([]);
+    const entries = await observer.entries();
+    console.log(
+      `invariant suite: ${SCHEDULES} schedules, seed ${SEED}, ${entries} sections observed, outcomes ${JSON.stringify(Object.fromEntries(outcomes))}`,
+    );
+    expect(entries).toBeGreaterThan(SCHEDULES);
+  }, 240_000);
+});
+
+/** Waits until the observer sees no section inside any key. */
+async function settle(): Promise<void> {
+  for (;;) {
+    const inside = await observer.client.keys('in:*');
+    if (inside.length === 0) return;
+    await delay(100);
+  }
+}

@@ -1,0 +1,109 @@
+import { Redis } from 'ioredis';
+
+/**
+ * The invariant suite's observer: a Redis the lock library never sees, where
+ * every critical section records its entry and exit. The check runs on the
+ * observer itself, so it sees the true order of entries across processes.
+ *
+ * An entry conflicts with a section still inside the same key when either of
+ * them writes (a mutex section counts as a writer). A conflict is allowed only
+ * when the earlier holder had already been told its lock was **lost** (its
+ * lease ended: a `lost` event, never a mere interruption such as a client
+ * going away or a shutdown starting), or when the earlier holder's lock was
+ * taken away from outside: its key was deleted (forceUnlock, DEL) or its Redis
+ * restarted. The test records those as "every fencing token up to N of this key (or of
+ * every key) was revoked", so a holder that acquired before the deletion but reported its
+ * entry after it still counts as revoked.
+ * Everything else is a violation.
+ */
+const ENTER = `
+local keyRevoked = tonumber(redis.call('get', KEYS[3]) or '0')
+local allRevoked = tonumber(redis.call('get', KEYS[4]) or '0')
+local mine = ARGV[2]
+-- While the test is taking a lock away, the holders it is revoking are not known yet.
+local revoking = redis.call('exists', KEYS[7], KEYS[8]) > 0
+local inside = redis.call('hgetall', KEYS[1])
+for i = 1, #inside, 2 do
+  local id, rec = inside[i], inside[i + 1]
+  local mode, token = string.match(rec, '^(%a)|(%d+)$')
+  token = tonumber(token)
+  if mine == 'w' or mode == 'w' then
+    local revoked = token <= keyRevoked or token <= allRevoked
+    if not revoked and not revoking and redis.call('sismember', KEYS[2], id) == 0 then
+      redis.call('rpush', KEYS[5], ARGV[3] .. ': ' .. ARGV[1] .. ' (' .. mine .. ') entered while ' .. id .. ' (' .. mode .. ') was inside, holding a lock it had not been told was lost')
+    end
+  end
+end
+redis.call('hset', KEYS[1], ARGV[1], mine .. '|' .. ARGV[4])
+redis.call('incr', KEYS[6])
+return #inside / 2
+`;
+
+export type SectionMode = 'r' | 'w';
+
+export class Observer {
+  readonly client: Redis;
+
+  constructor(url: string) {
+    this.client = new Redis(url, { lazyConnect: false });
+    this.client.defineCommand('observeEnter', { numberOfKeys: 8, lua: ENTER });
+  }
+
+  async enter(key: string, id: string, mode: SectionMode, fencingToken: number): Promise<void> {
+    await (this.client as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>).observeEnter(
+      `in:${key}`,
+      'lost',
+      `revoked:${key}`,
+      'revoked:*',
+      'violations',
+      'entries',
+      `revoking:${key}`,
+      'revoking:*',
+      id,
+      mode,
+      key,
+      String(fencingToken),
+    );
+  }
+
+  async exit(key: string, id: string): Promise<void> {
+    await this.client.hdel(`in:${key}`, id);
+  }
+
+  /** The section `id`'s lock was reported lost to it. */
+  async lost(id: string): Promise<void> {
+    await this.client.sadd('lost', id);
+  }
+
+  /**
+   * Wraps taking `key`'s lock away from outside (`*`: every key's). `revoke` does it and
+   * returns the highest fencing token it took away; conflicts on the key are tolerated
+   * only while it runs, and with holders up to that token afterwards.
+   */
+  async revoking(key: string, revoke: () => Promise<number>): Promise<void> {
+    await this.client.set(`revoking:${key}`, '1');
+    try {
+      const upTo = await revoke();
+      const was = Number((await this.client.get(`revoked:${key}`)) ?? '0');
+      if (upTo > was) await this.client.set(`revoked:${key}`, String(upTo));
+    } finally {
+      await this.client.del(`revoking:${key}`);
+    }
+  }
+
+  async violations(): Promise<string[]> {
+    return this.client.lrange('violations', 0, -1);
+  }
+
+  async entries(): Promise<number> {
+    return Number((await this.client.get('entries')) ?? '0');
+  }
+
+  async reset(): Promise<void> {
+    await this.client.flushall();
+  }
+
+  close(): void {
+    this.client.disconnect();
+  }
+}

@@ -1,0 +1,295 @@
+// One app instance of the invariant suite: a Nest HTTP app whose routes enter critical
+// sections through every entry path the library has. Each section reports its entry and
+// exit to the observer Redis (OBSERVER), which the library never sees, and reports when
+// its lock's signal aborts. Sections ignore their signal and keep working: the worst case.
+// Query: ms = how long the section works, throw = 1 to fail after working.
+// POST /restart closes the app (app.close()) and starts a new one on the same port.
+import 'reflect-metadata';
+import { Controller, Get, Injectable, Module, Param, Post, Query, StreamableFile } from '@nestjs/common';
+import type { INestApplication } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { Readable } from 'node:stream';
+import { Observable } from 'rxjs';
+import { Locked, LockModule, LockService, ReadLocked, ScheduledLock, WriteLocked } from '../../libs/lockwarden/src';
+import type { LockEvent, LockHandle } from '../../libs/lockwarden/src';
+import { Observer } from '../invariant/observer';
+import type { SectionMode } from '../invariant/observer';
+
+const { REDIS, OBSERVER, PREFIX, NAME = 'x', PORT = '0', LEASE_MS = '1000', GRACE_MS = '300' } = process.env;
+const observer = new Observer(OBSERVER!);
+let sections = 0;
+/** Sections inside, by the lock (key and fencing token) they hold: how a `lost` event finds them. */
+const holders = new Map<string, Set<string>>();
+
+function onEvent(event: LockEvent): void {
+  if (event.type !== 'lost') return;
+  for (const id of holders.get(`${event.key}#${event.fencingToken}`) ?? [])
+    void observer.lost(id).catch(() => undefined);
+}
+
+/**
+ * Registers a section as the holder of its locks (a lock already lost is reported at once)
+ * and sends its entry. `exit` may be called at any moment after: the observer gets commands
+ * of one connection in order, so an exit never overtakes its entry.
+ */
+function begin(
+  handles: LockHandle[],
+  id: string,
+  mode: SectionMode,
+): { entered: Promise<void>; exit: () => Promise<void> } {
+  const sends: Promise<void>[] = [];
+  for (const h of handles) {
+    const at = `${h.key}#${h.fencingToken}`;
+    holders.set(at, (holders.get(at) ?? new Set()).add(id));
+    if (!h.isHeld()) sends.push(observer.lost(id));
+  }
+  for (const h of handles) sends.push(observer.enter(h.key, id, mode, h.fencingToken));
+  let exited: Promise<void> | undefined;
+  const exit = (): Promise<void> => {
+    exited ??= Promise.all(
+      handles.map(async (h) => {
+        await observer.exit(h.key, id);
+        holders.get(`${h.key}#${h.fencingToken}`)?.delete(id);
+      }),
+    ).then(() => undefined);
+    return exited;
+  };
+  return { entered: Promise.all(sends).then(() => undefined), exit };
+}
+
+async function enter(handles: LockHandle[], id: string, mode: SectionMode): Promise<() => Promise<void>> {
+  const { entered, exit } = begin(handles, id, mode);
+  await entered;
+  return exit;
+}
+
+/** One critical section as the observer sees it: entry, work that ignores the signal, exit. */
+async function section(
+  handles: LockHandle[],
+  mode: SectionMode,
+  ms: string | undefined,
+  fail: string | undefined,
+  path = (new Error().stack?.split('\n')[2] ?? '').trim().split(' ')[1] ?? '?',
+) {
+  const id = `${NAME}:${++sections}:${path}#${handles.map((h) => h.fencingToken).join(',')}`;
+  const exit = await enter(handles, id, mode);
+  try {
+    await new Promise((resolve) => setTimeout(resolve, Number(ms ?? '0')));
+    if (fail === '1') throw new Error('the handler failed on purpose');
+    return id;
+  } finally {
+    await exit();
+  }
+}
+
+function held(locks: LockService, ...keys: string[]): LockHandle[] {
+  return keys.map((k) => {
+    const h = locks.current(k);
+    if (!h) throw new Error(`section entered without a handle for ${k}`);
+    return h;
+  });
+}
+
+@Injectable()
+class Orders {
+  constructor(readonly locks: LockService) {}
+
+  @Locked('{0}')
+  async process(key: string, ms?: string, fail?: string): Promise<string> {
+    return section(held(this.locks, key), 'w', ms, fail);
+  }
+
+  @ScheduledLock('{0}', { lockAtLeastMs: 100 })
+  async scheduled(key: string, ms?: string, fail?: string): Promise<string | undefined> {
+    return section(held(this.locks, key), 'w', ms, fail);
+  }
+}
+
+@Controller()
+class Routes {
+  constructor(
+    private readonly locks: LockService,
+    private readonly orders: Orders,
+  ) {}
+
+  @Get('route/:key')
+  @Locked('{0}')
+  route(@Param('key') key: string, @Query('ms') ms?: string, @Query('throw') fail?: string): Promise<string> {
+    return section(held(this.locks, key), 'w', ms, fail);
+  }
+
+  @Get('observable/:key')
+  @Locked('{0}')
+  observable(@Param('key') key: string, @Query('ms') ms?: string, @Query('throw') fail?: string): Observable<string> {
+    const handles = held(this.locks, key);
+    // A well-behaved producer: its work runs from subscription until it completes, or until
+    // it is unsubscribed (Nest unsubscribes when the client goes away), when it stops.
+    return new Observable<string>((subscriber) => {
+      const id = `${NAME}:${++sections}:observable#${handles[0].fencingToken}`;
+      const { entered, exit } = begin(handles, id, 'w');
+      let timer: NodeJS.Timeout | undefined;
+      let stopped = false;
+      void entered.then(() => {
+        if (stopped) return;
+        timer = setTimeout(
+          () => {
+            void exit().then(() => {
+              if (fail === '1') subscriber.error(new Error('the handler failed on purpose'));
+              else {
+                subscriber.next(id);
+                subscriber.complete();
+              }
+            });
+          },
+          Number(ms ?? '0'),
+        );
+      });
+      return () => {
+        stopped = true;
+        clearTimeout(timer);
+        void exit().catch(() => undefined);
+      };
+    });
+  }
+
+  @Get('stream/:key')
+  @Locked('{0}')
+  stream(@Param('key') key: string, @Query('ms') ms?: string): StreamableFile {
+    const handles = held(this.locks, key);
+    const id = `${NAME}:${++sections}:stream#${handles[0].fencingToken}`;
+    // The section is the producing of the body: from the first read to its last chunk, or
+    // until the body is destroyed (Nest destroys it when the client goes away).
+    let section: ReturnType<typeof begin> | undefined;
+    let timer: NodeJS.Timeout | undefined;
+    const body = new Readable({
+      read() {
+        if (section) return;
+        section = begin(handles, id, 'w');
+        const { entered, exit } = section;
+        void entered.then(() => {
+          timer = setTimeout(
+            () => {
+              void exit().then(() => {
+                this.push(id);
+                this.push(null);
+              });
+            },
+            Number(ms ?? '0'),
+          );
+        });
+      },
+      destroy(err, done) {
+        clearTimeout(timer);
+        void (section?.exit() ?? Promise.resolve()).then(
+          () => done(err),
+          () => done(err),
+        );
+      },
+    });
+    return new StreamableFile(body);
+  }
+
+  @Get('service/:key')
+  service(@Param('key') key: string, @Query('ms') ms?: string, @Query('throw') fail?: string): Promise<string> {
+    return this.orders.process(key, ms, fail);
+  }
+
+  @Get('scheduled/:key')
+  async scheduled(@Param('key') key: string, @Query('ms') ms?: string): Promise<string> {
+    return (await this.orders.scheduled(key, ms)) ?? 'skipped';
+  }
+
+  @Get('with-lock/:key')
+  withLock(@Param('key') key: string, @Query('ms') ms?: string, @Query('throw') fail?: string): Promise<string> {
+    return this.locks.withLock(key, (lock) => section([lock], 'w', ms, fail));
+  }
+
+  @Get('fair/:key')
+  fair(@Param('key') key: string, @Query('ms') ms?: string, @Query('throw') fail?: string): Promise<string> {
+    return this.locks.withLock(key, (lock) => section([lock], 'w', ms, fail), { fair: true });
+  }
+
+  @Get('acquire/:key')
+  async acquire(@Param('key') key: string, @Query('ms') ms?: string, @Query('throw') fail?: string): Promise<string> {
+    const lock = await this.locks.acquire(key);
+    try {
+      return await section([lock], 'w', ms, fail);
+    } finally {
+      await lock.release();
+    }
+  }
+
+  @Get('multi/:a/:b')
+  @Locked(['{0}', '{1}'])
+  multi(
+    @Param('a') a: string,
+    @Param('b') b: string,
+    @Query('ms') ms?: string,
+    @Query('throw') fail?: string,
+  ): Promise<string> {
+    return section(held(this.locks, a, b), 'w', ms, fail);
+  }
+
+  @Get('read/:key')
+  @ReadLocked('{0}')
+  read(@Param('key') key: string, @Query('ms') ms?: string, @Query('throw') fail?: string): Promise<string> {
+    return section(held(this.locks, key), 'r', ms, fail);
+  }
+
+  @Get('write/:key')
+  @WriteLocked('{0}')
+  write(@Param('key') key: string, @Query('ms') ms?: string, @Query('throw') fail?: string): Promise<string> {
+    return section(held(this.locks, key), 'w', ms, fail);
+  }
+
+  @Post('restart')
+  restart(): string {
+    setImmediate(() => void restart());
+    return 'restarting';
+  }
+}
+
+@Module({
+  imports: [
+    LockModule.forRoot({
+      redis: REDIS!,
+      keyPrefix: PREFIX,
+      instanceId: NAME,
+      leaseMs: Number(LEASE_MS),
+      waitMs: 30_000,
+      shutdownGraceMs: Number(GRACE_MS),
+      commandTimeoutMs: 1_000,
+      onEvent,
+    }),
+  ],
+  controllers: [Routes],
+  providers: [Orders],
+})
+class AppModule {}
+
+let app: INestApplication | undefined;
+let port = Number(PORT);
+
+async function start(): Promise<void> {
+  app = await NestFactory.create(AppModule, { logger: ['error'] });
+  await app.listen(port, '127.0.0.1');
+  port = (app.getHttpServer().address() as { port: number }).port;
+}
+
+async function restart(): Promise<void> {
+  const old = app;
+  app = undefined;
+  await old?.close();
+  await start();
+  console.log(`restarted ${port}`);
+}
+
+async function main(): Promise<void> {
+  await start();
+  console.log(`listening ${port}`);
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exitCode = 1;
+});
