@@ -697,15 +697,8 @@ export class LockEngine implements LeaseOwner {
     const reason = 'the lock service shut down while the work holding it still ran; it expires with its lease';
     for (const lease of abandoned) {
       this.scheduler.untrack(lease);
-      if (!lease.lose(reason)) continue;
-      this.emit?.({
-        type: 'lost',
-        key: lease.key,
-        name: lease.name,
-        fencingToken: lease.fencingToken,
-        reason,
-        heldMs: Math.round(performance.now() - lease.acquiredAt),
-      });
+      // One warning below names them all.
+      this.scheduler.lost(lease, reason, false);
     }
     if (abandoned.length > 0) {
       const keys = abandoned.map((l) => `"${l.key}"`).join(', ');

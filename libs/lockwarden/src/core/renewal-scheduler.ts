@@ -172,10 +172,13 @@ export class RenewalScheduler {
     );
   }
 
-  /** Marks a lease lost, logs it once and emits the event; false if it had already ended. */
-  lost(lease: Lease, reason: string): boolean {
+  /**
+   * Marks a lease lost, logs it once (unless the caller reports it its own way) and emits
+   * the event; false if it had already ended.
+   */
+  lost(lease: Lease, reason: string, log = true): boolean {
     if (!lease.lose(reason)) return false;
-    this.logger.warn(`Lock ${quoteKey(lease.key)} lost: ${reason}.`);
+    if (log) this.logger.warn(`Lock ${quoteKey(lease.key)} lost: ${reason}.`);
     this.emit?.({
       type: 'lost',
       key: lease.key,
