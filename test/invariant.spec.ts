@@ -31,7 +31,7 @@ const PATHS = [
 ] as const;
 type Path = (typeof PATHS)[number];
 
-type Fault = 'none' | 'disconnect' | 'throw' | 'app-close' | 'force-unlock' | 'delete-key' | 'redis-restart';
+type Fault = 'none' | 'disconnect' | 'throw' | 'app-close' | 'force-unlock' | 'delete-key' | 'redis-restart' | 'pause';
 
 interface Op {
   instance: number;
@@ -55,6 +55,7 @@ const opArb: fc.Arbitrary<Op> = fc.record({
     { weight: 2, arbitrary: fc.constant<Fault>('throw') },
     { weight: 1, arbitrary: fc.constantFrom<Fault>('app-close', 'force-unlock', 'delete-key') },
     { weight: 1, arbitrary: fc.constant<Fault>('redis-restart') },
+    { weight: 1, arbitrary: fc.constant<Fault>('pause') },
   ),
   faultAfterMs: fc.integer({ min: 0, max: 400 }),
 });
@@ -187,6 +188,16 @@ async function inject(op: Op, keys: string[]): Promise<void> {
           return upTo;
         }),
       );
+      return;
+    case 'pause':
+      // SIGSTOP the app past its lease, as a long GC pause or a stopped VM would.
+      await serially(`app${op.instance}`, async () => {
+        workers[op.instance].kill('SIGSTOP');
+        await delay(20); // what it sent before it stopped reaches the observer
+        await observer.freeze(`app${op.instance}`);
+        await delay(LEASE_MS * 1.5);
+        workers[op.instance].kill('SIGCONT');
+      });
       return;
     default:
       return;

@@ -13,7 +13,9 @@ import { Redis } from 'ioredis';
  * taken away from outside: its key was deleted (forceUnlock, DEL) or its Redis
  * restarted. The test records those as "every fencing token up to N of this key (or of
  * every key) was revoked", so a holder that acquired before the deletion but reported its
- * entry after it still counts as revoked.
+ * entry after it still counts as revoked. A holder frozen by a pause (SIGSTOP) past its
+ * lease cannot be told anything while stopped: a conflict with it is allowed, and checked
+ * when it finishes, which it must not do before it has read that its lock was lost.
  * Everything else is a violation.
  */
 const ENTER = `
@@ -22,14 +24,21 @@ local allRevoked = tonumber(redis.call('get', KEYS[4]) or '0')
 local mine = ARGV[2]
 -- While the test is taking a lock away, the holders it is revoking are not known yet.
 local revoking = redis.call('exists', KEYS[7], KEYS[8]) > 0
+-- An entrant whose own lock was taken away from outside has not been told yet either.
+local mineRevoked = tonumber(ARGV[4]) <= keyRevoked or tonumber(ARGV[4]) <= allRevoked
 local inside = redis.call('hgetall', KEYS[1])
 for i = 1, #inside, 2 do
   local id, rec = inside[i], inside[i + 1]
   local mode, token = string.match(rec, '^(%a)|(%d+)$')
   token = tonumber(token)
   if mine == 'w' or mode == 'w' then
-    local revoked = token <= keyRevoked or token <= allRevoked
-    if not revoked and not revoking and redis.call('sismember', KEYS[2], id) == 0 then
+    local revoked = token <= keyRevoked or token <= allRevoked or mineRevoked
+    if revoked or revoking or redis.call('sismember', KEYS[2], id) == 1 then
+      -- taken away from outside, or already told it was lost: allowed
+    elseif redis.call('sismember', KEYS[9], id) == 1 then
+      -- Frozen by a pause (SIGSTOP): it cannot act, so it is checked when it exits instead.
+      redis.call('sadd', KEYS[10], id)
+    else
       redis.call('rpush', KEYS[5], ARGV[3] .. ': ' .. ARGV[1] .. ' (' .. mine .. ') entered while ' .. id .. ' (' .. mode .. ') was inside, holding a lock it had not been told was lost')
     end
   end
@@ -39,6 +48,19 @@ redis.call('incr', KEYS[6])
 return #inside / 2
 `;
 
+/**
+ * A section that was frozen by a pause while another holder entered its key must have been
+ * told its lock was lost by the time it finishes: its first look at its signal after
+ * resuming (a protected write checks it) reads it as lost.
+ */
+const EXIT = `
+if redis.call('sismember', KEYS[2], ARGV[1]) == 1 and redis.call('sismember', KEYS[3], ARGV[1]) == 0 then
+  redis.call('rpush', KEYS[4], ARGV[2] .. ': ' .. ARGV[1] .. ' resumed from a pause and finished without being told that another holder had taken its lock')
+end
+redis.call('hdel', KEYS[1], ARGV[1])
+return 1
+`;
+
 export type SectionMode = 'r' | 'w';
 
 export class Observer {
@@ -46,7 +68,8 @@ export class Observer {
 
   constructor(url: string) {
     this.client = new Redis(url, { lazyConnect: false });
-    this.client.defineCommand('observeEnter', { numberOfKeys: 8, lua: ENTER });
+    this.client.defineCommand('observeEnter', { numberOfKeys: 10, lua: ENTER });
+    this.client.defineCommand('observeExit', { numberOfKeys: 4, lua: EXIT });
   }
 
   async enter(key: string, id: string, mode: SectionMode, fencingToken: number): Promise<void> {
@@ -59,6 +82,8 @@ export class Observer {
       'entries',
       `revoking:${key}`,
       'revoking:*',
+      'frozen',
+      'overlapped',
       id,
       mode,
       key,
@@ -67,7 +92,22 @@ export class Observer {
   }
 
   async exit(key: string, id: string): Promise<void> {
-    await this.client.hdel(`in:${key}`, id);
+    await (this.client as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>).observeExit(
+      `in:${key}`,
+      'overlapped',
+      'lost',
+      'violations',
+      id,
+      key,
+    );
+  }
+
+  /** Marks every section of `instance` inside now as frozen (its process was just stopped). */
+  async freeze(instance: string): Promise<void> {
+    for (const hash of await this.client.keys('in:*')) {
+      const ids = (await this.client.hkeys(hash)).filter((id) => id.startsWith(`${instance}:`));
+      if (ids.length > 0) await this.client.sadd('frozen', ...ids);
+    }
   }
 
   /** The section `id`'s lock was reported lost to it. */

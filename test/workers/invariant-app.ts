@@ -46,6 +46,9 @@ function begin(
   for (const h of handles) sends.push(observer.enter(h.key, id, mode, h.fencingToken));
   let exited: Promise<void> | undefined;
   const exit = (): Promise<void> => {
+    // A protected section looks at its signal before its last write: after a pause, that
+    // look is what tells it the lock is gone (and reports the loss before the exit).
+    for (const h of handles) void h.signal.aborted;
     exited ??= Promise.all(
       handles.map(async (h) => {
         await observer.exit(h.key, id);

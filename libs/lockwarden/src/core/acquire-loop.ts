@@ -16,6 +16,8 @@ export interface AttemptSpec {
   readonly refreshMs: number | undefined;
   /** How often a waiter checks back once it is queued (fair or starving), so its place does not lapse. */
   readonly queueRefreshMs: number | undefined;
+  /** The longest a release hands a queued waiter the lock for before it confirms (Infinity: no hand-off). */
+  readonly handoffMs: number;
   /**
    * Non-fair waiters that have waited this long join the server's FIFO queue,
    * so the next release hands them the lock (Go's mutex "starvation mode"):
@@ -85,6 +87,7 @@ export async function acquireLoop(
       if (now >= deadline) return { granted: false, busyMs: -reply };
       if (!waiter) {
         waiter = new Waiter(spec.channel, queued, waiterId);
+        waiter.handoffMs = spec.handoffMs;
         await ask(ctx, gate, spec.key, 'subscribe to', ctx.bus.join(waiter), deadline - now);
         continue;
       }
@@ -98,8 +101,11 @@ export async function acquireLoop(
       const woke = await waiter.park(cap);
       gate.whenAborted(undefined);
       if (woke === 'grant') {
-        granted = true;
-        return { granted: true, fence: waiter.grantedFence, leaseFrom: performance.now() };
+        // A release handed us the lock, but the message proves nothing about when: it may
+        // have sat in a paused process past the short hand-off lease, and the lock may be
+        // someone else's by now. Confirm it: the next attempt finds the lock ours, starts the
+        // full lease, and times it from when that attempt was sent.
+        waiter.grantedFence = 0;
       }
     }
   } finally {

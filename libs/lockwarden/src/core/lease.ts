@@ -56,10 +56,25 @@ export class Lease {
     this.acquiredAt = startedAt;
     this.expiresAt = startedAt + leaseMs;
     this.nextRenewAt = renew ? startedAt + leaseMs / 3 : Infinity;
+    timeAware(this.controller.signal, this);
   }
 
   get signal(): AbortSignal {
     return this.controller.signal;
+  }
+
+  /**
+   * Set by the watchdog while it tracks the lease: called when a read finds the lease past
+   * its abort time before the watchdog's timer has run (after a pause, say).
+   */
+  overdue: ((lease: Lease) => void) | undefined;
+
+  /**
+   * Makes the lease read as lost at once, synchronously, when its locally measured abort
+   * time has passed: a process resuming from a pause may run a callback before any timer.
+   */
+  check(): void {
+    if (this.state === 'held' && this.overdue && performance.now() >= this.abortAt) this.overdue(this);
   }
 
   /** The moment to give up on the lease: its expiry (or its maxHoldMs cap) minus the safety margin. */
@@ -109,10 +124,12 @@ export class LeaseHandle implements LockHandle {
   }
 
   get signal(): AbortSignal {
+    this.lease.check();
     return this.lease.signal;
   }
 
   isHeld(): boolean {
+    this.lease.check();
     return !this.released && this.lease.state === 'held';
   }
 
@@ -128,4 +145,28 @@ export class LeaseHandle implements LockHandle {
     this.released = true;
     return this.lease.owner.releaseLease(this.lease);
   }
+}
+
+const abortedOf = Object.getOwnPropertyDescriptor(AbortSignal.prototype, 'aborted')!.get!;
+const throwIfAbortedOf = AbortSignal.prototype.throwIfAborted;
+
+/**
+ * `aborted` and `throwIfAborted()` of a lease's signal check the lease's deadline first, so a
+ * holder that cached the signal still reads it as aborted the moment its lease is overdue.
+ */
+function timeAware(signal: AbortSignal, lease: Lease): void {
+  Object.defineProperty(signal, 'aborted', {
+    configurable: true,
+    get(this: AbortSignal): boolean {
+      lease.check();
+      return abortedOf.call(this) as boolean;
+    },
+  });
+  Object.defineProperty(signal, 'throwIfAborted', {
+    configurable: true,
+    value(this: AbortSignal): void {
+      lease.check();
+      throwIfAbortedOf.call(this);
+    },
+  });
 }

@@ -33,6 +33,7 @@ export class LockContext {
   /** The innermost enclosing frame (for `key`, when given) whose lock has not been released. */
   current(key?: string): LockFrame | undefined {
     for (let f = this.storage.getStore(); f; f = f.parent) {
+      f.lease.check();
       if (f.lease.state !== 'released' && (key === undefined || f.lease.key === key)) return f;
     }
     return undefined;

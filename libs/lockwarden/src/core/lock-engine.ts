@@ -46,9 +46,16 @@ import { loadScripts } from './scripts/lua-script';
 import { newOwnerToken } from './tokens';
 import { WakeBus } from './wake-bus';
 
-/** A waiter with a place on the server checks back this often, and keeps it three times that long. */
-const REFRESH_MS = 2_000;
-const PLACE_TTL_MS = 3 * REFRESH_MS;
+/**
+ * A waiter with a place on the server (a queued mutex waiter, fair or starving, or a waiting
+ * writer) checks back this often and keeps its place this long; a release hands a queued
+ * mutex waiter the lock for at most HANDOFF_LEASE_MS until it confirms. So a waiter that
+ * dies holds the others up by at most about one second: its place lapses, or the lock it
+ * was handed does.
+ */
+const QUEUE_REFRESH_MS = 300;
+const QUEUE_PLACE_TTL_MS = 1_000;
+const HANDOFF_LEASE_MS = 1_000;
 /** A non-fair waiter waiting longer than this joins the FIFO queue (see AttemptSpec.starvationMs). */
 const STARVATION_MS = 5;
 const SHUTTING_DOWN = new Error('the lock service is shutting down');
@@ -570,15 +577,25 @@ export class LockEngine implements LeaseOwner {
     const keys = mutexKeys(this.options.keyPrefix, req.key);
     const token = newOwnerToken();
     const store = this.store;
+    const handoffMs = Math.min(req.leaseMs, HANDOFF_LEASE_MS);
     const spec: AttemptSpec = {
       key: req.key,
       channel: keys.channel,
       fair: req.fair,
       refreshMs: undefined,
-      queueRefreshMs: REFRESH_MS,
+      queueRefreshMs: QUEUE_REFRESH_MS,
+      handoffMs,
       starvationMs: store.fairQueue ? STARVATION_MS : undefined,
       attempt: (fair, waiterId) =>
-        store.acquire({ keys, token, leaseMs: req.leaseMs, fair, waiterId, waiterTtlMs: PLACE_TTL_MS }),
+        store.acquire({
+          keys,
+          token,
+          leaseMs: req.leaseMs,
+          fair,
+          waiterId,
+          waiterTtlMs: QUEUE_PLACE_TTL_MS,
+          grantMs: handoffMs,
+        }),
       withdraw: () => store.release(keys, token),
     };
     return this.grantOrBusy(req, spec, 'mutex', keys, token);
@@ -597,8 +614,9 @@ export class LockEngine implements LeaseOwner {
       key: req.key,
       channel: keys.channel,
       fair: false,
-      refreshMs: mode === 'write' ? REFRESH_MS : undefined,
+      refreshMs: mode === 'write' ? QUEUE_REFRESH_MS : undefined,
       queueRefreshMs: undefined,
+      handoffMs: Infinity,
       starvationMs: undefined,
       attempt: () =>
         store.rwAcquire({
@@ -608,7 +626,7 @@ export class LockEngine implements LeaseOwner {
           mode,
           heldWriteToken,
           writerPreference,
-          placeTtlMs: PLACE_TTL_MS,
+          placeTtlMs: QUEUE_PLACE_TTL_MS,
         }),
       withdraw: () => store.rwRelease(keys, token, mode),
     };

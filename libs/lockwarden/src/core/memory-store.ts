@@ -84,7 +84,10 @@ export class MemoryLockBackend {
     const now = performance.now();
     const { keys, token } = req;
     const held = this.liveMutex(keys.lock, now);
-    if (held?.owner === token) return held.fence;
+    if (held?.owner === token) {
+      held.expiresAt = now + req.leaseMs; // a handed-over lock, confirmed: its full lease starts now
+      return held.fence;
+    }
     let head: QueuedWaiter | undefined;
     const queue = this.queue(keys.queue);
     if (req.fair) {
@@ -98,7 +101,7 @@ export class MemoryLockBackend {
       return fence;
     }
     if (req.fair) {
-      const record = { token, deadline: now + req.waiterTtlMs, leaseMs: req.leaseMs, waiterId: req.waiterId, instance };
+      const record = { token, deadline: now + req.waiterTtlMs, leaseMs: req.grantMs, waiterId: req.waiterId, instance };
       const place = queue.findIndex((w) => w.token === token);
       if (place >= 0) queue[place] = record;
       else queue.push(record);

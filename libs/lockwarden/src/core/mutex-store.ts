@@ -28,6 +28,8 @@ export interface StoreAcquire {
   readonly waiterId: string;
   /** How long a fair waiter keeps its place without checking back. */
   readonly waiterTtlMs: number;
+  /** The lease a release hands this waiter the lock with, until it confirms (a dead waiter's cost). */
+  readonly grantMs: number;
 }
 
 export interface StoreRwAcquire {
@@ -111,6 +113,7 @@ export class RedisLockStore implements LockStore {
           req.fair ? '1' : '0',
           req.waiterId,
           req.waiterTtlMs,
+          req.grantMs,
         ]),
       );
       if (fence < 0 || !this.ack) return fence;

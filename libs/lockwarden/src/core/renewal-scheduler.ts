@@ -49,6 +49,7 @@ export class RenewalScheduler {
   track(lease: Lease): void {
     if (this.stopped) return;
     lease.tracked = true;
+    lease.overdue = this.overdue;
     this.leases.add(lease);
     const at = Math.min(lease.nextRenewAt, lease.abortAt);
     if (at < this.timerAt) this.arm(at);
@@ -56,6 +57,7 @@ export class RenewalScheduler {
 
   untrack(lease: Lease): void {
     lease.tracked = false;
+    lease.overdue = undefined;
     this.leases.delete(lease);
     // The timer stays armed when the last lease goes (it is unref'd and fires harmlessly):
     // disarming and re-arming it on every acquire/release cycle cost a timer per lock.
@@ -104,13 +106,7 @@ export class RenewalScheduler {
         if (lease.state !== 'held') {
           this.untrack(lease);
         } else if (now >= lease.abortAt) {
-          this.untrack(lease);
-          this.lost(
-            lease,
-            lease.capped || now >= lease.maxHoldUntil - lease.safetyMarginMs
-              ? 'it was held for its maxHoldMs, the longest one acquisition may be kept'
-              : `its lease ran out before a renewal succeeded (safety margin ${lease.safetyMarginMs} ms)`,
-          );
+          this.expire(lease, now);
         } else if (lease.renew && !lease.renewing && lease.nextRenewAt - lease.leaseMs / 6 <= now) {
           if (lease.renewalMs(now) > lease.safetyMarginMs) due.push(lease);
           else lease.capped = true;
@@ -169,6 +165,19 @@ export class RenewalScheduler {
         this.logger.debug(`Lock renewal failed, retrying within the lease: ${String(err)}`);
         if (next < this.timerAt) this.arm(next);
       },
+    );
+  }
+
+  /** A lease read past its abort time before the timer ran: lost now, not at the next firing. */
+  private readonly overdue = (lease: Lease): void => this.expire(lease, performance.now());
+
+  private expire(lease: Lease, now: number): void {
+    this.untrack(lease);
+    this.lost(
+      lease,
+      lease.capped || now >= lease.maxHoldUntil - lease.safetyMarginMs
+        ? 'it was held for its maxHoldMs, the longest one acquisition may be kept'
+        : `its lease ran out before a renewal succeeded (safety margin ${lease.safetyMarginMs} ms)`,
     );
   }
 

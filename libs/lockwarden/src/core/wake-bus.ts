@@ -12,8 +12,11 @@ type ParkResult = 'wake' | 'grant' | 'timer' | 'interrupt';
 export class Waiter {
   pendingWake = false;
   grantedFence = 0;
+  /** The longest a release hands another waiter the lock for before it must confirm it. */
+  handoffMs = Infinity;
   private resolvePark: ((result: ParkResult) => void) | undefined;
   private timer: NodeJS.Timeout | undefined;
+  private wakeAt = Infinity;
 
   /** Fair waiters (and starving non-fair ones) hold a place in the server's queue and are granted by id. */
   constructor(
@@ -31,8 +34,23 @@ export class Waiter {
     }
     return new Promise<ParkResult>((resolve) => {
       this.resolvePark = resolve;
-      this.timer = setTimeout(() => this.settle('timer'), Math.max(1, Math.ceil(ms)));
+      this.arm(ms);
     });
+  }
+
+  /**
+   * Another waiter was handed the lock. If it died in the queue, the lock lapses when its
+   * hand-off lease does: check back then, not at the end of the wait budget.
+   */
+  handedToAnother(): void {
+    if (this.resolvePark && performance.now() + this.handoffMs < this.wakeAt) this.arm(this.handoffMs + 1);
+  }
+
+  private arm(ms: number): void {
+    clearTimeout(this.timer);
+    const wait = Math.max(1, Math.ceil(ms));
+    this.wakeAt = performance.now() + wait;
+    this.timer = setTimeout(() => this.settle('timer'), wait);
   }
 
   wake(): void {
@@ -190,10 +208,8 @@ export class WakeBus {
       const id = message.slice(1, sep);
       const fence = Number(message.slice(sep + 1));
       for (const w of state.waiters) {
-        if (w.fair && w.waiterId === id) {
-          w.grant(fence);
-          return;
-        }
+        if (w.fair && w.waiterId === id) w.grant(fence);
+        else w.handedToAnother();
       }
       return;
     }

@@ -5,6 +5,7 @@
 -- KEYS[4] fair waiter records: hash token -> "deadline|lease|waiterId|instance"
 -- ARGV[1] owner token   ARGV[2] lease ms   ARGV[3] instance id
 -- ARGV[4] '1' = fair    ARGV[5] waiter id  ARGV[6] waiter record ttl ms
+-- ARGV[7] the lease a hand-off to this waiter starts with (short: the waiter confirms it)
 -- Returns the fencing token (> 0) when the caller owns the lock, else -(ms worth waiting).
 -- The next fencing token, as a string (Lua prints numbers with 14 digits, too few for these).
 -- A counter that is missing (a key never locked, or one a restart without persistence
@@ -20,7 +21,9 @@ local function nextFence(counter)
 end
 local owner = redis.call('hget', KEYS[1], 'o')
 if owner == ARGV[1] then
-  -- A fair waiter may have been handed the lock by a release it did not hear about.
+  -- A queued waiter handed the lock by a release confirms it: the full lease starts now,
+  -- so its holder can time the lease from when it sent this call.
+  redis.call('pexpire', KEYS[1], ARGV[2])
   return tonumber(redis.call('hget', KEYS[1], 'f'))
 end
 
@@ -55,7 +58,7 @@ end
 if fair then
   local ttl = tonumber(ARGV[6])
   redis.call('zadd', KEYS[3], 'NX', nowUs, ARGV[1])
-  redis.call('hset', KEYS[4], ARGV[1], (now + ttl) .. '|' .. ARGV[2] .. '|' .. ARGV[5] .. '|' .. ARGV[3])
+  redis.call('hset', KEYS[4], ARGV[1], (now + ttl) .. '|' .. ARGV[7] .. '|' .. ARGV[5] .. '|' .. ARGV[3])
   redis.call('pexpire', KEYS[3], ttl)
   redis.call('pexpire', KEYS[4], ttl)
   if not owner then

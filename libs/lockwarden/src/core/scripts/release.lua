@@ -36,7 +36,9 @@ if redis.call('exists', KEYS[3]) == 1 then
     if rec then
       local deadline, lease, waiterId, instance = string.match(rec, '^(%d+)|(%d+)|([^|]*)|(.*)$')
       if tonumber(deadline) >= now then
-        -- Lock passing: the waiter owns the lock before it even hears about it.
+        -- Lock passing: the waiter owns the lock before it even hears about it, for the
+        -- short hand-off lease it asked for. It confirms to get its full lease, so a waiter
+        -- that died in the queue holds the lock up for that short lease at most.
         local f = nextFence(KEYS[2])
         redis.call('hset', KEYS[1], 'o', head, 'f', f, 'i', instance)
         redis.call('pexpire', KEYS[1], lease)

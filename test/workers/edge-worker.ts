@@ -1,0 +1,65 @@
+// A lock client for the edge tests (paused and dead waiters, paused holders), on many keys
+// at once so that one SIGSTOP or SIGKILL makes one trial per key.
+// MODE=wait  acquire every key of KEYS (comma-separated; WRITE=1: a write hold of a read/write lock); print "queued" once every acquire
+//            has started, then "acquired <key> <token>" per key, and write under each lock
+//            until told to stop (FENCE on the observer Redis, see test/edge.spec.ts).
+// MODE=hold  acquire every key, print "held <key> <token>", then write under each lock in a
+//            loop of round trips for as long as its signal is live; print "stopped <key>".
+// Every writer checks `signal.aborted` before each write, as a protected write should.
+// A heartbeat line "tick" every 10 ms shows the process runs.
+import { Redis } from 'ioredis';
+import { FencedResource } from '../harness/fenced-resource';
+import { LockEngine } from '../../libs/lockwarden/src/core';
+import type { LockHandle } from '../../libs/lockwarden/src';
+
+async function writeWhileHeld(resource: FencedResource, lock: LockHandle, who: string): Promise<void> {
+  // A chain of round trips: after a pause, the reply to the last write is the first callback to run.
+  while (!lock.signal.aborted) await resource.write(lock.key, lock.fencingToken, who);
+}
+
+async function main(): Promise<void> {
+  const {
+    REDIS,
+    OBSERVER,
+    PREFIX = '',
+    MODE,
+    KEYS = '',
+    LEASE_MS = '600',
+    FAIR = '0',
+    WRITE = '0',
+    NAME = 'w',
+  } = process.env;
+  const keys = KEYS.split(',');
+  const engine = new LockEngine({ redis: REDIS!, keyPrefix: PREFIX, leaseMs: Number(LEASE_MS), instanceId: NAME });
+  const resource = new FencedResource(new Redis(OBSERVER!), PREFIX);
+  setInterval(() => console.log('tick'), 10);
+  if (MODE === 'wait') {
+    const done = keys.map(async (key) => {
+      const lock =
+        WRITE === '1'
+          ? await engine.acquireWrite(key, { waitMs: 60_000 })
+          : await engine.acquire(key, { waitMs: 60_000, fair: FAIR === '1' });
+      console.log(`acquired ${key} ${lock.fencingToken}`);
+      await resource.write(key, lock.fencingToken, NAME);
+      await lock.release();
+    });
+    console.log('queued');
+    await Promise.all(done);
+    console.log('done');
+  } else if (MODE === 'hold') {
+    const locks = await Promise.all(keys.map((key) => engine.acquire(key)));
+    for (const lock of locks) console.log(`held ${lock.key} ${lock.fencingToken}`);
+    await Promise.all(
+      locks.map(async (lock) => {
+        await writeWhileHeld(resource, lock, NAME);
+        console.log(`stopped ${lock.key}`);
+      }),
+    );
+    console.log('done');
+  }
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exitCode = 1;
+});
