@@ -2,7 +2,7 @@ import { Redis } from 'ioredis';
 import { Redlock as SesameRedlock } from '@sesamecare-oss/redlock';
 import Redlock from 'redlock';
 import { Mutex } from 'redis-semaphore';
-import { LockEngine } from '../libs/lockwarden/src/core/lock-engine';
+import { LockEngine } from '../libs/lockwarden/src/core/engine/lock-engine';
 
 /** A held lock, whichever library took it. */
 export interface Held {

@@ -1,7 +1,7 @@
 import { Test } from '@nestjs/testing';
 import type { Redis } from 'ioredis';
 import { LockConfigError, LockLostError, LockModule, LockService } from 'lockwarden';
-import { LeaseHandle } from '../libs/lockwarden/src/core/lease';
+import { LeaseHandle } from '../libs/lockwarden/src/core/lease/lease';
 import { aborted, EventLog } from './harness/event-log';
 import { engineFactory } from './harness/engines';
 import { startRedis, uniquePrefix } from './harness/redis';

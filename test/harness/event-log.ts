@@ -1,4 +1,4 @@
-import type { LockEvent } from '../../libs/lockwarden/src/core/events';
+import type { LockEvent } from '../../libs/lockwarden/src/core/observe/events';
 
 interface Pending {
   match: (e: LockEvent) => boolean;

@@ -1,8 +1,8 @@
 // How a worker process reaches Redis: REDIS=<url> for one server, CLUSTER=host:port,... for a
 // cluster, QUORUM=<url>,<url>,... for Redlock across independent masters.
 import { Cluster, Redis } from 'ioredis';
-import type { LockEngineOptions } from '../../libs/lockwarden/src/core/engine-options';
-import type { RedisSpec } from '../../libs/lockwarden/src/core/redis-client';
+import type { LockEngineOptions } from '../../libs/lockwarden/src/core/engine/engine-options';
+import type { RedisSpec } from '../../libs/lockwarden/src/core/store/redis-client';
 
 function clusterNodes(): { host: string; port: number }[] | undefined {
   return process.env.CLUSTER?.split(',').map((hp) => {

@@ -1,27 +1,27 @@
-export { LockModule } from './lock.module';
-export { LockService } from './lock.service';
-export { LockWatchdog } from './lock-watchdog';
-export { LOCK_MODULE_OPTIONS } from './lock.module-definition';
-export type { LockModuleOptions } from './lock-options.interface';
-export type { LockHandle } from './core/lock-handle';
-export type { LockInfo, LockHolderInfo } from './core/inspect';
-export type { LockHealthReport } from './core/health-probe';
-export type { AcquireOptions, RwAcquireOptions } from './core/options';
-export type { LockEngineOptions, QuorumOptions } from './core/engine-options';
-export type { ReplicaAckOptions } from './core/replica-ack';
-export type { RedisSpec, RedisClient, ClusterSpec } from './core/redis-client';
-export { LockEngine } from './core/lock-engine';
-export { Locked } from './decorators/locked.decorator';
-export { ReadLocked } from './decorators/read-locked.decorator';
-export { WriteLocked } from './decorators/write-locked.decorator';
-export { ScheduledLock } from './decorators/scheduled-lock.decorator';
-export type { KeySpec } from './decorators/key-template';
-export type { LockedOptions, OnBusy } from './decorators/locked-options';
-export { LOCKED_METADATA } from './decorators/locked.constants';
-export { getLockedMetadata } from './decorators/locked-metadata.accessor';
-export type { LockedMetadata, LockMode } from './decorators/locked-metadata.accessor';
-export { LockInterceptor } from './interceptors/lock.interceptor';
-export { toHttpError } from './interceptors/lock-http-errors';
+export { LockModule } from './nest/lock.module';
+export { LockService } from './nest/lock.service';
+export { LockWatchdog } from './nest/lock-watchdog';
+export { LOCK_MODULE_OPTIONS } from './nest/lock.module-definition';
+export type { LockModuleOptions } from './nest/lock-options.interface';
+export type { LockHandle } from './core/lease/lock-handle';
+export type { LockInfo, LockHolderInfo } from './core/store/inspect';
+export type { LockHealthReport } from './core/store/health-probe';
+export type { AcquireOptions, RwAcquireOptions } from './core/engine/options';
+export type { LockEngineOptions, QuorumOptions } from './core/engine/engine-options';
+export type { ReplicaAckOptions } from './core/store/replica-ack';
+export type { RedisSpec, RedisClient, ClusterSpec } from './core/store/redis-client';
+export { LockEngine } from './core/engine/lock-engine';
+export { Locked } from './nest/decorators/locked.decorator';
+export { ReadLocked } from './nest/decorators/read-locked.decorator';
+export { WriteLocked } from './nest/decorators/write-locked.decorator';
+export { ScheduledLock } from './nest/decorators/scheduled-lock.decorator';
+export type { KeySpec } from './nest/decorators/key-template';
+export type { LockedOptions, OnBusy } from './nest/decorators/locked-options';
+export { LOCKED_METADATA } from './nest/decorators/locked.constants';
+export { getLockedMetadata } from './nest/decorators/locked-metadata.accessor';
+export type { LockedMetadata, LockMode } from './nest/decorators/locked-metadata.accessor';
+export { LockInterceptor } from './nest/interceptors/lock.interceptor';
+export { toHttpError } from './nest/interceptors/lock-http-errors';
 export {
   LockError,
   LockTimeoutError,
@@ -32,4 +32,4 @@ export {
   LockUpgradeError,
   LockInterruptedError,
 } from './errors';
-export type { LockEvent, LockEventType, LockEventListener } from './core/events';
+export type { LockEvent, LockEventType, LockEventListener } from './core/observe/events';

@@ -1,7 +1,7 @@
 import { Redis } from 'ioredis';
-import { forceUnlockKey, inspectLock } from '../core/inspect';
-import type { LockInfo } from '../core/inspect';
-import { checkKey } from '../core/options';
+import { forceUnlockKey, inspectLock } from '../core/store/inspect';
+import type { LockInfo } from '../core/store/inspect';
+import { checkKey } from '../core/engine/options';
 import { parseArgs, UsageError, USAGE } from './args';
 import type { CliArgs } from './args';
 import { scanLockNames } from './scan';

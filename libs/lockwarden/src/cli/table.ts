@@ -1,4 +1,4 @@
-import type { LockInfo } from '../core/inspect';
+import type { LockInfo } from '../core/store/inspect';
 
 /** A plain-text table of locks for people; columns sized to their content. */
 export function renderTable(infos: readonly LockInfo[]): string {

@@ -1,6 +1,6 @@
-export { LockEngine } from './lock-engine';
-export type { LockEngineOptions } from './engine-options';
-export type { LockHandle } from './lock-handle';
-export type { AcquireOptions } from './options';
-export type { LockLogger } from './logger';
-export type { RedisClient, RedisSpec } from './redis-client';
+export { LockEngine } from './engine/lock-engine';
+export type { LockEngineOptions } from './engine/engine-options';
+export type { LockHandle } from './lease/lock-handle';
+export type { AcquireOptions } from './engine/options';
+export type { LockLogger } from './observe/logger';
+export type { RedisClient, RedisSpec } from './store/redis-client';

@@ -1,4 +1,4 @@
 // `lockwarden/testing`: LockService without Redis, for users' unit tests.
-export { LockTestingModule } from './lock-testing.module';
-export type { LockTestingOptions } from './lock-testing.module';
-export { MemoryLockBackend } from '../core/memory-store';
+export { LockTestingModule } from '../nest/testing/lock-testing.module';
+export type { LockTestingOptions } from '../nest/testing/lock-testing.module';
+export { MemoryLockBackend } from '../core/store/memory-store';

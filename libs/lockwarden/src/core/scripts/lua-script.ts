@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { LUA_SOURCES, type LuaScriptName } from './lua-sources.generated';
 import type { Cluster, Redis } from 'ioredis';
-import type { RedisClient } from '../redis-client';
+import type { RedisClient } from '../store/redis-client';
 
 /**
  * One named Lua operation. Runs by EVALSHA and falls back to EVAL once per

@@ -1,0 +1,215 @@
+import { hostname } from 'node:os';
+import { LockConfigError } from '../../errors';
+import type { LockEventListener } from '../observe/events';
+import type { LockLogger } from '../observe/logger';
+import { SILENT_LOGGER } from '../observe/logger';
+import {
+  checkInteger,
+  checkKnownNames,
+  checkOptionsObject,
+  describe,
+  isWellFormed,
+  MAX_MS,
+  MIN_LEASE_MS,
+} from './options';
+import type { LockDefaults } from './options';
+import type { MemoryLockBackend } from '../store/memory-store';
+import type { RedisSpec } from '../store/redis-client';
+import type { ReplicaAckOptions } from '../store/replica-ack';
+
+/**
+ * Settings of one lock engine (one `LockModule`).
+ *
+ * @example
+ * ```ts
+ * const engine = new LockEngine({ redis: 'redis://127.0.0.1:6380', keyPrefix: 'billing:lock:' });
+ * ```
+ */
+export interface LockEngineOptions {
+  /**
+   * A redis:// URL, ioredis options (Sentinel included), `{ cluster: [...] }`, or an ioredis
+   * client you own (it is never closed for you). Required, unless `quorum` is given instead.
+   */
+  redis?: RedisSpec | MemoryLockBackend;
+  /** Redlock across several independent Redis masters, instead of `redis`. */
+  quorum?: QuorumOptions;
+  /**
+   * After taking a lock, WAIT until this many replicas have it; with fewer, give it back and
+   * retry. Narrows the window in which a failover loses a lock; it does not close it.
+   */
+  replicaAck?: ReplicaAckOptions;
+  /** Prefix of every Redis key and channel. Default `'lock:'`. */
+  keyPrefix?: string;
+  /** Lease the watchdog keeps renewing while a lock without `ttlMs` is held. Default 30 000 ms. */
+  leaseMs?: number;
+  /** Default wait budget of `acquire` and `withLock`. Default 10 000 ms. */
+  waitMs?: number;
+  /** Human-readable id of this process, stored beside each lock for inspection. Default `hostname:pid`. */
+  instanceId?: string;
+  /** How long before a lease ends a holder whose renewal has not succeeded is told the lock is lost. Default min(2 000 ms, lease/5). */
+  safetyMarginMs?: number;
+  /** Longest a single Redis call may take when the wait budget is shorter. Default 2 000 ms. */
+  commandTimeoutMs?: number;
+  /** Called for every lock event (acquired, released, waiting, timeout, skipped, extended, renewed, renewFailed, lost). */
+  onEvent?: LockEventListener;
+  /**
+   * Record OpenTelemetry metrics through @opentelemetry/api when the application has it
+   * (see `otelMetricsListener`). Default true; without the package it costs nothing.
+   */
+  metrics?: boolean;
+  /** Default cap on how long one acquisition may be kept alive (see AcquireOptions.maxHoldMs). Default: none. */
+  maxHoldMs?: number;
+  /** On shutdown, how long in-flight locked work may take to finish after its signal aborted. Default 10 000 ms. */
+  shutdownGraceMs?: number;
+}
+
+/**
+ * Redlock: each lock is taken on a majority of independent Redis masters, so
+ * it survives the loss of a minority of them. Mutexes only: read/write locks
+ * and `fair` are refused in this mode.
+ *
+ * @example
+ * ```ts
+ * LockModule.forRoot({
+ *   quorum: { nodes: ['redis://10.0.0.1:6379', 'redis://10.0.0.2:6379', 'redis://10.0.0.3:6379'] },
+ * });
+ * ```
+ */
+export interface QuorumOptions {
+  /** At least 3 independent masters (not replicas of each other, not one Cluster): URLs, ioredis options or clients you own. */
+  nodes: RedisSpec[];
+  /** The longest one node may take to answer; never more than a tenth of the lease. Default 500 ms. */
+  nodeTimeoutMs?: number;
+}
+
+export interface ResolvedQuorum {
+  nodes: RedisSpec[];
+  nodeTimeoutMs: number;
+}
+
+export interface ResolvedEngineOptions extends LockDefaults {
+  /** The single topology's Redis (or the in-memory test backend); undefined in quorum mode. */
+  redis: RedisSpec | MemoryLockBackend | undefined;
+  quorum: ResolvedQuorum | undefined;
+  replicaAck: ReplicaAckOptions | undefined;
+  instanceId: string;
+  commandTimeoutMs: number;
+  logger: LockLogger;
+  onEvent: LockEventListener | undefined;
+  metrics: boolean;
+  shutdownGraceMs: number;
+}
+
+export const ENGINE_OPTION_NAMES: ReadonlySet<string> = new Set([
+  'redis',
+  'quorum',
+  'replicaAck',
+  'keyPrefix',
+  'leaseMs',
+  'waitMs',
+  'instanceId',
+  'safetyMarginMs',
+  'commandTimeoutMs',
+  'onEvent',
+  'metrics',
+  'maxHoldMs',
+  'shutdownGraceMs',
+]);
+
+export function resolveEngineOptions(raw: unknown, logger: LockLogger = SILENT_LOGGER): ResolvedEngineOptions {
+  const o = checkOptionsObject('Lock module', raw);
+  checkKnownNames('lock module', o, ENGINE_OPTION_NAMES);
+  const quorum = o.quorum === undefined ? undefined : resolveQuorum(o.quorum);
+  if (quorum && o.redis !== undefined) {
+    throw new LockConfigError('Give either redis or quorum, not both: quorum lists every Redis it uses.');
+  }
+  if (!quorum && (o.redis === undefined || o.redis === null)) {
+    throw new LockConfigError('The redis option is required: a redis:// URL, ioredis options or an ioredis client.');
+  }
+  const keyPrefix = o.keyPrefix === undefined ? 'lock:' : o.keyPrefix;
+  if (typeof keyPrefix !== 'string' || keyPrefix.length > 256) {
+    throw new LockConfigError(`keyPrefix must be a string of at most 256 characters, got ${describe(keyPrefix)}.`);
+  }
+  if (!isWellFormed(keyPrefix)) {
+    throw new LockConfigError(
+      `keyPrefix ${describe(keyPrefix)} contains a lone UTF-16 surrogate. Redis would store it as U+FFFD, so prefixes that differ only there would share their locks.`,
+    );
+  }
+  const instanceId = o.instanceId === undefined ? `${hostname()}:${process.pid}` : o.instanceId;
+  if (
+    typeof instanceId !== 'string' ||
+    instanceId.length === 0 ||
+    instanceId.length > 200 ||
+    instanceId.includes('|')
+  ) {
+    throw new LockConfigError(
+      `instanceId must be a non-empty string of at most 200 characters without "|", got ${describe(instanceId)}.`,
+    );
+  }
+  if (o.onEvent !== undefined && typeof o.onEvent !== 'function') {
+    throw new LockConfigError(`onEvent must be a function, got ${describe(o.onEvent)}.`);
+  }
+  const leaseMs = o.leaseMs === undefined ? 30_000 : checkInteger('leaseMs', o.leaseMs, MIN_LEASE_MS, MAX_MS);
+  return {
+    redis: quorum ? undefined : (o.redis as RedisSpec | MemoryLockBackend),
+    quorum,
+    replicaAck: o.replicaAck === undefined ? undefined : resolveReplicaAck(o.replicaAck),
+    keyPrefix,
+    leaseMs,
+    waitMs: o.waitMs === undefined ? 10_000 : checkInteger('waitMs', o.waitMs, 0, MAX_MS),
+    instanceId,
+    safetyMarginMs:
+      o.safetyMarginMs === undefined ? undefined : checkInteger('safetyMarginMs', o.safetyMarginMs, 0, MAX_MS),
+    commandTimeoutMs:
+      o.commandTimeoutMs === undefined ? 2_000 : checkInteger('commandTimeoutMs', o.commandTimeoutMs, 1, MAX_MS),
+    logger,
+    onEvent: o.onEvent as LockEventListener | undefined,
+    metrics: checkBoolean('metrics', o.metrics, true),
+    maxHoldMs: o.maxHoldMs === undefined ? undefined : checkInteger('maxHoldMs', o.maxHoldMs, MIN_LEASE_MS, MAX_MS),
+    shutdownGraceMs:
+      o.shutdownGraceMs === undefined ? 10_000 : checkInteger('shutdownGraceMs', o.shutdownGraceMs, 0, MAX_MS),
+  };
+}
+
+function checkBoolean(field: string, value: unknown, fallback: boolean): boolean {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'boolean') throw new LockConfigError(`${field} must be a boolean, got ${describe(value)}.`);
+  return value;
+}
+
+function resolveReplicaAck(raw: unknown): ReplicaAckOptions {
+  const r = checkOptionsObject('replicaAck', raw);
+  checkKnownNames('replicaAck', r, new Set(['replicas', 'timeoutMs']));
+  return {
+    replicas: checkInteger('replicaAck.replicas', r.replicas, 1, 100),
+    timeoutMs: checkInteger('replicaAck.timeoutMs', r.timeoutMs, 1, MAX_MS),
+  };
+}
+
+function resolveQuorum(raw: unknown): ResolvedQuorum {
+  const q = checkOptionsObject('quorum', raw);
+  checkKnownNames('quorum', q, new Set(['nodes', 'nodeTimeoutMs']));
+  if (!Array.isArray(q.nodes) || q.nodes.length < 3) {
+    throw new LockConfigError(
+      `quorum.nodes must list at least 3 independent Redis masters, got ${Array.isArray(q.nodes) ? `${q.nodes.length}` : describe(q.nodes)}.`,
+    );
+  }
+  for (const node of q.nodes as unknown[]) {
+    if (node === null || node === undefined || (typeof node === 'object' && 'cluster' in node)) {
+      throw new LockConfigError(
+        'Each quorum node must be one Redis master (a URL, ioredis options or a client), not a Cluster.',
+      );
+    }
+  }
+  return {
+    nodes: q.nodes as RedisSpec[],
+    nodeTimeoutMs:
+      q.nodeTimeoutMs === undefined ? 500 : checkInteger('quorum.nodeTimeoutMs', q.nodeTimeoutMs, 1, MAX_MS),
+  };
+}
+
+/** The margin for one lease: never more than a third of it, so renewal always gets a chance. */
+export function safetyMarginFor(leaseMs: number, configured: number | undefined): number {
+  const margin = configured ?? Math.min(2_000, Math.floor(leaseMs / 5));
+  return Math.min(margin, Math.floor(leaseMs / 3));
+}

@@ -1,0 +1,239 @@
+import { LockConfigError } from '../../errors';
+import { quoteKey } from '../../errors/key-text';
+
+/** Largest timer delay Node accepts, and so the largest lease or wait we allow. */
+export const MAX_MS = 2 ** 31 - 1;
+/** Shortest lease that survives a round trip and a renewal. */
+export const MIN_LEASE_MS = 10;
+export const MAX_KEY_LENGTH = 1024;
+/**
+ * Half of a UTF-16 surrogate pair without the other half. Encoded as UTF-8 for Redis it
+ * becomes U+FFFD, so two different JavaScript strings would name one Redis key.
+ */
+const LONE_SURROGATE = /\p{Surrogate}/u;
+
+/**
+ * Per-call options of `acquire`, `tryAcquire` and `withLock`.
+ *
+ * @example
+ * ```ts
+ * await locks.withLock('payout:7', pay, { waitMs: 2_000, fair: true });
+ * await locks.acquire('cache:warm', { ttlMs: 5_000, waitMs: 0 }); // fixed lease, no renewal
+ * ```
+ */
+export interface AcquireOptions {
+  /** Fixed lease in ms. The lock is never renewed and simply expires after it. Omit to let the watchdog renew a `leaseMs` lease while you hold it. */
+  ttlMs?: number;
+  /** How long to wait for a busy lock, in ms. 0 makes a single attempt. Defaults to the module's `waitMs`. */
+  waitMs?: number;
+  /** Cancels the wait. Rejects with `LockAbortedError`; nothing is left locked. */
+  signal?: AbortSignal;
+  /** Grant the lock to waiters in arrival order (FIFO). Default false. */
+  fair?: boolean;
+  /**
+   * The longest one acquisition may be kept alive (ShedLock's lockAtMostFor).
+   * Renewal never extends the lease past it; when it is reached the signal
+   * aborts, and a crashed holder frees the lock by then at the latest.
+   */
+  maxHoldMs?: number;
+  /**
+   * Keep the lock until this long after it was acquired, even when the work
+   * finished sooner (ShedLock's lockAtLeastFor). Other instances whose clocks
+   * run a little behind then skip the same scheduled run instead of repeating it.
+   */
+  lockAtLeastMs?: number;
+  /**
+   * The lock's name in metrics: low-cardinality, so never the expanded key. Defaults to the
+   * decorator's key template, or for a direct call to the key's first `:` segment followed
+   * by `:*` (`'order:42'` is named `'order:*'`).
+   */
+  name?: string;
+}
+
+/** The engine's defaults, already validated. */
+export interface LockDefaults {
+  keyPrefix: string;
+  leaseMs: number;
+  waitMs: number;
+  safetyMarginMs: number | undefined;
+  maxHoldMs?: number | undefined;
+}
+
+/**
+ * Options of `acquireRead`, `acquireWrite`, `withReadLock` and `withWriteLock`.
+ *
+ * @example
+ * ```ts
+ * await locks.withReadLock('catalog', render, { waitMs: 1_000 });
+ * await locks.withReadLock('stats', read, { writerPreference: false }); // may overtake waiting writers
+ * ```
+ */
+export interface RwAcquireOptions extends Omit<AcquireOptions, 'fair'> {
+  /** Reads only: wait behind writers that are already waiting, so readers cannot starve them. Default true. */
+  writerPreference?: boolean;
+}
+
+/** Options of one acquisition with every default applied. */
+export interface ResolvedAcquire {
+  key: string;
+  leaseMs: number;
+  renew: boolean;
+  waitMs: number;
+  signal: AbortSignal | undefined;
+  fair: boolean;
+  maxHoldMs: number | undefined;
+  lockAtLeastMs: number | undefined;
+  /** The low-cardinality name metrics label the lock with. */
+  name: string;
+}
+
+const ACQUIRE_OPTION_NAMES: ReadonlySet<string> = new Set([
+  'ttlMs',
+  'waitMs',
+  'signal',
+  'fair',
+  'maxHoldMs',
+  'lockAtLeastMs',
+  'name',
+]);
+
+export function checkKey(key: unknown, where = 'lock key'): string {
+  if (typeof key !== 'string') {
+    throw new LockConfigError(`The ${where} must be a string, got ${describe(key)}.`);
+  }
+  if (key.length === 0) throw new LockConfigError(`The ${where} must not be empty.`);
+  if (key.length > MAX_KEY_LENGTH) {
+    throw new LockConfigError(
+      `The ${where} is ${key.length} characters long; the limit is ${MAX_KEY_LENGTH}. Hash long identifiers first.`,
+      key.slice(0, 64),
+    );
+  }
+  if (!isWellFormed(key)) {
+    throw new LockConfigError(
+      `The ${where} ${quoteKey(key)} contains a lone UTF-16 surrogate. Redis would store it as U+FFFD, ` +
+        'the same key as other strings that differ only there. Use well-formed text, or hash binary identifiers first.',
+      key,
+    );
+  }
+  return key;
+}
+
+/** True when `text` has no lone surrogate: what String.prototype.isWellFormed (ES2024) answers. */
+export function isWellFormed(text: string): boolean {
+  return !LONE_SURROGATE.test(text);
+}
+
+export function checkInteger(field: string, value: unknown, min: number, max: number, key?: string): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
+    throw new LockConfigError(
+      `${field} must be an integer from ${min} to ${max} (milliseconds), got ${describe(value)}.`,
+      key,
+    );
+  }
+  return value;
+}
+
+/** Rejects option names we do not know, so a typo such as `waitMS` is never silently ignored. */
+export function checkKnownNames(what: string, options: object, allowed: ReadonlySet<string>, key?: string): void {
+  for (const name of Object.keys(options)) {
+    if (!allowed.has(name)) {
+      throw new LockConfigError(
+        `Unknown ${what} option ${quoteKey(name)}. Allowed: ${[...allowed].sort().join(', ')}.`,
+        key,
+      );
+    }
+  }
+}
+
+export function checkOptionsObject(what: string, options: unknown, key?: string): Record<string, unknown> {
+  if (options === undefined || options === null) return {};
+  if (typeof options !== 'object' || Array.isArray(options)) {
+    throw new LockConfigError(`${what} options must be an object, got ${describe(options)}.`, key);
+  }
+  return options as Record<string, unknown>;
+}
+
+/**
+ * Validates one call's key and options and applies the defaults. Throws
+ * `LockConfigError` naming the field and its allowed range.
+ */
+export function resolveAcquire(
+  rawKey: unknown,
+  rawOptions: unknown,
+  defaults: LockDefaults,
+  extraNames: ReadonlySet<string> = EMPTY,
+): ResolvedAcquire {
+  const key = checkKey(rawKey);
+  const options = checkOptionsObject('Acquire', rawOptions, key);
+  if (extraNames.size === 0) checkKnownNames('acquire', options, ACQUIRE_OPTION_NAMES, key);
+  else checkKnownNames('acquire', options, new Set([...ACQUIRE_OPTION_NAMES, ...extraNames]), key);
+
+  const { ttlMs, waitMs, signal, fair } = options;
+  const maxHoldMs =
+    options.maxHoldMs === undefined
+      ? defaults.maxHoldMs
+      : checkInteger('maxHoldMs', options.maxHoldMs, MIN_LEASE_MS, MAX_MS, key);
+  const lockAtLeastMs =
+    options.lockAtLeastMs === undefined
+      ? undefined
+      : checkInteger('lockAtLeastMs', options.lockAtLeastMs, 0, MAX_MS, key);
+  if (lockAtLeastMs !== undefined && maxHoldMs !== undefined && lockAtLeastMs > maxHoldMs) {
+    throw new LockConfigError(
+      `lockAtLeastMs (${lockAtLeastMs}) must not exceed maxHoldMs (${maxHoldMs}): a lock cannot be kept longer than it may be held.`,
+      key,
+    );
+  }
+  const renew = ttlMs === undefined;
+  const lease = renew ? defaults.leaseMs : checkInteger('ttlMs', ttlMs, MIN_LEASE_MS, MAX_MS, key);
+  const leaseMs = maxHoldMs === undefined ? lease : Math.min(lease, maxHoldMs);
+  const wait = waitMs === undefined ? defaults.waitMs : checkInteger('waitMs', waitMs, 0, MAX_MS, key);
+  if (signal !== undefined && !(signal instanceof AbortSignal)) {
+    throw new LockConfigError(`signal must be an AbortSignal, got ${describe(signal)}.`, key);
+  }
+  if (fair !== undefined && typeof fair !== 'boolean') {
+    throw new LockConfigError(`fair must be a boolean, got ${describe(fair)}.`, key);
+  }
+  const name = options.name === undefined ? defaultLockName(key) : options.name;
+  if (typeof name !== 'string' || name.length === 0 || name.length > 200) {
+    throw new LockConfigError(`name must be a non-empty string of at most 200 characters, got ${describe(name)}.`, key);
+  }
+  return { key, leaseMs, renew, waitMs: wait, signal, fair: fair === true, maxHoldMs, lockAtLeastMs, name };
+}
+
+const EMPTY: ReadonlySet<string> = new Set();
+
+/** A key's metric name when none was given: its first `:` segment, then `:*` when more follows. */
+export function defaultLockName(key: string): string {
+  const colon = key.indexOf(':');
+  return colon < 0 ? key : `${key.slice(0, colon)}:*`;
+}
+
+/**
+ * A value the caller passed, for an error message. Never throws and never runs the value's
+ * own code (toString, getters, proxy traps): a message about bad input must not fail on it.
+ */
+export function describe(value: unknown): string {
+  if (value === null) return 'null';
+  if (typeof value === 'string') return quoteKey(value, 40);
+  if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'bigint') return String(value);
+  if (typeof value === 'object' && isArray(value)) return 'an array';
+  return typeof value;
+}
+
+/**
+ * A lock key, or whatever was passed as one, for an error message: `"order:42"`, cut to 200
+ * characters with its length after it; anything but a string is named by its type. Never
+ * throws, so a message about a bad key cannot fail on the key itself.
+ */
+export function describeKey(key: unknown): string {
+  return typeof key === 'string' ? quoteKey(key) : describe(key);
+}
+
+function isArray(value: object): boolean {
+  try {
+    return Array.isArray(value);
+  } catch {
+    // A revoked proxy throws even here.
+    return false;
+  }
+}

@@ -1,0 +1,172 @@
+import { LockLostError } from '../../errors';
+import type { LockError } from '../../errors';
+import type { LockHandle } from './lock-handle';
+import type { MutexKeys, RwKeys } from '../store/lock-keys';
+import type { LeaseKind } from '../store/redis-store';
+
+export type LeaseState = 'held' | 'released' | 'lost';
+
+/** What a lease needs from the engine that granted it. */
+export interface LeaseOwner {
+  releaseLease(lease: Lease): Promise<boolean>;
+  extendLease(lease: Lease, ms: number | undefined): Promise<void>;
+}
+
+/**
+ * One acquisition as the engine tracks it: a secret owner token, the lease
+ * timing the watchdog works from, and the holds that share it (reentrancy).
+ * Times are `performance.now()` milliseconds, never wall-clock.
+ */
+export class Lease {
+  state: LeaseState = 'held';
+  holds = 1;
+  readonly controller = new AbortController();
+  /** When Redis will drop the key at the earliest, counted from before the request that set it. */
+  expiresAt: number;
+  /** When the watchdog wants to renew next (Infinity for a fixed lease). */
+  nextRenewAt: number;
+  renewing = false;
+  /** Set by the scheduler while it tracks the lease. */
+  tracked = false;
+  /** No renewal reaches past this (maxHoldMs); Infinity when uncapped. */
+  maxHoldUntil = Infinity;
+  /** Set once maxHoldMs shortened or skipped a renewal: the lease now ends by the cap. */
+  capped = false;
+  /** A release before this only shortens the lease to it (lockAtLeastMs); 0 when unset. */
+  keepUntil = 0;
+  /** Why the lease was lost, once it was. */
+  lostError: LockLostError | undefined;
+  /** The low-cardinality name metrics label it with. */
+  name = '';
+  /** When it was granted (performance.now()), for hold times. */
+  readonly acquiredAt: number;
+
+  constructor(
+    readonly owner: LeaseOwner,
+    readonly kind: LeaseKind,
+    readonly key: string,
+    readonly keys: MutexKeys | RwKeys,
+    readonly token: string,
+    readonly fencingToken: number,
+    public leaseMs: number,
+    readonly renew: boolean,
+    readonly safetyMarginMs: number,
+    startedAt: number,
+  ) {
+    this.acquiredAt = startedAt;
+    this.expiresAt = startedAt + leaseMs;
+    this.nextRenewAt = renew ? startedAt + leaseMs / 3 : Infinity;
+    timeAware(this.controller.signal, this);
+  }
+
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  /**
+   * Set by the watchdog while it tracks the lease: called when a read finds the lease past
+   * its abort time before the watchdog's timer has run (after a pause, say).
+   */
+  overdue: ((lease: Lease) => void) | undefined;
+
+  /**
+   * Makes the lease read as lost at once, synchronously, when its locally measured abort
+   * time has passed: a process resuming from a pause may run a callback before any timer.
+   */
+  check(): void {
+    if (this.state === 'held' && this.overdue && performance.now() >= this.abortAt) this.overdue(this);
+  }
+
+  /** The moment to give up on the lease: its expiry (or its maxHoldMs cap) minus the safety margin. */
+  get abortAt(): number {
+    return Math.min(this.expiresAt, this.maxHoldUntil) - this.safetyMarginMs;
+  }
+
+  /** The lease a renewal sent at `now` asks for: never past the maxHoldMs cap. */
+  renewalMs(now: number): number {
+    return Math.min(this.leaseMs, Math.floor(this.maxHoldUntil - now));
+  }
+
+  /** Records a renewal (or extend) sent at `sentAt` that set the server lease to `grantedMs`. */
+  confirm(sentAt: number, grantedMs: number): void {
+    this.expiresAt = sentAt + grantedMs;
+    this.nextRenewAt = this.renew ? sentAt + this.leaseMs / 3 : Infinity;
+  }
+
+  /** Asks the holder to stop (shutdown, client gone): aborts the signal but keeps the lease. */
+  interrupt(reason: LockError): void {
+    if (this.state === 'held' && !this.controller.signal.aborted) this.controller.abort(reason);
+  }
+
+  /** Marks the lease lost and aborts its signal. Returns false if it had already ended. */
+  lose(reason: string, cause?: unknown): boolean {
+    if (this.state !== 'held') return false;
+    this.state = 'lost';
+    this.lostError = new LockLostError(this.key, reason, cause === undefined ? undefined : { cause });
+    // An interrupted holder's signal already fired; the loss still changes what withLock reports.
+    if (!this.controller.signal.aborted) this.controller.abort(this.lostError);
+    return true;
+  }
+}
+
+/** The public face of one hold on a lease; reentrant holds get their own handle. */
+export class LeaseHandle implements LockHandle {
+  private released = false;
+
+  constructor(readonly lease: Lease) {}
+
+  get key(): string {
+    return this.lease.key;
+  }
+
+  get fencingToken(): number {
+    return this.lease.fencingToken;
+  }
+
+  get signal(): AbortSignal {
+    this.lease.check();
+    return this.lease.signal;
+  }
+
+  isHeld(): boolean {
+    this.lease.check();
+    return !this.released && this.lease.state === 'held';
+  }
+
+  extend(ms?: number): Promise<void> {
+    if (this.released) {
+      return Promise.reject(new LockLostError(this.lease.key, 'this handle was already released'));
+    }
+    return this.lease.owner.extendLease(this.lease, ms);
+  }
+
+  release(): Promise<boolean> {
+    if (this.released) return Promise.resolve(false);
+    this.released = true;
+    return this.lease.owner.releaseLease(this.lease);
+  }
+}
+
+const abortedOf = Object.getOwnPropertyDescriptor(AbortSignal.prototype, 'aborted')!.get!;
+const throwIfAbortedOf = AbortSignal.prototype.throwIfAborted;
+
+/**
+ * `aborted` and `throwIfAborted()` of a lease's signal check the lease's deadline first, so a
+ * holder that cached the signal still reads it as aborted the moment its lease is overdue.
+ */
+function timeAware(signal: AbortSignal, lease: Lease): void {
+  Object.defineProperty(signal, 'aborted', {
+    configurable: true,
+    get(this: AbortSignal): boolean {
+      lease.check();
+      return abortedOf.call(this) as boolean;
+    },
+  });
+  Object.defineProperty(signal, 'throwIfAborted', {
+    configurable: true,
+    value(this: AbortSignal): void {
+      lease.check();
+      throwIfAbortedOf.call(this);
+    },
+  });
+}

@@ -1,0 +1,213 @@
+import { quoteKey } from '../../errors/key-text';
+import type { LockEvent } from '../observe/events';
+import type { Lease } from './lease';
+import type { LockLogger } from '../observe/logger';
+import type { LockStore } from '../store/redis-store';
+
+/**
+ * The watchdog's engine: one timer for every held lock, never one per lock.
+ *
+ * Each firing renews, in one batched script call per 500 keys, every lease
+ * whose renewal falls due within the next sixth of its lease, so leases taken
+ * at different moments share rounds. Renewal is scheduled from the confirmed
+ * acquisition, renews only while the token still owns the key, and retries
+ * failures until the lease's safety margin is reached; then the lease's
+ * signal aborts, before any other client can take the key.
+ */
+export class RenewalScheduler {
+  private readonly leases = new Set<Lease>();
+  private timer: NodeJS.Timeout | undefined;
+  private timerAt = Infinity;
+  private stopped = false;
+  /** How late the last firing ran compared with when it was due, in ms. */
+  lastLagMs = 0;
+  rounds = 0;
+  /** Leases renewed so far (each renewal of each lease once). */
+  renewals = 0;
+
+  constructor(
+    private readonly store: LockStore,
+    private readonly logger: LockLogger,
+    private readonly emit: ((event: LockEvent) => void) | undefined,
+  ) {}
+
+  get size(): number {
+    return this.leases.size;
+  }
+
+  /**
+   * How late the watchdog is now: the last round's lateness, or how overdue the
+   * next round already is, whichever is more. 0 while no lock is held, since a
+   * late round long ago says nothing about leases that no longer exist.
+   */
+  get lagMs(): number {
+    if (this.leases.size === 0) return 0;
+    const overdue = this.timerAt === Infinity ? 0 : performance.now() - this.timerAt;
+    return Math.max(this.lastLagMs, overdue, 0);
+  }
+
+  track(lease: Lease): void {
+    if (this.stopped) return;
+    lease.tracked = true;
+    lease.overdue = this.overdue;
+    this.leases.add(lease);
+    const at = Math.min(lease.nextRenewAt, lease.abortAt);
+    if (at < this.timerAt) this.arm(at);
+  }
+
+  untrack(lease: Lease): void {
+    lease.tracked = false;
+    lease.overdue = undefined;
+    this.leases.delete(lease);
+    // The timer stays armed when the last lease goes (it is unref'd and fires harmlessly):
+    // disarming and re-arming it on every acquire/release cycle cost a timer per lock.
+  }
+
+  /** Re-plans after a lease's timing changed outside a renewal round (extend()). */
+  reschedule(lease: Lease): void {
+    if (!lease.tracked) return;
+    const at = Math.min(lease.nextRenewAt, lease.abortAt);
+    if (at < this.timerAt) this.arm(at);
+  }
+
+  /** Runs the watchdog (it runs from creation; this undoes stop()). */
+  start(): void {
+    if (!this.stopped) return;
+    this.stopped = false;
+    this.rearm();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    this.disarm();
+  }
+
+  private arm(at: number): void {
+    clearTimeout(this.timer);
+    this.timerAt = at;
+    this.timer = setTimeout(() => this.fire(), Math.max(0, Math.ceil(at - performance.now())));
+    this.timer.unref();
+  }
+
+  private disarm(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    this.timerAt = Infinity;
+  }
+
+  private fire(): void {
+    this.timer = undefined;
+    const now = performance.now();
+    this.lastLagMs = Math.max(0, now - this.timerAt);
+    this.timerAt = Infinity;
+    try {
+      const due: Lease[] = [];
+      for (const lease of this.leases) {
+        if (lease.state !== 'held') {
+          this.untrack(lease);
+        } else if (now >= lease.abortAt) {
+          this.expire(lease, now);
+        } else if (lease.renew && !lease.renewing && lease.nextRenewAt - lease.leaseMs / 6 <= now) {
+          if (lease.renewalMs(now) > lease.safetyMarginMs) due.push(lease);
+          else lease.capped = true;
+        }
+      }
+      if (due.length > 0) this.renew(due, now);
+    } catch (err) {
+      this.logger.warn(`Lock watchdog round failed: ${String(err)}`);
+    }
+    this.rearm();
+  }
+
+  private renew(due: Lease[], sentAt: number): void {
+    this.rounds++;
+    for (const lease of due) lease.renewing = true;
+    const items = due.map((lease) => {
+      const leaseMs = lease.renewalMs(sentAt);
+      if (leaseMs < lease.leaseMs) lease.capped = true;
+      return { lockKey: lease.keys.lock, token: lease.token, leaseMs, kind: lease.kind };
+    });
+    this.store.renew(items).then(
+      (results) => {
+        // Only the renewed leases moved: plan the next firing from them, not from every lease.
+        let next = Infinity;
+        due.forEach((lease, i) => {
+          lease.renewing = false;
+          if (lease.state !== 'held') return;
+          if (results[i]) {
+            this.renewals++;
+            lease.confirm(sentAt, items[i].leaseMs);
+            this.emit?.({ type: 'renewed', key: lease.key, name: lease.name, fencingToken: lease.fencingToken });
+            next = Math.min(next, lease.nextRenewAt, lease.abortAt);
+          } else {
+            this.untrack(lease);
+            this.lost(lease, 'the key is no longer ours in Redis (it expired or was deleted)');
+          }
+        });
+        if (next < this.timerAt) this.arm(next);
+      },
+      (err: unknown) => {
+        const retryAt = performance.now();
+        let next = Infinity;
+        const reason = err instanceof Error ? err.message : String(err);
+        for (const lease of due) {
+          lease.renewing = false;
+          lease.nextRenewAt = retryAt + Math.min(1_000, lease.leaseMs / 10);
+          next = Math.min(next, lease.nextRenewAt, lease.abortAt);
+          this.emit?.({
+            type: 'renewFailed',
+            key: lease.key,
+            name: lease.name,
+            fencingToken: lease.fencingToken,
+            reason,
+          });
+        }
+        this.logger.debug(`Lock renewal failed, retrying within the lease: ${String(err)}`);
+        if (next < this.timerAt) this.arm(next);
+      },
+    );
+  }
+
+  /** A lease read past its abort time before the timer ran: lost now, not at the next firing. */
+  private readonly overdue = (lease: Lease): void => this.expire(lease, performance.now());
+
+  private expire(lease: Lease, now: number): void {
+    this.untrack(lease);
+    this.lost(
+      lease,
+      lease.capped || now >= lease.maxHoldUntil - lease.safetyMarginMs
+        ? 'it was held for its maxHoldMs, the longest one acquisition may be kept'
+        : `its lease ran out before a renewal succeeded (safety margin ${lease.safetyMarginMs} ms)`,
+    );
+  }
+
+  /**
+   * Marks a lease lost, logs it once (unless the caller reports it its own way) and emits
+   * the event; false if it had already ended.
+   */
+  lost(lease: Lease, reason: string, log = true): boolean {
+    if (!lease.lose(reason)) return false;
+    if (log) this.logger.warn(`Lock ${quoteKey(lease.key)} lost: ${reason}.`);
+    this.emit?.({
+      type: 'lost',
+      key: lease.key,
+      name: lease.name,
+      fencingToken: lease.fencingToken,
+      reason,
+      heldMs: Math.round(performance.now() - lease.acquiredAt),
+    });
+    return true;
+  }
+
+  private rearm(): void {
+    if (this.stopped) return;
+    let next = Infinity;
+    for (const lease of this.leases) {
+      const renewable = !lease.renewing && lease.renewalMs(lease.nextRenewAt) > lease.safetyMarginMs;
+      const at = renewable ? Math.min(lease.nextRenewAt, lease.abortAt) : lease.abortAt;
+      if (at < next) next = at;
+    }
+    if (next === Infinity) this.disarm();
+    else if (next !== this.timerAt) this.arm(next);
+  }
+}

@@ -1,0 +1,79 @@
+import type { Cluster, Redis } from 'ioredis';
+import type { RedisClient } from './redis-client';
+import { SCRIPTS } from '../scripts/lua-script';
+
+/**
+ * What a health check needs to know about one engine.
+ *
+ * @example
+ * ```ts
+ * const report = await engine.health();
+ * if (!report.reachable) alert(`locks unavailable: ${report.error}`);
+ * ```
+ */
+export interface LockHealthReport {
+  /** Whether Redis answered PING (in quorum mode: a majority of the nodes). */
+  reachable: boolean;
+  /** The slowest PING round trip among the servers that answered, in ms. */
+  pingMs: number;
+  /** Servers asked, and how many answered. */
+  servers: number;
+  serversUp: number;
+  /** Whether every server already has every lock script cached (they load on first use otherwise). */
+  scriptsLoaded: boolean;
+  /** How late the watchdog's last renewal round ran, in ms. */
+  watchdogLagMs: number;
+  /** Locks this process holds now. */
+  heldLocks: number;
+  /** Why a server did not answer, when one did not. */
+  error?: string;
+}
+
+/** What the store knows of its servers; the engine adds the watchdog's side. */
+export type ServerProbe = Omit<LockHealthReport, 'watchdogLagMs' | 'heldLocks'>;
+
+const SHAS = [...new Set(Object.values(SCRIPTS).map((s) => s.sha))];
+
+/**
+ * Pings every server (each Cluster master) and asks whether the scripts are
+ * cached. Reachable when at least `needed` servers answer (all, unless given).
+ */
+export async function probeServers(
+  clients: readonly RedisClient[],
+  timeoutMs: number,
+  needed?: number,
+): Promise<ServerProbe> {
+  const servers = clients.flatMap((c) => (c.isCluster ? (c as Cluster).nodes('master') : [c as Redis]));
+  const results = await Promise.all(servers.map((s) => probeOne(s, timeoutMs)));
+  const up = results.filter((r) => r.ok);
+  const failed = results.find((r) => !r.ok);
+  return {
+    reachable: up.length > 0 && up.length >= (needed ?? servers.length),
+    pingMs: up.length === 0 ? 0 : Math.max(...up.map((r) => r.pingMs)),
+    servers: servers.length,
+    serversUp: up.length,
+    scriptsLoaded: up.length === servers.length && up.every((r) => r.scripts),
+    ...(failed ? { error: failed.error } : {}),
+  };
+}
+
+async function probeOne(
+  server: Redis,
+  timeoutMs: number,
+): Promise<{ ok: boolean; pingMs: number; scripts: boolean; error?: string }> {
+  const started = performance.now();
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+  });
+  try {
+    await Promise.race([server.ping(), timeout]);
+    const pingMs = performance.now() - started;
+    const cached = (await Promise.race([server.script('EXISTS', ...SHAS), timeout])) as number[];
+    return { ok: true, pingMs: Math.round(pingMs * 100) / 100, scripts: cached.every((n) => Number(n) === 1) };
+  } catch (err) {
+    return { ok: false, pingMs: 0, scripts: false, error: err instanceof Error ? err.message : String(err) };
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -1,0 +1,396 @@
+import type { ServerProbe } from './health-probe';
+import type { LockInfo } from './inspect';
+import type { MutexKeys, RwKeys } from './lock-keys';
+import { mutexKeys, rwKeys } from './lock-keys';
+import type { LockStore, RenewItem, StoreAcquire, StoreRwAcquire } from './redis-store';
+
+/** Something that delivers a published message to its waiters (a WakeBus). */
+export interface MessageSink {
+  deliver(channel: string, message: string): void;
+}
+
+interface MutexState {
+  owner: string;
+  fence: number;
+  instance: string;
+  expiresAt: number;
+}
+
+interface QueuedWaiter {
+  token: string;
+  deadline: number;
+  leaseMs: number;
+  waiterId: string;
+  instance: string;
+}
+
+interface RwState {
+  writer?: { token: string; deadline: number; fence: number; instance: string };
+  readers: Map<string, { deadline: number; instance: string }>;
+}
+
+/**
+ * Redis in process memory, for tests: the data and the operations of the Lua
+ * scripts (acquire, release, rw-acquire, rw-release, renew, inspect,
+ * force-unlock), one JavaScript function each, with the same replies. Every
+ * engine that shares a backend sees the same locks, as processes sharing a
+ * Redis would. Time is this process's monotonic clock.
+ *
+ * It is a test double. The behaviour suite in the repository runs against
+ * it and against real Redis, so that the two cannot drift apart.
+ *
+ * @example
+ * ```ts
+ * const backend = new MemoryLockBackend();
+ * // Two "instances" of a service that contend for the same locks, with no Redis:
+ * const a = await Test.createTestingModule({ imports: [LockTestingModule.forRoot({ backend })], providers: [Jobs] }).compile();
+ * const b = await Test.createTestingModule({ imports: [LockTestingModule.forRoot({ backend })], providers: [Jobs] }).compile();
+ * ```
+ */
+export class MemoryLockBackend {
+  private readonly mutexes = new Map<string, MutexState>();
+  private readonly counters = new Map<string, number>();
+  private readonly queues = new Map<string, QueuedWaiter[]>();
+  private readonly rw = new Map<string, RwState>();
+  private readonly waitingWriters = new Map<string, Map<string, number>>();
+  private readonly sinks = new Set<MessageSink>();
+
+  /** Called by an engine's bus, so releases reach its waiters. */
+  attach(sink: MessageSink): void {
+    this.sinks.add(sink);
+  }
+
+  detach(sink: MessageSink): void {
+    this.sinks.delete(sink);
+  }
+
+  /** The store an engine with this instance id uses. */
+  store(instanceId: string): MemoryLockStore {
+    return new MemoryLockStore(this, instanceId);
+  }
+
+  /** Forgets every lock and counter, as a restarted Redis without persistence would; tokens still rise after it. */
+  reset(): void {
+    this.mutexes.clear();
+    this.counters.clear();
+    this.queues.clear();
+    this.rw.clear();
+    this.waitingWriters.clear();
+  }
+
+  // ---- the scripts' operations, on the data above --------------------------------------------
+
+  acquire(req: StoreAcquire, instance: string): number {
+    const now = performance.now();
+    const { keys, token } = req;
+    const held = this.liveMutex(keys.lock, now);
+    if (held?.owner === token) {
+      held.expiresAt = now + req.leaseMs; // a handed-over lock, confirmed: its full lease starts now
+      return held.fence;
+    }
+    let head: QueuedWaiter | undefined;
+    const queue = this.queue(keys.queue);
+    if (req.fair) {
+      while (queue.length > 0 && queue[0].deadline < now) queue.shift();
+      head = queue[0];
+    }
+    if (!held && (!head || head.token === token)) {
+      const fence = this.incr(keys.fence);
+      this.mutexes.set(keys.lock, { owner: token, fence, instance, expiresAt: now + req.leaseMs });
+      if (head) this.dequeue(queue, token);
+      return fence;
+    }
+    if (req.fair) {
+      const record = { token, deadline: now + req.waiterTtlMs, leaseMs: req.grantMs, waiterId: req.waiterId, instance };
+      const place = queue.findIndex((w) => w.token === token);
+      if (place >= 0) queue[place] = record;
+      else queue.push(record);
+      if (!held) return -Math.max(1, Math.ceil(head!.deadline - now));
+    }
+    return -Math.max(1, Math.ceil(held ? held.expiresAt - now : 1));
+  }
+
+  release(keys: MutexKeys, token: string): boolean {
+    const now = performance.now();
+    const held = this.liveMutex(keys.lock, now);
+    const queue = this.queue(keys.queue);
+    if (held?.owner !== token) {
+      this.dequeue(queue, token);
+      return false;
+    }
+    this.mutexes.delete(keys.lock);
+    while (queue.length > 0) {
+      const next = queue.shift()!;
+      if (next.deadline >= now) {
+        // Lock passing: the waiter owns the lock before it hears about it.
+        const fence = this.incr(keys.fence);
+        this.mutexes.set(keys.lock, {
+          owner: next.token,
+          fence,
+          instance: next.instance,
+          expiresAt: now + next.leaseMs,
+        });
+        this.publish(keys.channel, `g${next.waiterId}:${fence}`);
+        return true;
+      }
+    }
+    this.publish(keys.channel, 'r');
+    return true;
+  }
+
+  rwAcquire(req: StoreRwAcquire, instance: string): number {
+    const now = performance.now();
+    const { keys, token } = req;
+    const state = this.rwState(keys.lock);
+    let latest = now;
+    for (const [t, r] of state.readers) {
+      if (r.deadline < now) state.readers.delete(t);
+      else latest = Math.max(latest, r.deadline);
+    }
+    if (state.writer && state.writer.deadline < now) state.writer = undefined;
+    const writer = state.writer;
+    if (writer) latest = Math.max(latest, writer.deadline);
+    const writers = this.writers(keys.writers);
+    if (req.mode === 'read') {
+      if (state.readers.has(token)) return this.counters.get(keys.fence) ?? 0;
+      const downgrade = writer !== undefined && writer.token === req.heldWriteToken;
+      if (writer && !downgrade) return -Math.max(1, Math.ceil(writer.deadline - now));
+      if (!downgrade && req.writerPreference) {
+        let first = Infinity;
+        for (const [t, deadline] of writers) {
+          if (deadline < now) writers.delete(t);
+          else first = Math.min(first, deadline);
+        }
+        if (first !== Infinity) return -Math.max(1, Math.ceil(first - now));
+      }
+      state.readers.set(token, { deadline: now + req.leaseMs, instance });
+      return this.counters.get(keys.fence) ?? 0;
+    }
+    if (writer?.token === token) return writer.fence;
+    if (!writer && state.readers.size === 0) {
+      const fence = this.incr(keys.fence);
+      state.writer = { token, deadline: now + req.leaseMs, fence, instance };
+      writers.delete(token);
+      return fence;
+    }
+    writers.set(token, now + req.placeTtlMs);
+    return -Math.max(1, Math.ceil(latest - now));
+  }
+
+  rwRelease(keys: RwKeys, token: string, mode: 'read' | 'write'): boolean {
+    const state = this.rwState(keys.lock);
+    const writers = this.writers(keys.writers);
+    if (mode === 'write') {
+      if (state.writer?.token !== token) {
+        writers.delete(token);
+        return false;
+      }
+      state.writer = undefined;
+      this.publish(keys.channel, 'a');
+      return true;
+    }
+    if (!state.readers.delete(token)) return false;
+    const now = performance.now();
+    for (const r of state.readers.values()) if (r.deadline >= now) return true;
+    if (writers.size > 0) this.publish(keys.channel, 'a');
+    return true;
+  }
+
+  renew(items: readonly RenewItem[]): boolean[] {
+    const now = performance.now();
+    return items.map((item) => {
+      if (item.kind === 'mutex') {
+        const held = this.liveMutex(item.lockKey, now);
+        if (held?.owner !== item.token) return false;
+        held.expiresAt = now + item.leaseMs;
+        return true;
+      }
+      const state = this.rw.get(item.lockKey);
+      if (item.kind === 'write') {
+        const writer = state?.writer;
+        if (writer?.token !== item.token || writer.deadline < now) return false;
+        writer.deadline = now + item.leaseMs;
+        return true;
+      }
+      const reader = state?.readers.get(item.token);
+      if (!reader || reader.deadline < now) return false;
+      reader.deadline = now + item.leaseMs;
+      return true;
+    });
+  }
+
+  inspect(prefix: string, key: string): LockInfo {
+    const now = performance.now();
+    const m = mutexKeys(prefix, key);
+    const r = rwKeys(prefix, key);
+    const remaining = (deadline: number) => Math.max(0, Math.round(deadline - now));
+    const held = this.liveMutex(m.lock, now);
+    if (held) {
+      const ttlMs = remaining(held.expiresAt);
+      return {
+        key,
+        held: true,
+        mode: 'mutex',
+        holders: [{ instanceId: held.instance, ttlMs }],
+        ttlMs,
+        fencingToken: held.fence,
+        waiters: this.queue(m.queue).length,
+      };
+    }
+    const state = this.rwState(r.lock);
+    const waitingWriters = this.writers(r.writers).size;
+    const writer = state.writer && state.writer.deadline >= now ? state.writer : undefined;
+    if (writer) {
+      const ttlMs = remaining(writer.deadline);
+      const holders = [{ instanceId: writer.instance, ttlMs }];
+      return { key, held: true, mode: 'write', holders, ttlMs, fencingToken: writer.fence, waiters: waitingWriters };
+    }
+    const readers = [...state.readers.values()].filter((x) => x.deadline >= now);
+    if (readers.length > 0) {
+      const holders = readers.map((x) => ({ instanceId: x.instance, ttlMs: remaining(x.deadline) }));
+      return {
+        key,
+        held: true,
+        mode: 'read',
+        holders,
+        ttlMs: Math.max(...holders.map((h) => h.ttlMs)),
+        fencingToken: this.counters.get(r.fence) ?? 0,
+        waiters: waitingWriters,
+      };
+    }
+    const waiters = waitingWriters + this.queue(m.queue).length;
+    return {
+      key,
+      held: false,
+      mode: null,
+      holders: [],
+      ttlMs: 0,
+      fencingToken: this.counters.get(m.fence) ?? 0,
+      waiters,
+    };
+  }
+
+  forceUnlock(prefix: string, key: string): boolean {
+    const m = mutexKeys(prefix, key);
+    const r = rwKeys(prefix, key);
+    const now = performance.now();
+    const state = this.rw.get(r.lock);
+    const rwHeld =
+      state !== undefined &&
+      ((state.writer !== undefined && state.writer.deadline >= now) ||
+        [...state.readers.values()].some((x) => x.deadline >= now));
+    const removed = (this.liveMutex(m.lock, now) ? 1 : 0) + (rwHeld ? 1 : 0);
+    this.mutexes.delete(m.lock);
+    this.queues.delete(m.queue);
+    this.rw.delete(r.lock);
+    this.waitingWriters.delete(r.writers);
+    this.publish(m.channel, 'r');
+    this.publish(r.channel, 'a');
+    return removed > 0;
+  }
+
+  // ---- helpers ------------------------------------------------------------------------------------
+
+  private liveMutex(key: string, now: number): MutexState | undefined {
+    const held = this.mutexes.get(key);
+    if (held && held.expiresAt <= now) {
+      this.mutexes.delete(key);
+      return undefined;
+    }
+    return held;
+  }
+
+  /** The next fencing token; a missing counter starts from the clock in microseconds, as nextFence in the scripts. */
+  private incr(key: string): number {
+    const last = this.counters.get(key);
+    const next = last === undefined ? clockMicros() : last + 1;
+    this.counters.set(key, next);
+    return next;
+  }
+
+  private queue(key: string): QueuedWaiter[] {
+    let queue = this.queues.get(key);
+    if (!queue) this.queues.set(key, (queue = []));
+    return queue;
+  }
+
+  private dequeue(queue: QueuedWaiter[], token: string): void {
+    const i = queue.findIndex((w) => w.token === token);
+    if (i >= 0) queue.splice(i, 1);
+  }
+
+  private rwState(key: string): RwState {
+    let state = this.rw.get(key);
+    if (!state) this.rw.set(key, (state = { readers: new Map() }));
+    return state;
+  }
+
+  private writers(key: string): Map<string, number> {
+    let writers = this.waitingWriters.get(key);
+    if (!writers) this.waitingWriters.set(key, (writers = new Map()));
+    return writers;
+  }
+
+  private publish(channel: string, message: string): void {
+    // Delivered on a later tick, as a pub/sub message would be, never inside the caller's operation.
+    queueMicrotask(() => {
+      for (const sink of this.sinks) sink.deliver(channel, message);
+    });
+  }
+}
+
+/**
+ * The wall clock in microseconds, read through the monotonic clock: it matches the wall
+ * clock when the process started, and a wall clock stepped back later cannot lower it.
+ */
+function clockMicros(): number {
+  return Math.floor((performance.timeOrigin + performance.now()) * 1000);
+}
+
+/** One engine's view of a memory backend: the LockStore interface, answered asynchronously like Redis. */
+export class MemoryLockStore implements LockStore {
+  readonly fairQueue = true;
+  readonly readWrite = true;
+
+  constructor(
+    readonly backend: MemoryLockBackend,
+    private readonly instanceId: string,
+  ) {}
+
+  clockDriftMs(): number {
+    return 0;
+  }
+
+  async acquire(req: StoreAcquire): Promise<number> {
+    return this.backend.acquire(req, this.instanceId);
+  }
+
+  async release(keys: MutexKeys, token: string): Promise<boolean> {
+    return this.backend.release(keys, token);
+  }
+
+  async rwAcquire(req: StoreRwAcquire): Promise<number> {
+    return this.backend.rwAcquire(req, this.instanceId);
+  }
+
+  async rwRelease(keys: RwKeys, token: string, mode: 'read' | 'write'): Promise<boolean> {
+    return this.backend.rwRelease(keys, token, mode);
+  }
+
+  async renew(items: readonly RenewItem[]): Promise<boolean[]> {
+    return this.backend.renew(items);
+  }
+
+  async inspect(prefix: string, key: string): Promise<LockInfo> {
+    return this.backend.inspect(prefix, key);
+  }
+
+  async forceUnlock(prefix: string, key: string): Promise<boolean> {
+    return this.backend.forceUnlock(prefix, key);
+  }
+
+  /** Always reachable: there is no server. */
+  async probe(): Promise<ServerProbe> {
+    return { reachable: true, pingMs: 0, servers: 0, serversUp: 0, scriptsLoaded: true };
+  }
+}

@@ -1,0 +1,99 @@
+import { Redis, Cluster, type ClusterNode, type ClusterOptions, type RedisOptions } from 'ioredis';
+import { LockConfigError } from '../../errors';
+
+/** A connected ioredis client: a single node (also through Sentinel) or a Cluster. */
+export type RedisClient = Redis | Cluster;
+
+/**
+ * A Redis Cluster Lockwarden connects to (and closes) itself.
+ *
+ * @example
+ * ```ts
+ * LockModule.forRoot({ redis: { cluster: [{ host: '10.0.0.1', port: 7000 }], clusterOptions: { scaleReads: 'master' } } });
+ * ```
+ */
+export interface ClusterSpec {
+  cluster: ClusterNode[];
+  clusterOptions?: ClusterOptions;
+}
+
+/** Where to find Redis: a URL, ioredis options (Sentinel included), cluster nodes, or a client the caller owns and closes. */
+export type RedisSpec = string | RedisOptions | ClusterSpec | Redis | Cluster;
+
+/** A client together with whether Lockwarden created it (and so must close it). */
+export interface ClientLease {
+  client: RedisClient;
+  owned: boolean;
+}
+
+/**
+ * Clients we create fail commands after a few reconnection attempts rather
+ * than queueing them for minutes, so a dead Redis surfaces as LockBackendError
+ * within a lock's wait budget, and reconnect within half a second of Redis
+ * coming back. `disconnectTimeout: 0`: closing a client whose
+ * socket is already gone must not leave ioredis's 2 s destroy timer keeping
+ * the process alive.
+ */
+export const OWNED_DEFAULTS: RedisOptions = {
+  maxRetriesPerRequest: 2,
+  connectTimeout: 5_000,
+  disconnectTimeout: 0,
+  // ioredis backs off to 2 s between reconnects; locks want to be usable again soon after Redis is.
+  retryStrategy: (times: number) => Math.min(times * 50, 500),
+};
+
+export function isRedisClient(value: unknown): value is RedisClient {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    typeof (value as { duplicate?: unknown }).duplicate === 'function' &&
+    typeof (value as { evalsha?: unknown }).evalsha === 'function'
+  );
+}
+
+export function openClient(spec: RedisSpec): ClientLease {
+  if (isRedisClient(spec)) return { client: spec, owned: false };
+  if (typeof spec === 'string') {
+    if (!/^rediss?:\/\//.test(spec)) {
+      throw new LockConfigError(`redis must be a redis:// or rediss:// URL, got "${spec.slice(0, 60)}".`);
+    }
+    return { client: new Redis(spec, OWNED_DEFAULTS), owned: true };
+  }
+  if (typeof spec === 'object' && spec !== null && 'cluster' in spec) {
+    if (!Array.isArray(spec.cluster) || spec.cluster.length === 0) {
+      throw new LockConfigError('redis.cluster must be a non-empty list of cluster nodes, e.g. [{ host, port }].');
+    }
+    const options = spec.clusterOptions ?? {};
+    return {
+      client: new Cluster(spec.cluster, { ...options, redisOptions: { ...OWNED_DEFAULTS, ...options.redisOptions } }),
+      owned: true,
+    };
+  }
+  if (typeof spec === 'object' && spec !== null && !Array.isArray(spec)) {
+    return { client: new Redis({ ...OWNED_DEFAULTS, ...spec }), owned: true };
+  }
+  throw new LockConfigError(
+    'redis must be a redis:// URL, an ioredis options object, or an ioredis Redis/Cluster instance.',
+  );
+}
+
+/**
+ * Closes a client we own, politely (QUIT) when it is connected and at once
+ * otherwise, and resolves only when its socket is gone, so nothing of ours
+ * keeps the process alive after shutdown.
+ */
+export async function closeClient(client: RedisClient): Promise<void> {
+  if (client.status === 'end') return;
+  // Only a client with a socket emits 'end'; one between reconnects just drops its retry timer.
+  const hasSocket = client.status === 'ready' || client.status === 'connect' || client.status === 'connecting';
+  const ended = hasSocket ? new Promise<void>((resolve) => client.once('end', () => resolve())) : undefined;
+  if (client.status === 'ready') {
+    await client.quit().catch(() => client.disconnect());
+  } else {
+    client.disconnect();
+  }
+  await ended;
+  // ioredis arms a destroy timer even for a socket already gone (disconnectTimeout, 0 for our
+  // clients); let it fire so nothing of ours outlives close().
+  if (!hasSocket) await new Promise<void>((resolve) => setTimeout(resolve, 0));
+}

@@ -1,0 +1,217 @@
+import { groupBySlot } from './cluster-slots';
+import { probeServers } from './health-probe';
+import type { ServerProbe } from './health-probe';
+import { forceUnlockKey, inspectLock } from './inspect';
+import type { LockInfo } from './inspect';
+import type { MutexKeys, RwKeys } from './lock-keys';
+import type { RedisClient } from './redis-client';
+import type { ReplicaAck } from './replica-ack';
+import { SCRIPTS } from '../scripts/lua-script';
+
+/** What a lease is: a mutex, or one side of a read/write lock. */
+export type LeaseKind = 'mutex' | 'read' | 'write';
+
+/** One lease to renew in a batch. */
+export interface RenewItem {
+  readonly lockKey: string;
+  readonly token: string;
+  readonly leaseMs: number;
+  readonly kind: LeaseKind;
+}
+
+export interface StoreAcquire {
+  readonly keys: MutexKeys;
+  readonly token: string;
+  readonly leaseMs: number;
+  readonly fair: boolean;
+  /** Public id a fair waiter is told about its grant by; never the secret token. */
+  readonly waiterId: string;
+  /** How long a fair waiter keeps its place without checking back. */
+  readonly waiterTtlMs: number;
+  /** The lease a release hands this waiter the lock with, until it confirms (a dead waiter's cost). */
+  readonly grantMs: number;
+}
+
+export interface StoreRwAcquire {
+  readonly keys: RwKeys;
+  readonly token: string;
+  readonly leaseMs: number;
+  readonly mode: 'read' | 'write';
+  /** Reads: the token of the write lease this flow holds (a downgrade), or ''. */
+  readonly heldWriteToken: string;
+  /** Reads: wait behind waiting writers. */
+  readonly writerPreference: boolean;
+  /** Writes: how long a waiting writer keeps its place without checking back. */
+  readonly placeTtlMs: number;
+}
+
+/**
+ * The lock operations one topology offers. Each call is one script, so each
+ * is atomic on the server and costs one round trip. Acquires resolve the
+ * fencing token (>= 0) when granted, else -(ms worth waiting).
+ */
+export interface LockStore {
+  acquire(req: StoreAcquire): Promise<number>;
+  /** True when it released our hold; false when the lock was not ours (any queue place is dropped too). */
+  release(keys: MutexKeys, token: string): Promise<boolean>;
+  rwAcquire(req: StoreRwAcquire): Promise<number>;
+  /** True when it released our hold; false when we held nothing (a waiting writer's place is dropped too). */
+  rwRelease(keys: RwKeys, token: string, mode: 'read' | 'write'): Promise<boolean>;
+  /** One result per item, in order: whether the lease was still ours and is now renewed. */
+  renew(items: readonly RenewItem[]): Promise<boolean[]>;
+  /** Whether the topology has the server-side FIFO queue that fair mode and starvation mode use. */
+  readonly fairQueue: boolean;
+  /** Whether read/write locks are available. */
+  readonly readWrite: boolean;
+  /** How much clock drift between servers to allow for on a lease of `leaseMs` (0 on one server). */
+  clockDriftMs(leaseMs: number): number;
+  /** One lock name's mutex or read/write state, for operators; never an owner token. */
+  inspect(prefix: string, key: string): Promise<LockInfo>;
+  /** Deletes one lock name's locks whoever holds them, and wakes the waiters; true when one was held. */
+  forceUnlock(prefix: string, key: string): Promise<boolean>;
+  /** Whether the servers behind the store answer, and have the scripts cached. */
+  probe(timeoutMs: number): Promise<ServerProbe>;
+}
+
+/** How often an acquisition is retried when too few replicas acknowledged it (replicaAck). */
+const ACK_ATTEMPTS = 3;
+
+/** Most keys one renewal script receives, so one call never blocks Redis for long. */
+export const RENEW_BATCH = 500;
+
+const KIND_CODE: Record<LeaseKind, string> = { mutex: 'm', read: 'r', write: 'w' };
+
+export class RedisLockStore implements LockStore {
+  /** Cluster: releases use sharded pub/sub, and renewals are batched per slot. */
+  private readonly publishCommand: 'publish' | 'spublish';
+  readonly readWrite = true;
+
+  constructor(
+    readonly client: RedisClient,
+    private readonly instanceId: string,
+    private readonly ack?: ReplicaAck,
+  ) {
+    this.publishCommand = client.isCluster ? 'spublish' : 'publish';
+  }
+
+  /**
+   * The queue hands a lock over inside the releaser's script, with no WAIT by
+   * the new holder; under replicaAck every grant must be acknowledged, so the
+   * queue (fair mode, starvation mode) is off.
+   */
+  get fairQueue(): boolean {
+    return this.ack === undefined;
+  }
+
+  async acquire(req: StoreAcquire): Promise<number> {
+    for (let attempt = 1; ; attempt++) {
+      const fence = Number(
+        await SCRIPTS.acquire.run(this.client, req.keys.acquireKeys, [
+          req.token,
+          req.leaseMs,
+          this.instanceId,
+          req.fair ? '1' : '0',
+          req.waiterId,
+          req.waiterTtlMs,
+          req.grantMs,
+        ]),
+      );
+      if (fence < 0 || !this.ack) return fence;
+      const short = await this.ack.check([req.keys.lock]);
+      if (!short) return fence;
+      // Too few replicas have it: a failover now could lose it. Give it back, and try again.
+      await this.release(req.keys, req.token);
+      if (attempt >= ACK_ATTEMPTS) throw short;
+    }
+  }
+
+  async release(keys: MutexKeys, token: string): Promise<boolean> {
+    const reply = await SCRIPTS.release.run(this.client, keys.releaseKeys, [token, this.publishCommand]);
+    return Number(reply) === 1;
+  }
+
+  /** Records the fencing token a quorum granted on this node (see fence-raise.lua). */
+  async raiseFence(keys: MutexKeys, token: string, fencingToken: number): Promise<boolean> {
+    const reply = await SCRIPTS.fenceRaise.run(this.client, [keys.lock, keys.fence], [token, fencingToken]);
+    return Number(reply) === 1;
+  }
+
+  clockDriftMs(): number {
+    return 0;
+  }
+
+  inspect(prefix: string, key: string): Promise<LockInfo> {
+    return inspectLock(this.client, prefix, key);
+  }
+
+  forceUnlock(prefix: string, key: string): Promise<boolean> {
+    return forceUnlockKey(this.client, prefix, key);
+  }
+
+  probe(timeoutMs: number): Promise<ServerProbe> {
+    return probeServers([this.client], timeoutMs);
+  }
+
+  async rwAcquire(req: StoreRwAcquire): Promise<number> {
+    const read = req.mode === 'read';
+    const reply = await SCRIPTS.rwAcquire.run(this.client, req.keys.acquireKeys, [
+      req.token,
+      req.leaseMs,
+      this.instanceId,
+      read ? 'r' : 'w',
+      read ? req.heldWriteToken : req.placeTtlMs,
+      req.writerPreference ? '1' : '0',
+    ]);
+    return Number(reply);
+  }
+
+  async rwRelease(keys: RwKeys, token: string, mode: 'read' | 'write'): Promise<boolean> {
+    const reply = await SCRIPTS.rwRelease.run(this.client, keys.releaseKeys, [
+      token,
+      mode === 'read' ? 'r' : 'w',
+      this.publishCommand,
+    ]);
+    return Number(reply) === 1;
+  }
+
+  async renew(items: readonly RenewItem[]): Promise<boolean[]> {
+    const results = await this.renewOnServer(items);
+    if (this.ack && items.length > 0) {
+      // A renewal a failover loses would shorten the lease behind the holder's back.
+      const short = await this.ack.check(items.map((item) => item.lockKey));
+      if (short) throw short;
+    }
+    return results;
+  }
+
+  private async renewOnServer(items: readonly RenewItem[]): Promise<boolean[]> {
+    if (!this.client.isCluster) return this.renewBatches(items);
+    // On Cluster one script may only declare keys of one slot: one batch per slot, all in flight at once.
+    const indexed = items.map((item, index) => ({ item, index }));
+    const results: boolean[] = new Array<boolean>(items.length);
+    await Promise.all(
+      groupBySlot(indexed, (x) => x.item.lockKey).map(async (group) => {
+        const done = await this.renewBatches(group.map((x) => x.item));
+        group.forEach((x, i) => (results[x.index] = done[i]));
+      }),
+    );
+    return results;
+  }
+
+  private async renewBatches(items: readonly RenewItem[]): Promise<boolean[]> {
+    const calls: Promise<unknown>[] = [];
+    for (let i = 0; i < items.length; i += RENEW_BATCH) {
+      const batch = items.slice(i, i + RENEW_BATCH);
+      const packed = batch.map((item) => `${KIND_CODE[item.kind]}${item.leaseMs}:${item.token}`).join(' ');
+      calls.push(
+        SCRIPTS.renew.run(
+          this.client,
+          batch.map((item) => item.lockKey),
+          [packed],
+        ),
+      );
+    }
+    const replies = await Promise.all(calls);
+    return replies.flatMap((reply) => (reply as number[]).map((n) => Number(n) === 1));
+  }
+}

@@ -1,0 +1,142 @@
+import { LockBackendError, LockError } from '../../errors';
+import { AcquireGate } from './acquire-gate';
+import type { LockEvent } from '../observe/events';
+import type { LockLogger } from '../observe/logger';
+import { newWaiterId } from '../engine/tokens';
+import type { WakeBus } from './wake-bus';
+import { Waiter } from './wake-bus';
+
+/** One kind of lock attempt, as the wait loop needs it. */
+export interface AttemptSpec {
+  readonly key: string;
+  readonly channel: string;
+  /** Grants arrive by waiter id (fair mutex) instead of as wake-ups. */
+  readonly fair: boolean;
+  /** How often a waiter that always holds a place on the server (a waiting writer) checks back. */
+  readonly refreshMs: number | undefined;
+  /** How often a waiter checks back once it is queued (fair or starving), so its place does not lapse. */
+  readonly queueRefreshMs: number | undefined;
+  /** The longest a release hands a queued waiter the lock for before it confirms (Infinity: no hand-off). */
+  readonly handoffMs: number;
+  /**
+   * Non-fair waiters that have waited this long join the server's FIFO queue,
+   * so the next release hands them the lock (Go's mutex "starvation mode"):
+   * barging stays cheap, while no waiter starves behind luckier processes.
+   */
+  readonly starvationMs: number | undefined;
+  /** One attempt, queued (fair) or not: the fencing token (>= 0) when granted, else -(ms worth waiting). */
+  attempt(queued: boolean, waiterId: string): Promise<number>;
+  /** Undoes a server-side place, or a grant that landed as the caller gave up. */
+  withdraw(): Promise<unknown>;
+}
+
+export interface LoopContext {
+  readonly bus: WakeBus;
+  readonly gates: Set<AcquireGate>;
+  readonly shuttingDown: () => unknown;
+  readonly commandTimeoutMs: number;
+  readonly emit: ((event: LockEvent) => void) | undefined;
+  readonly logger: LockLogger;
+}
+
+export type LoopResult =
+  | { readonly granted: true; readonly fence: number; readonly leaseFrom: number }
+  | { readonly granted: false; readonly busyMs: number };
+
+/**
+ * Waits for one lock. A single round trip when it is free. When it is busy:
+ * subscribe to its channel, try again (so a release in between is not missed),
+ * then sleep until a release message, a grant, or the holder's remaining lease,
+ * whichever comes first, all within the wait budget. On any way out without
+ * the lock, it withdraws whatever it left on the server.
+ */
+export async function acquireLoop(
+  ctx: LoopContext,
+  spec: AttemptSpec,
+  waitMs: number,
+  signal: AbortSignal | undefined,
+): Promise<LoopResult> {
+  const started = performance.now();
+  const deadline = started + waitMs;
+  let queued = spec.fair;
+  let waiterId = queued ? newWaiterId() : '';
+  const gate = new AcquireGate(spec.key, signal);
+  const reason = ctx.shuttingDown();
+  if (reason) gate.abort(reason);
+  ctx.gates.add(gate);
+  let waiter: Waiter | undefined;
+  let sent = false;
+  let parked = false;
+  let granted = false;
+  try {
+    for (;;) {
+      gate.check();
+      const sentAt = performance.now();
+      sent = true;
+      if (!queued && spec.starvationMs !== undefined && sentAt - started >= spec.starvationMs && waiter) {
+        queued = true;
+        waiter.fair = true;
+        waiter.waiterId = waiterId = newWaiterId();
+      }
+      const reply = await ask(ctx, gate, spec.key, 'acquire', spec.attempt(queued, waiterId), deadline - sentAt);
+      if (reply >= 0) {
+        granted = true;
+        return { granted: true, fence: reply, leaseFrom: sentAt };
+      }
+      const now = performance.now();
+      if (now >= deadline) return { granted: false, busyMs: -reply };
+      if (!waiter) {
+        waiter = new Waiter(spec.channel, queued, waiterId);
+        waiter.handoffMs = spec.handoffMs;
+        await ask(ctx, gate, spec.key, 'subscribe to', ctx.bus.join(waiter), deadline - now);
+        continue;
+      }
+      const refresh = (queued ? spec.queueRefreshMs : spec.refreshMs) ?? Infinity;
+      const cap = Math.min(-reply, deadline - now, refresh);
+      if (!parked) {
+        parked = true;
+        ctx.emit?.({ type: 'waiting', key: spec.key });
+      }
+      gate.whenAborted(() => waiter?.interrupt());
+      const woke = await waiter.park(cap);
+      gate.whenAborted(undefined);
+      if (woke === 'grant') {
+        // A release handed us the lock, but the message proves nothing about when: it may
+        // have sat in a paused process past the short hand-off lease, and the lock may be
+        // someone else's by now. Confirm it: the next attempt finds the lock ours, starts the
+        // full lease, and times it from when that attempt was sent.
+        waiter.grantedFence = 0;
+      }
+    }
+  } finally {
+    ctx.gates.delete(gate);
+    gate.dispose();
+    if (waiter) ctx.bus.leave(waiter, granted);
+    if (!granted && sent) await withdraw(ctx, spec);
+  }
+}
+
+/** Awaits one Redis call within the budget (at least commandTimeoutMs), as a typed error on failure. */
+async function ask<T>(
+  ctx: LoopContext,
+  gate: AcquireGate,
+  key: string,
+  action: string,
+  work: Promise<T>,
+  budgetMs: number,
+): Promise<T> {
+  try {
+    return await gate.race(work, Math.max(budgetMs, ctx.commandTimeoutMs), action);
+  } catch (err) {
+    throw err instanceof LockError ? err : new LockBackendError(key, action, err);
+  }
+}
+
+/** Best effort: when it fails, the lease or the queue place simply lapses. */
+export async function withdraw(ctx: LoopContext, spec: Pick<AttemptSpec, 'key' | 'withdraw'>): Promise<void> {
+  try {
+    await new AcquireGate(spec.key, undefined).race(spec.withdraw(), ctx.commandTimeoutMs, 'withdraw from');
+  } catch (err) {
+    ctx.logger.debug(`Could not withdraw from lock "${spec.key}"; its lease will expire: ${String(err)}`);
+  }
+}

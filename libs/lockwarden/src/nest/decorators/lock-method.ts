@@ -1,0 +1,162 @@
+import { Inject, SetMetadata } from '@nestjs/common';
+import { Observable } from 'rxjs';
+import { LockAbortedError, LockConfigError } from '../../errors';
+import type { LockService } from '../lock.service';
+import { compileKeySpec } from './key-template';
+import type { KeySpec } from './key-template';
+import { copyMethodMetadata } from './copy-method-metadata';
+import { LOCK_SERVICE_FOR_DECORATORS, LOCK_SERVICE_PROPERTY, LOCKED_METADATA } from './locked.constants';
+import { getLockedMetadata } from './locked-metadata.accessor';
+import type { LockedMetadata, LockMode } from './locked-metadata.accessor';
+import { checkLockedOptions } from './locked-options';
+import type { LockedOptions } from './locked-options';
+import { RequestLockScope, withRequestSignal } from '../request-lock-scope';
+
+/**
+ * Builds `@Locked` and its read/write siblings.
+ *
+ * Design: the decorator wraps the method where it is declared and has Nest
+ * property-inject LockService into the instance. So a decorated method can
+ * never run unwrapped, whoever discovers or calls it (@Cron, queues, event
+ * handlers, controllers), and a module that forgets LockModule fails to
+ * bootstrap instead of running the method without its lock. Wrapping later
+ * with DiscoveryService would leave the method bare whenever the explorer did
+ * not run.
+ */
+export function lockDecorator(mode: LockMode, name: string) {
+  return (key: KeySpec, options?: LockedOptions): MethodDecorator =>
+    (target, propertyKey, descriptor) => {
+      const where = `${className(target)}.${String(propertyKey)}()`;
+      const original: unknown = descriptor?.value;
+      if (!descriptor || typeof original !== 'function' || descriptor.get || descriptor.set) {
+        throw new LockConfigError(`@${name} on ${where}: only methods can be locked, not getters, setters or fields.`);
+      }
+      if (getLockedMetadata(original)) {
+        throw new LockConfigError(
+          `@${name} on ${where}: the method already has a lock decorator; use one, with several keys if needed.`,
+        );
+      }
+      const paramTypes = Reflect.getMetadata('design:paramtypes', target, propertyKey) as unknown[] | undefined;
+      // Without emitted metadata the declared parameter count is unknown (defaults and rest
+      // parameters hide from fn.length); bad indexes are then caught at call time.
+      const metadata: LockedMetadata = {
+        mode,
+        spec: key,
+        keys: compileKeySpec(key, where, paramTypes?.length ?? Infinity),
+        ...toMetadataOptions(checkLockedOptions(options, where, mode !== 'mutex'), key, where),
+        where,
+      };
+      const wrapper = function (this: unknown, ...args: unknown[]): Promise<unknown> {
+        return runLocked(this, args, metadata, original as (...a: unknown[]) => unknown, wrapper);
+      };
+      copyMethodMetadata(original, wrapper);
+      descriptor.value = wrapper as never;
+      SetMetadata(LOCKED_METADATA, metadata)(target, propertyKey, descriptor);
+      injectLockService(target);
+      return descriptor;
+    };
+}
+
+function toMetadataOptions(
+  checked: ReturnType<typeof checkLockedOptions>,
+  key: KeySpec,
+  where: string,
+): Pick<LockedMetadata, 'options' | 'onBusy'> {
+  // Metrics label a decorated lock by its template, never by the keys it expands to.
+  const name = checked.acquire.name ?? templateName(key, where);
+  return { options: { ...checked.acquire, name }, onBusy: checked.onBusy };
+}
+
+function templateName(key: KeySpec, where: string): string {
+  if (typeof key === 'string') return key;
+  if (Array.isArray(key)) return [...key].sort().join(',');
+  return where.replace(/\(\)$/, '');
+}
+
+function injectLockService(prototype: object): void {
+  const marker = Symbol.for('lockwarden:injected');
+  if (Object.prototype.hasOwnProperty.call(prototype, marker)) return;
+  Object.defineProperty(prototype, marker, { value: true });
+  Inject(LOCK_SERVICE_FOR_DECORATORS)(prototype, LOCK_SERVICE_PROPERTY);
+}
+
+function className(target: object): string {
+  return typeof target === 'function' ? target.name : (target.constructor?.name ?? 'Anonymous');
+}
+
+/**
+ * One call of a decorated method: resolve keys, take the locks in sorted
+ * order, and run the method as their holder through the engine's one `hold`
+ * path. Called by the interceptor for a route handler, the locks also wait
+ * for the request to be over (a streamed response, an Observable), and a
+ * client that goes away cancels the pending acquire; they are never released
+ * while the method still runs.
+ */
+async function runLocked(
+  self: unknown,
+  args: unknown[],
+  meta: LockedMetadata,
+  original: (...a: unknown[]) => unknown,
+  wrapper: unknown,
+): Promise<unknown> {
+  const service = (self as Record<symbol, LockService | undefined> | undefined)?.[LOCK_SERVICE_PROPERTY];
+  if (!service) {
+    throw new LockConfigError(
+      `${meta.where} is lock-decorated but has no LockService: create the class through Nest and import LockModule. The method did not run.`,
+    );
+  }
+  const keys = meta.keys(self, args);
+  const engine = service.lockEngine;
+  const scope = RequestLockScope.current();
+  const route = scope?.claim(wrapper) ? scope : undefined;
+  const handles = await engine.acquireAll(keys, withRequestSignal(meta.options) ?? {}, meta.onBusy, meta.mode);
+  if (!handles) return undefined;
+  if (route) {
+    route.adopt(handles);
+    if (route.clientGone) {
+      await engine.releaseAll(handles);
+      throw new LockAbortedError(keys[0], 'the HTTP client went away before the method could start');
+    }
+    return engine.hold(handles, () => original.apply(self, args), route.over);
+  }
+  // An Observable's work runs when it is subscribed: hold the locks until it finalizes.
+  let finalized: Promise<void> | undefined;
+  return engine.hold(
+    handles,
+    () => {
+      const hold = (value: unknown): unknown => {
+        if (!isObservable(value)) return value;
+        const held = holdUntilFinalized(value);
+        finalized = held.finalized;
+        return held.observable;
+      };
+      const value = original.apply(self, args);
+      return isThenable(value) ? Promise.resolve(value).then(hold) : hold(value);
+    },
+    () => finalized,
+  );
+}
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return typeof (value as { then?: unknown } | null | undefined)?.then === 'function';
+}
+
+function isObservable(value: unknown): value is Observable<unknown> {
+  return value instanceof Observable;
+}
+
+function holdUntilFinalized(source: Observable<unknown>): {
+  observable: Observable<unknown>;
+  finalized: Promise<void>;
+} {
+  let done!: () => void;
+  const finalized = new Promise<void>((resolve) => (done = resolve));
+  const observable = new Observable<unknown>((subscriber) => {
+    const sub = source.subscribe(subscriber);
+    return () => {
+      sub.unsubscribe();
+      done();
+    };
+  });
+  return { observable, finalized };
+}

@@ -1,0 +1,24 @@
+import type { KeyResolver, KeySpec } from './key-template';
+import { LOCKED_METADATA } from './locked.constants';
+import type { OnBusy } from './locked-options';
+import type { AcquireOptions } from '../../core/engine/options';
+
+/** The lock a decorator takes: a mutex (`@Locked`), or one side of a read/write lock. */
+export type LockMode = 'mutex' | 'read' | 'write';
+
+/** Everything a lock decorator recorded about one method. */
+export interface LockedMetadata {
+  readonly mode: LockMode;
+  readonly spec: KeySpec;
+  readonly keys: KeyResolver;
+  readonly options: AcquireOptions;
+  readonly onBusy: OnBusy;
+  /** `Class.method()`, for messages. */
+  readonly where: string;
+}
+
+/** The one place that reads lock metadata off a method (the wrapper the decorator installed). */
+export function getLockedMetadata(method: unknown): LockedMetadata | undefined {
+  if (typeof method !== 'function') return undefined;
+  return Reflect.getMetadata(LOCKED_METADATA, method) as LockedMetadata | undefined;
+}

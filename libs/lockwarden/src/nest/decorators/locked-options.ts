@@ -1,0 +1,54 @@
+import { LockConfigError } from '../../errors';
+import { describe, resolveAcquire } from '../../core/engine/options';
+import type { AcquireOptions } from '../../core/engine/options';
+
+/** What a decorated method does when its lock is held by someone else. */
+export type OnBusy = 'wait' | 'throw' | 'skip';
+
+/**
+ * Options of `@Locked`, `@ReadLocked` and `@WriteLocked`.
+ *
+ * @example
+ * ```ts
+ * @Locked('report:{0}', { onBusy: 'skip' })      // another instance is on it: do nothing
+ * @Locked('invoice:{0.id}', { waitMs: 2_000 })    // wait up to 2 s, then LockTimeoutError
+ * @Locked('import', { onBusy: 'throw' })          // busy: LockTimeoutError at once (409 over HTTP)
+ * ```
+ */
+export interface LockedOptions extends AcquireOptions {
+  /** `'wait'` (default) waits up to `waitMs`; `'throw'` rejects at once with `LockTimeoutError`; `'skip'` resolves `undefined` without running the method. */
+  onBusy?: OnBusy;
+  /** `@ReadLocked` only: wait behind writers that are already waiting. Default true. */
+  writerPreference?: boolean;
+}
+
+export interface CheckedLockedOptions {
+  readonly acquire: AcquireOptions;
+  readonly onBusy: OnBusy;
+}
+
+const DECORATOR_ONLY: ReadonlySet<string> = new Set(['onBusy']);
+const RW_DECORATOR_ONLY: ReadonlySet<string> = new Set(['onBusy', 'writerPreference']);
+const CHECK_DEFAULTS = { keyPrefix: '', leaseMs: 30_000, waitMs: 0, safetyMarginMs: undefined };
+
+/** Validates decorator options where the decorator is applied, so mistakes surface at startup. */
+export function checkLockedOptions(options: unknown, where: string, readWrite = false): CheckedLockedOptions {
+  try {
+    resolveAcquire('decorator-check', options, CHECK_DEFAULTS, readWrite ? RW_DECORATOR_ONLY : DECORATOR_ONLY);
+  } catch (err) {
+    throw new LockConfigError(`${where}: ${(err as Error).message}`);
+  }
+  const { onBusy = 'wait', ...acquire } = (options ?? {}) as LockedOptions;
+  if (readWrite && acquire.fair !== undefined) {
+    throw new LockConfigError(`${where}: fair is not an option of read/write locks (they use writer preference).`);
+  }
+  if (acquire.writerPreference !== undefined && typeof acquire.writerPreference !== 'boolean') {
+    throw new LockConfigError(
+      `${where}: writerPreference must be a boolean, got ${describe(acquire.writerPreference)}.`,
+    );
+  }
+  if (onBusy !== 'wait' && onBusy !== 'throw' && onBusy !== 'skip') {
+    throw new LockConfigError(`${where}: onBusy must be 'wait', 'throw' or 'skip', got ${describe(onBusy)}.`);
+  }
+  return { acquire, onBusy };
+}

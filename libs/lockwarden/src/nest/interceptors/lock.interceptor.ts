@@ -1,0 +1,111 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import type { CallHandler, ExecutionContext, NestInterceptor } from '@nestjs/common';
+import { Observable, catchError, concat, defer, EMPTY, throwError } from 'rxjs';
+import { getLockedMetadata } from '../decorators/locked-metadata.accessor';
+import { LOCK_SERVICE_FOR_DECORATORS } from '../decorators/locked.constants';
+import { RequestLockScope } from '../request-lock-scope';
+import type { LockService } from '../lock.service';
+import { toHttpError } from './lock-http-errors';
+
+interface HttpResponse {
+  once?: (event: 'close', fn: () => void) => unknown;
+  raw?: HttpResponse;
+  writableFinished?: boolean;
+  destroyed?: boolean;
+}
+
+interface HttpRequest {
+  method?: string;
+  url?: string;
+  originalUrl?: string;
+}
+
+const CLIENT_GONE = 'the HTTP client went away';
+
+/**
+ * Ties locks to the request that takes them. `LockModule` installs it for the
+ * whole application. It never releases a lock while the code holding it runs:
+ *
+ * - A lock-decorated route keeps its lock until the handler's work has settled
+ *   **and** the request is over: an Observable completed, errored or was
+ *   unsubscribed, and over HTTP the response was fully sent (streams included).
+ * - If the client goes away first, the signals of the request's locks abort
+ *   ("the HTTP client went away") and its pending acquires are cancelled; the
+ *   locks themselves stay until the work holding them returns.
+ * - Bare `acquire()` handles the request's code forgot to release are released
+ *   once the handler has settled and the response is over, with one warning.
+ * - Lock errors become HTTP answers (409 / 503 / 500); elsewhere they pass through.
+ *
+ * @example
+ * ```ts
+ * // Installed by LockModule; to use it without the module's global install:
+ * @UseInterceptors(LockInterceptor)
+ * @Controller('orders')
+ * export class OrdersController {}
+ * ```
+ */
+@Injectable()
+export class LockInterceptor implements NestInterceptor {
+  private readonly logger = new Logger('Lockwarden');
+
+  constructor(@Inject(LOCK_SERVICE_FOR_DECORATORS) private readonly locks: LockService) {}
+
+  intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
+    const handler = context.getHandler();
+    const decorated = getLockedMetadata(handler) !== undefined;
+    const http = context.getType() === 'http';
+    if (!decorated && !http) return next.handle();
+    const scope = new RequestLockScope(decorated ? handler : undefined);
+    const handled = new Observable<unknown>((subscriber) => {
+      // Call and subscribe inside the scope: Nest versions differ in which of the two runs the handler.
+      const sub = scope.run(() => next.handle().subscribe(subscriber));
+      return () => {
+        sub.unsubscribe();
+        scope.settleHandler();
+      };
+    });
+    const checked = concat(
+      handled,
+      defer(() => {
+        const lost = scope.firstLoss();
+        return lost ? throwError(() => lost) : EMPTY;
+      }),
+    );
+    const req = http ? context.switchToHttp().getRequest<HttpRequest>() : undefined;
+    void scope.over.then(() => this.releaseForgotten(scope, req));
+    if (http) {
+      const res = context.switchToHttp().getResponse<HttpResponse>();
+      onResponseClosed(res, () => {
+        const clientGone = !(res.raw ?? res).writableFinished;
+        if (clientGone) this.locks.lockEngine.interrupt(scope.allGranted, CLIENT_GONE);
+        scope.closeResponse(clientGone, new Error(CLIENT_GONE));
+      });
+    } else {
+      // No response to wait for: the call is over when its Observable is.
+      scope.closeResponse(false);
+    }
+    return checked.pipe(catchError((err: unknown) => throwError(() => toHttpError(err, context, this.logger))));
+  }
+
+  private releaseForgotten(scope: RequestLockScope, req: HttpRequest | undefined): void {
+    const forgotten = scope.forgotten();
+    if (forgotten.length === 0) return;
+    const where = req ? `${req.method ?? ''} ${req.originalUrl ?? req.url ?? ''}`.trim() : 'A handler';
+    this.logger.warn(
+      `${where} ended still holding ${forgotten.length} lock(s) it took with acquire() and never released (${forgotten
+        .map((h) => `"${h.key}"`)
+        .join(', ')}); releasing them now. Release in finally, or use withLock.`,
+    );
+    void this.locks.lockEngine.releaseAll(forgotten);
+  }
+}
+
+/** Calls `fn` once the response is over: fully sent, or its connection closed early. */
+function onResponseClosed(response: HttpResponse, fn: () => void): void {
+  const res = response.raw ?? response;
+  if (res.destroyed || res.writableFinished || typeof res.once !== 'function') {
+    queueMicrotask(fn);
+    return;
+  }
+  res.once('close', fn);
+}

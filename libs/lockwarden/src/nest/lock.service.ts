@@ -1,0 +1,209 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import type { OnApplicationShutdown } from '@nestjs/common';
+import { LockEngine } from '../core/engine/lock-engine';
+import type { LockInfo } from '../core/store/inspect';
+import type { LockHandle } from '../core/lease/lock-handle';
+import type { AcquireOptions, RwAcquireOptions } from '../core/engine/options';
+import { RequestLockScope, withRequestSignal } from './request-lock-scope';
+import { LOCK_MODULE_OPTIONS } from './lock.module-definition';
+import type { LockModuleOptions } from './lock-options.interface';
+
+/**
+ * Distributed locks on Redis, injectable anywhere once `LockModule` is imported.
+ *
+ * Reentrancy follows the async flow: inside a `withLock` callback (or a
+ * `@Locked` method) a nested acquire of the same key re-enters the held lock
+ * instead of deadlocking. A bare `acquire()` outside such a callback is always
+ * a new owner.
+ *
+ * @example
+ * ```ts
+ * @Injectable()
+ * export class PayoutService {
+ *   constructor(private readonly locks: LockService) {}
+ *
+ *   pay(accountId: string) {
+ *     return this.locks.withLock(`payout:${accountId}`, async (lock) => {
+ *       lock.signal.throwIfAborted();
+ *       await this.ledger.write(accountId, { fencingToken: lock.fencingToken });
+ *     });
+ *   }
+ * }
+ * ```
+ */
+@Injectable()
+export class LockService implements OnApplicationShutdown {
+  private readonly engine: LockEngine;
+
+  constructor(@Inject(LOCK_MODULE_OPTIONS) options: LockModuleOptions) {
+    this.engine = new LockEngine(options, new Logger('Lockwarden'));
+    // A request's client going away aborts the signal of every lock granted while it runs.
+    this.engine.onGrant = (handle) => RequestLockScope.current()?.granted(handle);
+  }
+
+  /**
+   * Waits up to `waitMs` for the lock and returns its handle. Rejects with
+   * `LockTimeoutError` when someone else held it all along, `LockBackendError`
+   * when Redis failed, `LockAbortedError` when `signal` fired.
+   *
+   * @example
+   * ```ts
+   * const lock = await locks.acquire('invoice:42', { waitMs: 2_000 });
+   * try { await send(invoice); } finally { await lock.release(); }
+   * ```
+   */
+  acquire(key: string, options?: AcquireOptions): Promise<LockHandle> {
+    return bare(this.engine.acquire(key, withRequestSignal(options)));
+  }
+
+  /**
+   * One attempt: the handle when the lock was free, `null` when it is held.
+   *
+   * @example
+   * ```ts
+   * const lock = await locks.tryAcquire('cache:rebuild');
+   * if (!lock) return; // someone else is rebuilding
+   * ```
+   */
+  tryAcquire(key: string, options?: AcquireOptions): Promise<LockHandle | null> {
+    return bare(this.engine.tryAcquire(key, withRequestSignal(options)));
+  }
+
+  /**
+   * Runs `fn` while holding the lock and releases it afterwards, also when
+   * `fn` throws; a release error never hides `fn`'s own error. Rejects with
+   * `LockLostError` when the lock was lost before `fn` settled.
+   *
+   * @example
+   * ```ts
+   * const total = await locks.withLock('stock:sku-1', async (lock) => {
+   *   return inventory.reserve('sku-1', 2, { signal: lock.signal });
+   * });
+   * ```
+   */
+  withLock<T>(key: string, fn: (lock: LockHandle) => T | Promise<T>, options?: AcquireOptions): Promise<T> {
+    return this.engine.withLock(key, fn, withRequestSignal(options));
+  }
+
+  /**
+   * A shared hold on a read/write lock: many readers at once, never together
+   * with a writer. Each reader has its own owner token and lease. Once a
+   * writer waits, new readers queue behind it (`writerPreference: false` lets
+   * a reader overtake).
+   *
+   * @example
+   * ```ts
+   * const lock = await locks.acquireRead('catalog');
+   * try { return await catalog.snapshot(); } finally { await lock.release(); }
+   * ```
+   */
+  acquireRead(key: string, options?: RwAcquireOptions): Promise<LockHandle> {
+    return bare(this.engine.acquireRead(key, withRequestSignal(options)));
+  }
+
+  /**
+   * An exclusive hold on a read/write lock, with a fencing token that rises
+   * per key. Inside a read hold of the same key it rejects at once with
+   * `LockUpgradeError`.
+   *
+   * @example
+   * ```ts
+   * const lock = await locks.acquireWrite('catalog', { waitMs: 5_000 });
+   * try { await catalog.rebuild(lock.fencingToken); } finally { await lock.release(); }
+   * ```
+   */
+  acquireWrite(key: string, options?: RwAcquireOptions): Promise<LockHandle> {
+    return bare(this.engine.acquireWrite(key, withRequestSignal(options)));
+  }
+
+  /**
+   * Runs `fn` under a read hold, like `withLock`. Reads re-enter reads; inside
+   * a write hold of the same key it takes a real read hold (a downgrade) that
+   * stays after the write is released.
+   *
+   * @example
+   * ```ts
+   * const price = await locks.withReadLock('prices', () => prices.get('sku-1'));
+   * ```
+   */
+  withReadLock<T>(key: string, fn: (lock: LockHandle) => T | Promise<T>, options?: RwAcquireOptions): Promise<T> {
+    return this.engine.withReadLock(key, fn, withRequestSignal(options));
+  }
+
+  /**
+   * Runs `fn` under a write hold, like `withLock`.
+   *
+   * @example
+   * ```ts
+   * await locks.withWriteLock('prices', (lock) => prices.replaceAll(feed, lock.fencingToken));
+   * ```
+   */
+  withWriteLock<T>(key: string, fn: (lock: LockHandle) => T | Promise<T>, options?: RwAcquireOptions): Promise<T> {
+    return this.engine.withWriteLock(key, fn, withRequestSignal(options));
+  }
+
+  /**
+   * The innermost lock held by the calling async context (for `key`, when
+   * given): how decorated methods reach their signal and fencing token.
+   *
+   * @example
+   * ```ts
+   * const lock = locks.current('order:7');
+   * await repo.save(order, { fencingToken: lock?.fencingToken });
+   * ```
+   */
+  current(key?: string): LockHandle | undefined {
+    return this.engine.current(key);
+  }
+
+  /**
+   * Who holds `key` and how: `held`, `mode` ('mutex' | 'read' | 'write'), the holders'
+   * instance ids and remaining leases, the fencing token and the queued waiters. Owner
+   * tokens are never exposed.
+   *
+   * @example
+   * ```ts
+   * const info = await locks.inspect('lottery:2026-11-22');
+   * // { key, held: true, mode: 'mutex', holders: [{ instanceId: 'web-2:4121', ttlMs: 28_410 }],
+   * //   ttlMs: 28_410, fencingToken: 17, waiters: 0 }
+   * ```
+   */
+  inspect(key: string): Promise<LockInfo> {
+    return this.engine.inspect(key);
+  }
+
+  /**
+   * **Dangerous.** Deletes `key`'s lock whoever holds it and wakes its waiters. Nothing is
+   * aborted remotely: each holder learns of it at its next renewal, and until then it may
+   * run beside the next holder. Use it to clear a lock you know is stuck, and protect the
+   * resource with fencing tokens. Resolves true when a lock was held.
+   *
+   * @example
+   * ```ts
+   * if (await locks.forceUnlock('reports:daily')) logger.warn('cleared a stuck reports lock');
+   * ```
+   */
+  forceUnlock(key: string): Promise<boolean> {
+    return this.engine.forceUnlock(key);
+  }
+
+  /** The framework-free engine, for integrations (decorators, health checks). */
+  get lockEngine(): LockEngine {
+    return this.engine;
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.engine.close();
+  }
+}
+
+/**
+ * A handle from a bare acquire, taken inside a request, is the request's to
+ * release: if its code forgets, the interceptor releases it once the request is over.
+ */
+async function bare<H extends LockHandle | null>(got: Promise<H>): Promise<H> {
+  const scope = RequestLockScope.current();
+  const handle = await got;
+  if (handle) scope?.tookBare(handle);
+  return handle;
+}

@@ -1,0 +1,117 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import type { LeaseHandle } from '../core/lease/lease';
+import type { LockHandle } from '../core/lease/lock-handle';
+
+const scopes = new AsyncLocalStorage<RequestLockScope>();
+
+/**
+ * What the lock layer knows of one intercepted request (or RPC / WebSocket
+ * call). `LockInterceptor` creates it and is its only owner; the rest only
+ * read it or report into it.
+ *
+ * It never releases anything by itself. It tells apart:
+ * - the decorated handler's own locks, released by the engine once the
+ *   handler's work has settled and the request is over (`over`);
+ * - bare `acquire()` handles taken during the request, the only locks a
+ *   request may forget, and so the only ones released for it, after `over`;
+ * - every lock granted during the request, whose signal aborts (and whose
+ *   pending acquires are cancelled) when the client goes away.
+ */
+export class RequestLockScope {
+  private claimed = false;
+  private readonly controller = new AbortController();
+  private readonly grantedHandles = new Set<LockHandle>();
+  private readonly bareHandles = new Set<LockHandle>();
+  private ownHandles: readonly LeaseHandle[] = [];
+  private handlerSettled = false;
+  private responseClosed = false;
+  private markOver!: () => void;
+  /** Resolves once the handler's work has settled and the response is over. */
+  readonly over = new Promise<void>((resolve) => (this.markOver = resolve));
+
+  /** @param handler the lock-decorated handler the interceptor wraps, if any: only its own call claims the scope. */
+  constructor(private readonly handler: unknown) {}
+
+  /** The scope of the request the caller runs in, while that request is not over. */
+  static current(): RequestLockScope | undefined {
+    const scope = scopes.getStore();
+    return scope && !scope.isOver ? scope : undefined;
+  }
+
+  run<T>(fn: () => T): T {
+    return scopes.run(this, fn);
+  }
+
+  /** True once, for the call of the decorated handler itself (not for methods it calls). */
+  claim(wrapper: unknown): boolean {
+    if (this.claimed || wrapper !== this.handler) return false;
+    this.claimed = true;
+    return true;
+  }
+
+  /** Aborts when the client went away: cancels the request's pending acquires. */
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  get isOver(): boolean {
+    return this.handlerSettled && this.responseClosed;
+  }
+
+  get clientGone(): boolean {
+    return this.controller.signal.aborted;
+  }
+
+  /** The decorated handler's own locks, whose loss the interceptor reports. */
+  adopt(handles: readonly LeaseHandle[]): void {
+    this.ownHandles = handles;
+  }
+
+  granted(handle: LockHandle): void {
+    this.grantedHandles.add(handle);
+  }
+
+  tookBare(handle: LockHandle): void {
+    this.bareHandles.add(handle);
+  }
+
+  /** Every lock granted during the request. */
+  get allGranted(): readonly LockHandle[] {
+    return [...this.grantedHandles];
+  }
+
+  /** Bare handles still held: the ones the request's code forgot to release. */
+  forgotten(): LockHandle[] {
+    return [...this.bareHandles].filter((h) => h.isHeld());
+  }
+
+  firstLoss(): Error | undefined {
+    return this.ownHandles.map((h) => h.lease.lostError).find(Boolean);
+  }
+
+  /** The handler's Observable completed, errored or was unsubscribed. */
+  settleHandler(): void {
+    this.handlerSettled = true;
+    this.checkOver();
+  }
+
+  /** The response was fully sent or its connection closed; `clientGone` when it closed early. */
+  closeResponse(clientGone: boolean, reason?: Error): void {
+    if (clientGone && !this.controller.signal.aborted) this.controller.abort(reason);
+    this.responseClosed = true;
+    this.checkOver();
+  }
+
+  private checkOver(): void {
+    if (this.isOver) this.markOver();
+  }
+}
+
+/** The request's cancellation added to an acquire's own signal, when it runs inside a live request. */
+export function withRequestSignal<O extends { signal?: AbortSignal }>(options: O | undefined): O | undefined {
+  const scope = RequestLockScope.current();
+  // Anything but an options object is left as it is, for the options check to name.
+  if (!scope || (options !== undefined && (typeof options !== 'object' || options === null))) return options;
+  const own = options?.signal;
+  return { ...options, signal: own ? AbortSignal.any([own, scope.signal]) : scope.signal } as O;
+}
