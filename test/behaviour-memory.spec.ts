@@ -13,7 +13,7 @@ afterEach(async () => {
 describeLockBehaviour('the in-memory test double', () => {
   const backend = new MemoryLockBackend();
   const engine = (options: Partial<LockEngineOptions>): LockEngine => {
-    const e = new LockEngine({ ...options, redis: backend });
+    const e = new LockEngine(options, undefined, backend);
     engines.push(e);
     return e;
   };

@@ -136,7 +136,7 @@ describe('fencing tokens across a Redis restart without persistence', () => {
 
   it('keep rising in the in-memory twin across reset(), as on Redis', async () => {
     const backend = new MemoryLockBackend();
-    const e = new LockEngine({ redis: backend });
+    const e = new LockEngine({}, undefined, backend);
     engines.push(e);
     const resource = new FencedResource();
     const before = await writeRounds(20, () => e.acquire('ledger'), resource);

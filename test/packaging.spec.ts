@@ -109,7 +109,7 @@ ${appSource('')}
       [
         '-e',
         "require('reflect-metadata'); const { LockEngine } = require('lockwarden'); const { MemoryLockBackend } = require('lockwarden/testing');" +
-          "const e = new LockEngine({ redis: new MemoryLockBackend() }); e.withLock('k', (l) => l.fencingToken).then((t) => e.close().then(() => console.log(t)));",
+          "const e = new LockEngine({}, undefined, new MemoryLockBackend()); e.withLock('k', (l) => l.fencingToken).then((t) => e.close().then(() => console.log(t)));",
       ],
       join(work, 'nest11-cjs'),
     );

@@ -1,6 +1,8 @@
 export { LockModule } from './nest/lock.module';
 export { LockService } from './nest/lock.service';
 export { LockWatchdog } from './nest/lock-watchdog';
+export { LockLifecycle } from './nest/lock-lifecycle';
+export { LOCK_BACKEND } from './nest/lock.providers';
 export { LOCK_MODULE_OPTIONS } from './nest/lock.module-definition';
 export type { LockModuleOptions } from './nest/lock-options.interface';
 export type { LockHandle } from './core/lease/lock-handle';
@@ -11,13 +13,18 @@ export type { LockEngineOptions, QuorumOptions } from './core/engine/engine-opti
 export type { ReplicaAckOptions } from './core/store/replica-ack';
 export type { RedisSpec, RedisClient, ClusterSpec } from './core/store/redis-client';
 export { LockEngine } from './core/engine/lock-engine';
+export type { LockBackend, Topology } from './core/store/lock-backend';
 export { Locked } from './nest/decorators/locked.decorator';
 export { ReadLocked } from './nest/decorators/read-locked.decorator';
 export { WriteLocked } from './nest/decorators/write-locked.decorator';
 export { ScheduledLock } from './nest/decorators/scheduled-lock.decorator';
 export type { KeySpec } from './nest/decorators/key-template';
 export type { LockedOptions, OnBusy } from './nest/decorators/locked-options';
-export { LOCKED_METADATA } from './nest/decorators/locked.constants';
+export {
+  LOCKED_METADATA,
+  LOCK_ENGINE_FOR_DECORATORS,
+  LOCK_SERVICE_FOR_DECORATORS,
+} from './nest/decorators/locked.constants';
 export { getLockedMetadata } from './nest/decorators/locked-metadata.accessor';
 export type { LockedMetadata, LockMode } from './nest/decorators/locked-metadata.accessor';
 export { LockInterceptor } from './nest/interceptors/lock.interceptor';

@@ -1,15 +1,14 @@
 import { Module } from '@nestjs/common';
 import { APP_INTERCEPTOR } from '@nestjs/core';
-import { LOCK_SERVICE_FOR_DECORATORS } from './decorators/locked.constants';
 import { LockInterceptor } from './interceptors/lock.interceptor';
 import { LockConfigurableModule } from './lock.module-definition';
-import { LockService } from './lock.service';
-import { LockWatchdog } from './lock-watchdog';
+import { lockExports, lockProviders, redisBackendProvider } from './lock.providers';
 
 /**
- * Provides `LockService` and `LockWatchdog`, and installs `LockInterceptor`
- * for the application (locks follow the requests that take them). Import it
- * once, usually with `isGlobal: true`.
+ * Provides `LockService`, `LockEngine` and `LockWatchdog`, and installs `LockInterceptor`
+ * for the application (locks follow the requests that take them). Import it once,
+ * usually with `isGlobal: true`. The store's backend is the Redis topology the options
+ * name; `LockTestingModule` swaps in the in-memory one.
  *
  * @example
  * ```ts
@@ -26,12 +25,7 @@ import { LockWatchdog } from './lock-watchdog';
  * ```
  */
 @Module({
-  providers: [
-    LockService,
-    LockWatchdog,
-    { provide: LOCK_SERVICE_FOR_DECORATORS, useExisting: LockService },
-    { provide: APP_INTERCEPTOR, useClass: LockInterceptor },
-  ],
-  exports: [LockService, LockWatchdog, LOCK_SERVICE_FOR_DECORATORS],
+  providers: [redisBackendProvider, ...lockProviders, { provide: APP_INTERCEPTOR, useClass: LockInterceptor }],
+  exports: lockExports,
 })
 export class LockModule extends LockConfigurableModule {}

@@ -1,12 +1,9 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
-import type { OnApplicationShutdown } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { LockEngine } from '../core/engine/lock-engine';
 import type { LockInfo } from '../core/store/inspect';
 import type { LockHandle } from '../core/lease/lock-handle';
 import type { AcquireOptions, RwAcquireOptions } from '../core/engine/options';
 import { RequestLockScope, withRequestSignal } from './request-lock-scope';
-import { LOCK_MODULE_OPTIONS } from './lock.module-definition';
-import type { LockModuleOptions } from './lock-options.interface';
 
 /**
  * Distributed locks on Redis, injectable anywhere once `LockModule` is imported.
@@ -32,11 +29,8 @@ import type { LockModuleOptions } from './lock-options.interface';
  * ```
  */
 @Injectable()
-export class LockService implements OnApplicationShutdown {
-  private readonly engine: LockEngine;
-
-  constructor(@Inject(LOCK_MODULE_OPTIONS) options: LockModuleOptions) {
-    this.engine = new LockEngine(options, new Logger('Lockwarden'));
+export class LockService {
+  constructor(private readonly engine: LockEngine) {
     // A request's client going away aborts the signal of every lock granted while it runs.
     this.engine.onGrant = (handle) => RequestLockScope.current()?.granted(handle);
   }
@@ -187,13 +181,9 @@ export class LockService implements OnApplicationShutdown {
     return this.engine.forceUnlock(key);
   }
 
-  /** The framework-free engine, for integrations (decorators, health checks). */
+  /** The framework-free engine; it is also a provider of its own (inject `LockEngine`). */
   get lockEngine(): LockEngine {
     return this.engine;
-  }
-
-  async onApplicationShutdown(): Promise<void> {
-    await this.engine.close();
   }
 }
 

@@ -13,7 +13,6 @@ import {
   MIN_LEASE_MS,
 } from './options';
 import type { LockDefaults } from './options';
-import type { MemoryLockBackend } from '../store/memory-store';
 import type { RedisSpec } from '../store/redis-client';
 import type { ReplicaAckOptions } from '../store/replica-ack';
 
@@ -30,7 +29,7 @@ export interface LockEngineOptions {
    * A redis:// URL, ioredis options (Sentinel included), `{ cluster: [...] }`, or an ioredis
    * client you own (it is never closed for you). Required, unless `quorum` is given instead.
    */
-  redis?: RedisSpec | MemoryLockBackend;
+  redis?: RedisSpec;
   /** Redlock across several independent Redis masters, instead of `redis`. */
   quorum?: QuorumOptions;
   /**
@@ -88,8 +87,8 @@ export interface ResolvedQuorum {
 }
 
 export interface ResolvedEngineOptions extends LockDefaults {
-  /** The single topology's Redis (or the in-memory test backend); undefined in quorum mode. */
-  redis: RedisSpec | MemoryLockBackend | undefined;
+  /** The single topology's Redis; undefined in quorum mode, or when a backend was given instead. */
+  redis: RedisSpec | undefined;
   quorum: ResolvedQuorum | undefined;
   replicaAck: ReplicaAckOptions | undefined;
   instanceId: string;
@@ -116,14 +115,22 @@ export const ENGINE_OPTION_NAMES: ReadonlySet<string> = new Set([
   'shutdownGraceMs',
 ]);
 
-export function resolveEngineOptions(raw: unknown, logger: LockLogger = SILENT_LOGGER): ResolvedEngineOptions {
+/**
+ * Checks the engine's options. `backendGiven`: the store comes from a backend (the
+ * in-memory one of LockTestingModule), so no Redis topology is needed.
+ */
+export function resolveEngineOptions(
+  raw: unknown,
+  logger: LockLogger = SILENT_LOGGER,
+  backendGiven = false,
+): ResolvedEngineOptions {
   const o = checkOptionsObject('Lock module', raw);
   checkKnownNames('lock module', o, ENGINE_OPTION_NAMES);
   const quorum = o.quorum === undefined ? undefined : resolveQuorum(o.quorum);
   if (quorum && o.redis !== undefined) {
     throw new LockConfigError('Give either redis or quorum, not both: quorum lists every Redis it uses.');
   }
-  if (!quorum && (o.redis === undefined || o.redis === null)) {
+  if (!backendGiven && !quorum && (o.redis === undefined || o.redis === null)) {
     throw new LockConfigError('The redis option is required: a redis:// URL, ioredis options or an ioredis client.');
   }
   const keyPrefix = o.keyPrefix === undefined ? 'lock:' : o.keyPrefix;
@@ -151,7 +158,7 @@ export function resolveEngineOptions(raw: unknown, logger: LockLogger = SILENT_L
   }
   const leaseMs = o.leaseMs === undefined ? 30_000 : checkInteger('leaseMs', o.leaseMs, MIN_LEASE_MS, MAX_MS);
   return {
-    redis: quorum ? undefined : (o.redis as RedisSpec | MemoryLockBackend),
+    redis: quorum ? undefined : (o.redis as RedisSpec | undefined),
     quorum,
     replicaAck: o.replicaAck === undefined ? undefined : resolveReplicaAck(o.replicaAck),
     keyPrefix,

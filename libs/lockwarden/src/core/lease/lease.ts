@@ -2,7 +2,7 @@ import { LockLostError } from '../../errors';
 import type { LockError } from '../../errors';
 import type { LockHandle } from './lock-handle';
 import type { MutexKeys, RwKeys } from '../store/lock-keys';
-import type { LeaseKind } from '../store/redis-store';
+import type { LeaseKind } from '../store/lock-store';
 
 export type LeaseState = 'held' | 'released' | 'lost';
 

@@ -2,7 +2,7 @@ import { quoteKey } from '../../errors/key-text';
 import type { LockEvent } from '../observe/events';
 import type { Lease } from './lease';
 import type { LockLogger } from '../observe/logger';
-import type { LockStore } from '../store/redis-store';
+import type { LockStore } from '../store/lock-store';
 
 /**
  * The watchdog's engine: one timer for every held lock, never one per lock.

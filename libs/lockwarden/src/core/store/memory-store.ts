@@ -2,7 +2,9 @@ import type { ServerProbe } from './health-probe';
 import type { LockInfo } from './inspect';
 import type { MutexKeys, RwKeys } from './lock-keys';
 import { mutexKeys, rwKeys } from './lock-keys';
-import type { LockStore, RenewItem, StoreAcquire, StoreRwAcquire } from './redis-store';
+import type { LockStore, RenewItem, StoreAcquire, StoreRwAcquire } from './lock-store';
+import type { LockBackend, Topology } from './lock-backend';
+import { WakeBus } from '../wait/wake-bus';
 
 /** Something that delivers a published message to its waiters (a WakeBus). */
 export interface MessageSink {
@@ -47,7 +49,7 @@ interface RwState {
  * const b = await Test.createTestingModule({ imports: [LockTestingModule.forRoot({ backend })], providers: [Jobs] }).compile();
  * ```
  */
-export class MemoryLockBackend {
+export class MemoryLockBackend implements LockBackend {
   private readonly mutexes = new Map<string, MutexState>();
   private readonly counters = new Map<string, number>();
   private readonly queues = new Map<string, QueuedWaiter[]>();
@@ -67,6 +69,21 @@ export class MemoryLockBackend {
   /** The store an engine with this instance id uses. */
   store(instanceId: string): MemoryLockStore {
     return new MemoryLockStore(this, instanceId);
+  }
+
+  /** The backend side: one engine's store, and a wake-up bus this backend delivers to. */
+  open(instanceId: string): Topology {
+    const bus = new WakeBus([]);
+    this.attach(bus);
+    return {
+      store: this.store(instanceId),
+      bus,
+      client: undefined,
+      close: async () => {
+        await bus.close();
+        this.detach(bus);
+      },
+    };
   }
 
   /** Forgets every lock and counter, as a restarted Redis without persistence would; tokens still rise after it. */

@@ -4,7 +4,7 @@ import type { ServerProbe } from './health-probe';
 import type { LockInfo } from './inspect';
 import type { MutexKeys } from './lock-keys';
 import { RedisLockStore } from './redis-store';
-import type { LockStore, RenewItem, StoreAcquire } from './redis-store';
+import type { LockStore, RenewItem, StoreAcquire } from './lock-store';
 
 /** A node call that did not answer in time. */
 class NodeTimeout extends Error {

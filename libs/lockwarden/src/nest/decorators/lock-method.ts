@@ -1,11 +1,11 @@
 import { Inject, SetMetadata } from '@nestjs/common';
 import { Observable } from 'rxjs';
 import { LockAbortedError, LockConfigError } from '../../errors';
-import type { LockService } from '../lock.service';
+import type { LockEngine } from '../../core/engine/lock-engine';
 import { compileKeySpec } from './key-template';
 import type { KeySpec } from './key-template';
 import { copyMethodMetadata } from './copy-method-metadata';
-import { LOCK_SERVICE_FOR_DECORATORS, LOCK_SERVICE_PROPERTY, LOCKED_METADATA } from './locked.constants';
+import { LOCK_ENGINE_FOR_DECORATORS, LOCK_ENGINE_PROPERTY, LOCKED_METADATA } from './locked.constants';
 import { getLockedMetadata } from './locked-metadata.accessor';
 import type { LockedMetadata, LockMode } from './locked-metadata.accessor';
 import { checkLockedOptions } from './locked-options';
@@ -16,7 +16,7 @@ import { RequestLockScope, withRequestSignal } from '../request-lock-scope';
  * Builds `@Locked` and its read/write siblings.
  *
  * Design: the decorator wraps the method where it is declared and has Nest
- * property-inject LockService into the instance. So a decorated method can
+ * property-inject the LockEngine into the instance. So a decorated method can
  * never run unwrapped, whoever discovers or calls it (@Cron, queues, event
  * handlers, controllers), and a module that forgets LockModule fails to
  * bootstrap instead of running the method without its lock. Wrapping later
@@ -52,7 +52,7 @@ export function lockDecorator(mode: LockMode, name: string) {
       copyMethodMetadata(original, wrapper);
       descriptor.value = wrapper as never;
       SetMetadata(LOCKED_METADATA, metadata)(target, propertyKey, descriptor);
-      injectLockService(target);
+      injectLockEngine(target);
       return descriptor;
     };
 }
@@ -73,11 +73,11 @@ function templateName(key: KeySpec, where: string): string {
   return where.replace(/\(\)$/, '');
 }
 
-function injectLockService(prototype: object): void {
+function injectLockEngine(prototype: object): void {
   const marker = Symbol.for('lockwarden:injected');
   if (Object.prototype.hasOwnProperty.call(prototype, marker)) return;
   Object.defineProperty(prototype, marker, { value: true });
-  Inject(LOCK_SERVICE_FOR_DECORATORS)(prototype, LOCK_SERVICE_PROPERTY);
+  Inject(LOCK_ENGINE_FOR_DECORATORS)(prototype, LOCK_ENGINE_PROPERTY);
 }
 
 function className(target: object): string {
@@ -99,14 +99,13 @@ async function runLocked(
   original: (...a: unknown[]) => unknown,
   wrapper: unknown,
 ): Promise<unknown> {
-  const service = (self as Record<symbol, LockService | undefined> | undefined)?.[LOCK_SERVICE_PROPERTY];
-  if (!service) {
+  const engine = (self as Record<symbol, LockEngine | undefined> | undefined)?.[LOCK_ENGINE_PROPERTY];
+  if (!engine) {
     throw new LockConfigError(
       `${meta.where} is lock-decorated but has no LockService: create the class through Nest and import LockModule. The method did not run.`,
     );
   }
   const keys = meta.keys(self, args);
-  const engine = service.lockEngine;
   const scope = RequestLockScope.current();
   const route = scope?.claim(wrapper) ? scope : undefined;
   const handles = await engine.acquireAll(keys, withRequestSignal(meta.options) ?? {}, meta.onBusy, meta.mode);

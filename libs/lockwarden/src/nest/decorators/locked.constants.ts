@@ -8,5 +8,12 @@ export const LOCKED_METADATA = 'lockwarden:locked';
 export const LOCK_SERVICE_FOR_DECORATORS =
   'LockService (import LockModule.forRoot() or forRootAsync() into this module, or make it global with isGlobal: true, to use @Locked, @ReadLocked and @WriteLocked)';
 
-/** The property a decorated instance holds its LockService in. */
-export const LOCK_SERVICE_PROPERTY = Symbol('lockwarden:lockService');
+/**
+ * The token decorated classes receive the `LockEngine` under: its name is the fix for a
+ * missing LockModule, which Nest prints when it cannot resolve it.
+ */
+export const LOCK_ENGINE_FOR_DECORATORS =
+  'LockEngine (import LockModule.forRoot() or forRootAsync() into this module, or make it global with isGlobal: true, to use @Locked, @ReadLocked and @WriteLocked)';
+
+/** The property a decorated instance holds its LockEngine in. */
+export const LOCK_ENGINE_PROPERTY = Symbol('lockwarden:lockEngine');

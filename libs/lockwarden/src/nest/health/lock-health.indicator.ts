@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { HealthIndicatorService } from '@nestjs/terminus';
 import type { HealthIndicatorResult } from '@nestjs/terminus';
-import { LockService } from '../lock.service';
+import { LockEngine } from '../../core/engine/lock-engine';
 
 /** Thresholds of one health check. */
 export interface LockHealthOptions {
@@ -39,7 +39,7 @@ export interface LockHealthOptions {
 export class LockHealthIndicator {
   constructor(
     private readonly indicators: HealthIndicatorService,
-    private readonly locks: LockService,
+    private readonly engine: LockEngine,
   ) {}
 
   async isHealthy<const Key extends string>(
@@ -47,7 +47,7 @@ export class LockHealthIndicator {
     options: LockHealthOptions = {},
   ): Promise<HealthIndicatorResult<Key>> {
     const indicator = this.indicators.check(key);
-    const report = await this.locks.lockEngine.health(options.timeoutMs ?? 1_000);
+    const report = await this.engine.health(options.timeoutMs ?? 1_000);
     const details = {
       pingMs: report.pingMs,
       servers: report.servers,

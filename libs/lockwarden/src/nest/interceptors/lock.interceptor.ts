@@ -1,10 +1,9 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
+import { LockEngine } from '../../core/engine/lock-engine';
 import type { CallHandler, ExecutionContext, NestInterceptor } from '@nestjs/common';
 import { Observable, catchError, concat, defer, EMPTY, throwError } from 'rxjs';
 import { getLockedMetadata } from '../decorators/locked-metadata.accessor';
-import { LOCK_SERVICE_FOR_DECORATORS } from '../decorators/locked.constants';
 import { RequestLockScope } from '../request-lock-scope';
-import type { LockService } from '../lock.service';
 import { toHttpError } from './lock-http-errors';
 
 interface HttpResponse {
@@ -48,7 +47,7 @@ const CLIENT_GONE = 'the HTTP client went away';
 export class LockInterceptor implements NestInterceptor {
   private readonly logger = new Logger('Lockwarden');
 
-  constructor(@Inject(LOCK_SERVICE_FOR_DECORATORS) private readonly locks: LockService) {}
+  constructor(private readonly engine: LockEngine) {}
 
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
     const handler = context.getHandler();
@@ -77,7 +76,7 @@ export class LockInterceptor implements NestInterceptor {
       const res = context.switchToHttp().getResponse<HttpResponse>();
       onResponseClosed(res, () => {
         const clientGone = !(res.raw ?? res).writableFinished;
-        if (clientGone) this.locks.lockEngine.interrupt(scope.allGranted, CLIENT_GONE);
+        if (clientGone) this.engine.interrupt(scope.allGranted, CLIENT_GONE);
         scope.closeResponse(clientGone, new Error(CLIENT_GONE));
       });
     } else {
@@ -96,7 +95,7 @@ export class LockInterceptor implements NestInterceptor {
         .map((h) => `"${h.key}"`)
         .join(', ')}); releasing them now. Release in finally, or use withLock.`,
     );
-    void this.locks.lockEngine.releaseAll(forgotten);
+    void this.engine.releaseAll(forgotten);
   }
 }
 

@@ -2,12 +2,10 @@ import { Module } from '@nestjs/common';
 import type { DynamicModule } from '@nestjs/common';
 import { APP_INTERCEPTOR } from '@nestjs/core';
 import { MemoryLockBackend } from '../../core/store/memory-store';
-import { LOCK_SERVICE_FOR_DECORATORS } from '../decorators/locked.constants';
 import { LockInterceptor } from '../interceptors/lock.interceptor';
 import { LOCK_MODULE_OPTIONS } from '../lock.module-definition';
 import type { LockModuleOptions } from '../lock-options.interface';
-import { LockService } from '../lock.service';
-import { LockWatchdog } from '../lock-watchdog';
+import { LOCK_BACKEND, lockExports, lockProviders } from '../lock.providers';
 
 /** Options of `LockTestingModule.forRoot()`: the module's options, without a Redis. */
 export interface LockTestingOptions extends Omit<LockModuleOptions, 'redis' | 'quorum' | 'replicaAck'> {
@@ -46,19 +44,18 @@ export interface LockTestingOptions extends Omit<LockModuleOptions, 'redis' | 'q
 export class LockTestingModule {
   static forRoot(options: LockTestingOptions = {}): DynamicModule {
     const { backend = new MemoryLockBackend(), isGlobal = false, ...rest } = options;
-    const moduleOptions = { ...rest, redis: backend, metrics: rest.metrics ?? false } as LockModuleOptions;
+    const moduleOptions: LockModuleOptions = { ...rest, metrics: rest.metrics ?? false };
     return {
       module: LockTestingModule,
       global: isGlobal,
       providers: [
         { provide: LOCK_MODULE_OPTIONS, useValue: moduleOptions },
         { provide: MemoryLockBackend, useValue: backend },
-        LockService,
-        LockWatchdog,
-        { provide: LOCK_SERVICE_FOR_DECORATORS, useExisting: LockService },
+        { provide: LOCK_BACKEND, useExisting: MemoryLockBackend },
+        ...lockProviders,
         { provide: APP_INTERCEPTOR, useClass: LockInterceptor },
       ],
-      exports: [LockService, LockWatchdog, LOCK_SERVICE_FOR_DECORATORS, MemoryLockBackend],
+      exports: [...lockExports, MemoryLockBackend],
     };
   }
 }

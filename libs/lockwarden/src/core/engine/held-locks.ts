@@ -1,0 +1,255 @@
+import { LockBackendError, LockInterruptedError, LockLostError } from '../../errors';
+import { Lease, LeaseHandle } from '../lease/lease';
+import type { LeaseOwner } from '../lease/lease';
+import type { LockContext } from '../lease/lock-context';
+import type { LockHandle } from '../lease/lock-handle';
+import type { RenewalScheduler } from '../lease/renewal-scheduler';
+import type { LockEvent } from '../observe/events';
+import type { LockLogger } from '../observe/logger';
+import type { MutexKeys, RwKeys } from '../store/lock-keys';
+import type { LockStore } from '../store/lock-store';
+import { checkInteger, MAX_MS, MIN_LEASE_MS } from './options';
+
+/**
+ * The locks one engine holds, and the work running under them: the orchestrator, in the
+ * sense of nestjs/schedule. It owns every lease from grant to release, runs locked work
+ * (`hold`), drains at shutdown, and leaves to their lease the locks whose work outlives
+ * the grace. It never releases a lock while the work holding it runs.
+ */
+export class HeldLocks implements LeaseOwner {
+  private readonly leases = new Set<Lease>();
+  private readonly running = new Set<Promise<unknown>>();
+  private readonly idleWaiters: (() => void)[] = [];
+  /** Set once the connections are closing: a late release then has nothing to talk to. */
+  private stopped = false;
+
+  constructor(
+    private readonly store: LockStore,
+    private readonly scheduler: RenewalScheduler,
+    private readonly context: LockContext,
+    private readonly logger: LockLogger,
+    private readonly emit: ((event: LockEvent) => void) | undefined,
+  ) {}
+
+  get size(): number {
+    return this.leases.size;
+  }
+
+  /** Takes charge of a newly granted lease: watched by the watchdog until it ends. */
+  add(lease: Lease): void {
+    this.leases.add(lease);
+    this.scheduler.track(lease);
+  }
+
+  /**
+   * The one way locked work runs, for withLock, decorated methods and routes alike.
+   *
+   * `fn` runs as the holder of every handle (outermost first, so nested acquires
+   * re-enter them). The handles are released once `fn` has settled **and**
+   * `until` has settled (the rest of the work: a response still streaming, an
+   * Observable still emitting), never before, whatever aborts their signals
+   * meanwhile. `until` may be a function, asked once `fn` has settled.
+   *
+   * Without a rest of the work, the promise settles after the release; with
+   * one, as soon as `fn` settles. It rejects with `fn`'s error, or with the
+   * LockLostError of a lock lost while it ran.
+   */
+  hold<T>(
+    handles: readonly LeaseHandle[],
+    fn: () => T | Promise<T>,
+    until?: PromiseLike<unknown> | (() => PromiseLike<unknown> | undefined),
+  ): Promise<T> {
+    let run = fn;
+    for (let i = handles.length - 1; i >= 0; i--) {
+      const handle = handles[i];
+      const inner = run;
+      run = () => this.context.run(handle.lease, handle, inner);
+    }
+    let settled: Promise<T>;
+    try {
+      settled = Promise.resolve(run());
+    } catch (err) {
+      settled = Promise.reject(err);
+    }
+    // Boxed, so that awaiting `after` never waits for the rest of the work itself.
+    const after = settled.then(noop, noop).then(() => ({ rest: typeof until === 'function' ? until() : until }));
+    const released = this.track(
+      after
+        .then(({ rest }) => rest)
+        .then(noop, noop)
+        .then(() => this.releaseAll(handles)),
+    );
+    const outcome = (): Promise<T> =>
+      settled.then((value) => {
+        const lost = firstLoss(handles);
+        if (lost) throw lost;
+        return value;
+      });
+    return after.then(({ rest }) => (rest ? outcome() : released.then(outcome)));
+  }
+
+  /** Asks the holders of these handles to stop, without releasing anything. */
+  interrupt(handles: Iterable<LockHandle>, reason: string): void {
+    for (const h of handles) {
+      const lease = (h as Partial<LeaseHandle>).lease;
+      lease?.interrupt(new LockInterruptedError(lease.key, reason));
+    }
+  }
+
+  /** Releases in reverse order; failures are logged, never thrown (the leases then expire). */
+  async releaseAll(handles: readonly LockHandle[]): Promise<void> {
+    if (handles.length === 1) return this.releaseQuietly(handles[0]);
+    for (let i = handles.length - 1; i >= 0; i--) await this.releaseQuietly(handles[i]);
+  }
+
+  /**
+   * Aborts the signal of every held lock, then waits up to `graceMs` until no locked work
+   * runs and no lock is held. Nothing is released here: work releases its own locks.
+   */
+  async drain(graceMs: number): Promise<void> {
+    for (const lease of this.leases) {
+      lease.interrupt(new LockInterruptedError(lease.key, 'the application is shutting down'));
+    }
+    if (this.isIdle()) return;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      new Promise<void>((resolve) => this.idleWaiters.push(resolve)),
+      new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, graceMs);
+      }),
+    ]);
+    clearTimeout(timer);
+  }
+
+  /**
+   * Stops for good: locks still held (their work outlived the grace) are not released,
+   * since that work may still act on them. They stop being renewed, their holders are told
+   * they are lost, and they expire with their lease, as after a crash. One warning names them.
+   */
+  abandon(): void {
+    this.stopped = true;
+    const abandoned = [...this.leases];
+    this.leases.clear();
+    const reason = 'the lock service shut down while the work holding it still ran; it expires with its lease';
+    for (const lease of abandoned) {
+      this.scheduler.untrack(lease);
+      this.scheduler.lost(lease, reason, false); // one warning below names them all
+    }
+    if (abandoned.length === 0) return;
+    const keys = abandoned.map((l) => `"${l.key}"`).join(', ');
+    this.logger.warn(
+      `Shut down with ${abandoned.length} lock(s) still held by running work (${keys}). They were not released, ` +
+        'because that work may still act on them: they expire with their lease, as after a crash.',
+    );
+  }
+
+  // ---- LeaseOwner: called by handles -------------------------------------------------------
+
+  async releaseLease(lease: Lease): Promise<boolean> {
+    lease.holds--;
+    if (lease.holds > 0) return lease.state === 'held';
+    lease.state = 'released';
+    this.forget(lease);
+    if (this.stopped) return false;
+    try {
+      const released = await this.releaseOnServer(lease);
+      this.emit?.({
+        type: 'released',
+        key: lease.key,
+        name: lease.name,
+        fencingToken: lease.fencingToken,
+        heldMs: Math.round(performance.now() - lease.acquiredAt),
+      });
+      return released;
+    } catch (err) {
+      throw new LockBackendError(lease.key, 'release', err);
+    }
+  }
+
+  async extendLease(lease: Lease, ms: number | undefined): Promise<void> {
+    const leaseMs = ms === undefined ? lease.leaseMs : checkInteger('extend(ms)', ms, MIN_LEASE_MS, MAX_MS, lease.key);
+    if (lease.state !== 'held') throw new LockLostError(lease.key, `it was already ${lease.state}`);
+    const sentAt = performance.now();
+    const grantedMs = Math.min(leaseMs, Math.floor(lease.maxHoldUntil - sentAt));
+    if (grantedMs < MIN_LEASE_MS) throw new LockLostError(lease.key, 'it reached its maxHoldMs and cannot be extended');
+    let renewed: boolean[];
+    try {
+      renewed = await this.store.renew([
+        { lockKey: lease.keys.lock, token: lease.token, leaseMs: grantedMs, kind: lease.kind },
+      ]);
+    } catch (err) {
+      throw new LockBackendError(lease.key, 'extend', err);
+    }
+    if (lease.state !== 'held') throw new LockLostError(lease.key, `it was ${lease.state} while extending`);
+    if (!renewed[0]) {
+      const reason = 'the key is no longer ours in Redis (it expired or was deleted)';
+      if (this.scheduler.lost(lease, reason)) this.forget(lease);
+      throw lease.lostError ?? new LockLostError(lease.key, reason);
+    }
+    lease.leaseMs = leaseMs;
+    lease.confirm(sentAt, grantedMs);
+    this.scheduler.reschedule(lease);
+    this.emit?.({ type: 'extended', key: lease.key, name: lease.name, fencingToken: lease.fencingToken });
+  }
+
+  // ---- internals ----------------------------------------------------------------------------
+
+  private track<T>(work: Promise<T>): Promise<T> {
+    this.running.add(work);
+    const done = (): void => {
+      this.running.delete(work);
+      this.checkIdle();
+    };
+    work.then(done, done);
+    return work;
+  }
+
+  private isIdle(): boolean {
+    return this.running.size === 0 && this.leases.size === 0;
+  }
+
+  private checkIdle(): void {
+    if (this.idleWaiters.length === 0 || !this.isIdle()) return;
+    for (const resolve of this.idleWaiters.splice(0)) resolve();
+  }
+
+  /**
+   * Deletes our hold, or, before its lockAtLeastMs is up, only shortens the
+   * lease to what remains of it, so the lock stays taken until then.
+   */
+  private async releaseOnServer(lease: Lease): Promise<boolean> {
+    const keepMs = Math.ceil(lease.keepUntil - performance.now());
+    if (keepMs >= MIN_LEASE_MS) {
+      const [kept] = await this.store.renew([
+        { lockKey: lease.keys.lock, token: lease.token, leaseMs: keepMs, kind: lease.kind },
+      ]);
+      return kept;
+    }
+    if (lease.kind === 'mutex') return this.store.release(lease.keys as MutexKeys, lease.token);
+    return this.store.rwRelease(lease.keys as RwKeys, lease.token, lease.kind);
+  }
+
+  private forget(lease: Lease): void {
+    this.leases.delete(lease);
+    this.scheduler.untrack(lease);
+    this.checkIdle();
+  }
+
+  private async releaseQuietly(handle: LockHandle): Promise<void> {
+    try {
+      await handle.release();
+    } catch (err) {
+      this.logger.warn(
+        `Could not release lock "${handle.key}"; it will expire with its lease: ${err instanceof Error ? err.message : String(err)}`,
+      );
+    }
+  }
+}
+
+/** The first of the handles whose lease was lost (not merely interrupted), if any. */
+function firstLoss(handles: readonly LeaseHandle[]): LockLostError | undefined {
+  for (const h of handles) if (h.lease.lostError) return h.lease.lostError;
+  return undefined;
+}
+
+function noop(): void {}

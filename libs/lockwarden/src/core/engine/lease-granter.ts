@@ -1,0 +1,187 @@
+import { LockConfigError, LockTimeoutError } from '../../errors';
+import { Lease, LeaseHandle } from '../lease/lease';
+import type { LockEvent } from '../observe/events';
+import { mutexKeys, rwKeys } from '../store/lock-keys';
+import type { MutexKeys, RwKeys } from '../store/lock-keys';
+import type { LeaseKind, LockStore } from '../store/lock-store';
+import { QuorumLockStore } from '../store/quorum-store';
+import { acquireLoop } from '../wait/acquire-loop';
+import type { AttemptSpec, LoopContext } from '../wait/acquire-loop';
+import { safetyMarginFor } from './engine-options';
+import type { ResolvedEngineOptions } from './engine-options';
+import type { HeldLocks } from './held-locks';
+import { describe, resolveAcquire } from './options';
+import type { AcquireOptions, ResolvedAcquire, RwAcquireOptions } from './options';
+import { newOwnerToken } from './tokens';
+
+/**
+ * A waiter with a place on the server (a queued mutex waiter, fair or starving, or a waiting
+ * writer) checks back this often and keeps its place this long; a release hands a queued
+ * mutex waiter the lock for at most HANDOFF_LEASE_MS until it confirms. So a waiter that
+ * dies holds the others up by at most about one second: its place lapses, or the lock it
+ * was handed does.
+ */
+const QUEUE_REFRESH_MS = 300;
+const QUEUE_PLACE_TTL_MS = 1_000;
+const HANDOFF_LEASE_MS = 1_000;
+/** A non-fair waiter waiting longer than this joins the FIFO queue (see AttemptSpec.starvationMs). */
+const STARVATION_MS = 5;
+const RW_OPTION_NAMES: ReadonlySet<string> = new Set(['writerPreference']);
+
+/**
+ * Turns a checked request into a new lease: one attempt when the lock is free, the wait
+ * loop when it is busy, then a lease handed to the held locks. Reentrancy is the engine's
+ * business: this always makes a new owner.
+ */
+export class LeaseGranter {
+  /** Told of every new handle: how a request scope tracks locks taken during it. */
+  onGrant: ((handle: LeaseHandle) => void) | undefined;
+
+  constructor(
+    private readonly options: ResolvedEngineOptions,
+    private readonly store: LockStore,
+    private readonly held: HeldLocks,
+    private readonly loop: LoopContext,
+    private readonly emit: ((event: LockEvent) => void) | undefined,
+  ) {}
+
+  resolveMutex(key: string, options: AcquireOptions | undefined): ResolvedAcquire {
+    const req = resolveAcquire(key, options, this.options);
+    if (req.fair && !this.store.fairQueue) {
+      throw new LockConfigError(
+        'fair is not available in quorum mode (each node would keep its own queue) nor with replicaAck ' +
+          '(a queued hand-off is not acknowledged by replicas).',
+        req.key,
+      );
+    }
+    return req;
+  }
+
+  resolveRw(key: string, options: RwAcquireOptions | undefined): ResolvedAcquire {
+    const req = resolveAcquire(key, options, this.options, RW_OPTION_NAMES);
+    if (!this.store.readWrite) throw QuorumLockStore.noReadWrite(req.key);
+    const pref = (options as { writerPreference?: unknown } | undefined)?.writerPreference;
+    if (pref !== undefined && typeof pref !== 'boolean') {
+      throw new LockConfigError(`writerPreference must be a boolean, got ${describe(pref)}.`, req.key);
+    }
+    if (req.fair) {
+      throw new LockConfigError(
+        'fair is not an option of read/write locks: they use writer preference instead.',
+        req.key,
+      );
+    }
+    return req;
+  }
+
+  /** The handle, or LockTimeoutError when the lock stayed busy for the whole wait. */
+  async orThrow(req: ResolvedAcquire, got: Promise<LeaseHandle | number>): Promise<LeaseHandle> {
+    const started = performance.now();
+    const result = await got;
+    if (typeof result !== 'number') return result;
+    const waitedMs = Math.round(performance.now() - started);
+    this.emit?.({ type: 'timeout', key: req.key, name: req.name, waitedMs });
+    throw new LockTimeoutError(req.key, waitedMs, result);
+  }
+
+  /** A new mutex lease, or how many ms the lock stays busy. */
+  mutex(req: ResolvedAcquire): Promise<LeaseHandle | number> {
+    const keys = mutexKeys(this.options.keyPrefix, req.key);
+    const token = newOwnerToken();
+    const store = this.store;
+    const handoffMs = Math.min(req.leaseMs, HANDOFF_LEASE_MS);
+    const spec: AttemptSpec = {
+      key: req.key,
+      channel: keys.channel,
+      fair: req.fair,
+      refreshMs: undefined,
+      queueRefreshMs: QUEUE_REFRESH_MS,
+      handoffMs,
+      starvationMs: store.fairQueue ? STARVATION_MS : undefined,
+      attempt: (fair, waiterId) =>
+        store.acquire({
+          keys,
+          token,
+          leaseMs: req.leaseMs,
+          fair,
+          waiterId,
+          waiterTtlMs: QUEUE_PLACE_TTL_MS,
+          grantMs: handoffMs,
+        }),
+      withdraw: () => store.release(keys, token),
+    };
+    return this.grantOrBusy(req, spec, 'mutex', keys, token);
+  }
+
+  /** A new read or write lease, or how many ms the lock stays busy. */
+  readWrite(
+    req: ResolvedAcquire,
+    mode: 'read' | 'write',
+    heldWriteToken: string,
+    writerPreference: boolean,
+  ): Promise<LeaseHandle | number> {
+    const keys = rwKeys(this.options.keyPrefix, req.key);
+    const token = newOwnerToken();
+    const store = this.store;
+    const spec: AttemptSpec = {
+      key: req.key,
+      channel: keys.channel,
+      fair: false,
+      refreshMs: mode === 'write' ? QUEUE_REFRESH_MS : undefined,
+      queueRefreshMs: undefined,
+      handoffMs: Infinity,
+      starvationMs: undefined,
+      attempt: () =>
+        store.rwAcquire({
+          keys,
+          token,
+          leaseMs: req.leaseMs,
+          mode,
+          heldWriteToken,
+          writerPreference,
+          placeTtlMs: QUEUE_PLACE_TTL_MS,
+        }),
+      withdraw: () => store.rwRelease(keys, token, mode),
+    };
+    return this.grantOrBusy(req, spec, mode, keys, token);
+  }
+
+  private async grantOrBusy(
+    req: ResolvedAcquire,
+    spec: AttemptSpec,
+    kind: LeaseKind,
+    keys: MutexKeys | RwKeys,
+    token: string,
+  ): Promise<LeaseHandle | number> {
+    const started = performance.now();
+    const result = await acquireLoop(this.loop, spec, req.waitMs, req.signal);
+    if (!result.granted) return result.busyMs;
+    // Quorum: the holder must stop before the validity Redlock promises, which allows for clock drift.
+    const margin = safetyMarginFor(req.leaseMs, this.options.safetyMarginMs) + this.store.clockDriftMs(req.leaseMs);
+    const lease = new Lease(
+      this.held,
+      kind,
+      req.key,
+      keys,
+      token,
+      result.fence,
+      req.leaseMs,
+      req.renew,
+      margin,
+      result.leaseFrom,
+    );
+    if (req.maxHoldMs !== undefined) lease.maxHoldUntil = result.leaseFrom + req.maxHoldMs;
+    if (req.lockAtLeastMs !== undefined) lease.keepUntil = result.leaseFrom + req.lockAtLeastMs;
+    lease.name = req.name;
+    this.held.add(lease);
+    this.emit?.({
+      type: 'acquired',
+      key: req.key,
+      name: req.name,
+      fencingToken: result.fence,
+      waitedMs: Math.round(performance.now() - started),
+    });
+    const handle = new LeaseHandle(lease);
+    this.onGrant?.(handle);
+    return handle;
+  }
+}

@@ -1,0 +1,64 @@
+import { LockBackendError } from '../../errors';
+import type { RenewalScheduler } from '../lease/renewal-scheduler';
+import type { LockHealthReport } from '../store/health-probe';
+import type { LockInfo } from '../store/inspect';
+import type { LockStore } from '../store/lock-store';
+import type { HeldLocks } from './held-locks';
+import { checkKey } from './options';
+
+/** What operators ask of the locks: who holds one, clearing a stuck one, and health. */
+export class LockAdmin {
+  constructor(
+    private readonly store: LockStore,
+    private readonly keyPrefix: string,
+    private readonly scheduler: RenewalScheduler,
+    private readonly held: HeldLocks,
+  ) {}
+
+  /**
+   * Who holds `key` (as a mutex or a read/write lock), for how long, with which fencing
+   * token, and how many waiters are queued. Never exposes owner tokens. In quorum mode
+   * the lock counts as held when a majority of nodes hold it.
+   */
+  async inspect(key: string): Promise<LockInfo> {
+    const k = checkKey(key);
+    try {
+      return await this.store.inspect(this.keyPrefix, k);
+    } catch (err) {
+      throw new LockBackendError(k, 'inspect', err);
+    }
+  }
+
+  /**
+   * Dangerous: deletes `key`'s lock (mutex and read/write) whoever holds it, and wakes its
+   * waiters. Nothing is aborted remotely: holders find out at their next renewal, and until
+   * then two holders may run at once. Resolves true when a lock was held.
+   */
+  async forceUnlock(key: string): Promise<boolean> {
+    const k = checkKey(key);
+    try {
+      return await this.store.forceUnlock(this.keyPrefix, k);
+    } catch (err) {
+      throw new LockBackendError(k, 'force-unlock', err);
+    }
+  }
+
+  /** Reachability, script cache and watchdog lag, for health checks. Never throws. */
+  async health(timeoutMs: number): Promise<LockHealthReport> {
+    return {
+      ...(await this.store.probe(timeoutMs)),
+      watchdogLagMs: Math.round(this.scheduler.lagMs),
+      heldLocks: this.held.size,
+    };
+  }
+
+  /** Who holds a lock that was skipped: the instance id stored beside it, never the owner token. */
+  async holderOf(key: string): Promise<string> {
+    try {
+      const holder = (await this.store.inspect(this.keyPrefix, key)).holders[0]?.instanceId;
+      return holder ?? 'an instance that just released it';
+    } catch {
+      return 'another instance';
+    }
+  }
+}

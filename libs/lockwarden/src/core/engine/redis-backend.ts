@@ -1,0 +1,60 @@
+import type { LockLogger } from '../observe/logger';
+import { loadScripts } from '../scripts/lua-script';
+import type { LockBackend, Topology } from '../store/lock-backend';
+import { QuorumLockStore } from '../store/quorum-store';
+import { closeClient, openClient } from '../store/redis-client';
+import type { RedisClient, RedisSpec } from '../store/redis-client';
+import { RedisLockStore } from '../store/redis-store';
+import { ReplicaAck } from '../store/replica-ack';
+import type { ReplicaAckOptions } from '../store/replica-ack';
+import { WakeBus } from '../wait/wake-bus';
+import type { ResolvedQuorum } from './engine-options';
+
+/** The topology options of the Redis backend, checked. */
+export interface RedisBackendOptions {
+  readonly redis: RedisSpec | undefined;
+  readonly quorum: ResolvedQuorum | undefined;
+  readonly replicaAck: ReplicaAckOptions | undefined;
+}
+
+/**
+ * Wires a Redis topology: one server (or Sentinel, or Cluster) or a quorum of independent
+ * masters, with the scripts loaded on every connect and one subscriber connection for
+ * wake-ups. What it opens it closes; a client the user gave stays open.
+ */
+export class RedisBackend implements LockBackend {
+  constructor(private readonly options: RedisBackendOptions) {}
+
+  open(instanceId: string, logger: LockLogger): Topology {
+    const { redis, quorum, replicaAck } = this.options;
+    const connections = (quorum ? quorum.nodes : [redis as RedisSpec]).map((spec) => openClient(spec));
+    for (const { client, owned } of connections) {
+      if (owned) client.on('error', (err: Error) => logger.debug(`Redis connection error: ${err.message}`));
+    }
+    const clients = connections.map((c) => c.client);
+    for (const client of clients) {
+      client.on('ready', preload);
+      if (client.status === 'ready') preload.call(client);
+    }
+    const stores = clients.map(
+      (client) => new RedisLockStore(client, instanceId, replicaAck && new ReplicaAck(client, replicaAck, logger)),
+    );
+    const bus = new WakeBus(clients);
+    return {
+      store: quorum ? new QuorumLockStore(stores, quorum.nodeTimeoutMs) : stores[0],
+      bus,
+      client: clients[0],
+      close: async () => {
+        await bus.close();
+        for (const client of clients) client.off('ready', preload);
+        await Promise.all(connections.filter((c) => c.owned).map((c) => closeClient(c.client)));
+      },
+    };
+  }
+}
+
+/** A 'ready' listener: (re)load the scripts into the server(s) the client just connected to. */
+function preload(this: RedisClient): void {
+  // Best effort: a script missing from the cache still runs, through the EVAL fallback.
+  loadScripts(this).catch(() => undefined);
+}

@@ -1,0 +1,30 @@
+import type { LockLogger } from '../observe/logger';
+import type { WakeBus } from '../wait/wake-bus';
+import type { LockStore } from './lock-store';
+import type { RedisClient } from './redis-client';
+
+/** What one engine works on once its backend is open. */
+export interface Topology {
+  /** The lock operations. */
+  readonly store: LockStore;
+  /** How waiters hear of releases and hand-offs. */
+  readonly bus: WakeBus;
+  /** The Redis client (in quorum mode, the first node's); none in memory. */
+  readonly client: RedisClient | undefined;
+  /** Closes what the backend opened for this engine (never a client the user gave). */
+  close(): Promise<void>;
+}
+
+/**
+ * Where locks are kept. `LockModule` provides the Redis backend its options describe;
+ * `LockTestingModule` provides the in-memory one. The engine sees only this.
+ *
+ * @example
+ * ```ts
+ * const engine = new LockEngine({ instanceId: 'test' }, undefined, new MemoryLockBackend());
+ * ```
+ */
+export interface LockBackend {
+  /** Opens the store and the wake-up bus for one engine, named `instanceId` beside its locks. */
+  open(instanceId: string, logger: LockLogger): Topology;
+}

@@ -1,0 +1,68 @@
+import type { ServerProbe } from './health-probe';
+import type { LockInfo } from './inspect';
+import type { MutexKeys, RwKeys } from './lock-keys';
+
+/** What a lease is: a mutex, or one side of a read/write lock. */
+export type LeaseKind = 'mutex' | 'read' | 'write';
+
+/** One lease to renew in a batch. */
+export interface RenewItem {
+  readonly lockKey: string;
+  readonly token: string;
+  readonly leaseMs: number;
+  readonly kind: LeaseKind;
+}
+
+export interface StoreAcquire {
+  readonly keys: MutexKeys;
+  readonly token: string;
+  readonly leaseMs: number;
+  readonly fair: boolean;
+  /** Public id a fair waiter is told about its grant by; never the secret token. */
+  readonly waiterId: string;
+  /** How long a fair waiter keeps its place without checking back. */
+  readonly waiterTtlMs: number;
+  /** The lease a release hands this waiter the lock with, until it confirms (a dead waiter's cost). */
+  readonly grantMs: number;
+}
+
+export interface StoreRwAcquire {
+  readonly keys: RwKeys;
+  readonly token: string;
+  readonly leaseMs: number;
+  readonly mode: 'read' | 'write';
+  /** Reads: the token of the write lease this flow holds (a downgrade), or ''. */
+  readonly heldWriteToken: string;
+  /** Reads: wait behind waiting writers. */
+  readonly writerPreference: boolean;
+  /** Writes: how long a waiting writer keeps its place without checking back. */
+  readonly placeTtlMs: number;
+}
+
+/**
+ * The lock operations one topology offers. Each call is one script, so each
+ * is atomic on the server and costs one round trip. Acquires resolve the
+ * fencing token (>= 0) when granted, else -(ms worth waiting).
+ */
+export interface LockStore {
+  acquire(req: StoreAcquire): Promise<number>;
+  /** True when it released our hold; false when the lock was not ours (any queue place is dropped too). */
+  release(keys: MutexKeys, token: string): Promise<boolean>;
+  rwAcquire(req: StoreRwAcquire): Promise<number>;
+  /** True when it released our hold; false when we held nothing (a waiting writer's place is dropped too). */
+  rwRelease(keys: RwKeys, token: string, mode: 'read' | 'write'): Promise<boolean>;
+  /** One result per item, in order: whether the lease was still ours and is now renewed. */
+  renew(items: readonly RenewItem[]): Promise<boolean[]>;
+  /** Whether the topology has the server-side FIFO queue that fair mode and starvation mode use. */
+  readonly fairQueue: boolean;
+  /** Whether read/write locks are available. */
+  readonly readWrite: boolean;
+  /** How much clock drift between servers to allow for on a lease of `leaseMs` (0 on one server). */
+  clockDriftMs(leaseMs: number): number;
+  /** One lock name's mutex or read/write state, for operators; never an owner token. */
+  inspect(prefix: string, key: string): Promise<LockInfo>;
+  /** Deletes one lock name's locks whoever holds them, and wakes the waiters; true when one was held. */
+  forceUnlock(prefix: string, key: string): Promise<boolean>;
+  /** Whether the servers behind the store answer, and have the scripts cached. */
+  probe(timeoutMs: number): Promise<ServerProbe>;
+}

@@ -1,0 +1,49 @@
+import { Logger } from '@nestjs/common';
+import type { Provider } from '@nestjs/common';
+import { LockEngine } from '../core/engine/lock-engine';
+import { resolveEngineOptions } from '../core/engine/engine-options';
+import { RedisBackend } from '../core/engine/redis-backend';
+import type { LockBackend } from '../core/store/lock-backend';
+import { LOCK_ENGINE_FOR_DECORATORS, LOCK_SERVICE_FOR_DECORATORS } from './decorators/locked.constants';
+import { LockLifecycle } from './lock-lifecycle';
+import { LOCK_MODULE_OPTIONS } from './lock.module-definition';
+import type { LockModuleOptions } from './lock-options.interface';
+import { LockService } from './lock.service';
+import { LockWatchdog } from './lock-watchdog';
+
+/**
+ * The token the store's backend is provided under, the throttler-storage way: LockModule
+ * provides Redis from its options, LockTestingModule the in-memory backend.
+ */
+export const LOCK_BACKEND = Symbol('lockwarden:backend');
+
+/** LockModule's backend: the Redis topology its options describe. */
+export const redisBackendProvider: Provider = {
+  provide: LOCK_BACKEND,
+  useFactory: (options: LockModuleOptions): LockBackend => new RedisBackend(resolveEngineOptions(options)),
+  inject: [LOCK_MODULE_OPTIONS],
+};
+
+/** Everything but the backend and the options: the same for LockModule and LockTestingModule. */
+export const lockProviders: Provider[] = [
+  {
+    provide: LockEngine,
+    useFactory: (options: LockModuleOptions, backend: LockBackend) =>
+      new LockEngine(options, new Logger('Lockwarden'), backend),
+    inject: [LOCK_MODULE_OPTIONS, LOCK_BACKEND],
+  },
+  LockService,
+  LockWatchdog,
+  LockLifecycle,
+  { provide: LOCK_SERVICE_FOR_DECORATORS, useExisting: LockService },
+  { provide: LOCK_ENGINE_FOR_DECORATORS, useExisting: LockEngine },
+];
+
+/** What both modules export. */
+export const lockExports = [
+  LockService,
+  LockWatchdog,
+  LockEngine,
+  LOCK_SERVICE_FOR_DECORATORS,
+  LOCK_ENGINE_FOR_DECORATORS,
+];
