@@ -126,17 +126,19 @@ describe('a holder paused past its lease', () => {
     closers.push(async () => resource.client.disconnect());
     const ks = keys('k');
     const h = worker({ PREFIX: prefix, MODE: 'hold', KEYS: ks.join(','), LEASE_MS: '600', NAME: 'holder' });
-    await until(() => reported(h, 'held').size === TRIALS);
-    await until(async () => (await count(prefix, 'accepted', 'holder')) >= TRIALS);
+    await h.waitFor(/^ready$/);
+    await observerClient.rpush(`${prefix}go`, 'go');
+    await h.waitFor(/^stopping$/); // it stops itself, its next step already due
 
-    h.kill('SIGSTOP');
     const taken = await Promise.all(ks.map((k) => other.acquire(k, { waitMs: 10_000 })));
     for (const t of taken) expect(await resource.write(t.key, t.fencingToken, 'other')).toBe(true);
     h.kill('SIGCONT');
-    await until(() => ks.every((k) => h.lines.includes(`stopped ${k}`)));
+    await until(() => ks.every((k) => h.lines.some((l) => l.startsWith(`checked ${k} `))));
 
-    // Every write loop stopped on its own check of the signal: none wrote with its old token.
+    // Every holder read its signal as aborted before its watchdog's timer ran: none wrote with its old token.
+    expect(h.lines.filter((l) => l.startsWith('checked') && l.endsWith(' live'))).toEqual([]);
     expect(await count(prefix, 'refused', 'holder')).toBe(0);
+    expect(await count(prefix, 'accepted', 'holder')).toBe(TRIALS);
     for (const t of taken) await t.release();
   });
 });

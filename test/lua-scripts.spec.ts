@@ -167,7 +167,7 @@ async function clock(): Promise<{ us: number; ms: number }> {
 }
 
 async function zset(key: string): Promise<string[]> {
-  return (await client.zrange(key, 0, -1, 'WITHSCORES')) as unknown as string[];
+  return (await client.zrange(key, '0', '-1', 'WITHSCORES')) as unknown as string[];
 }
 
 function expectWithin(value: number, low: number, high: number): void {

@@ -3,19 +3,15 @@
 // MODE=wait  acquire every key of KEYS (comma-separated; WRITE=1: a write hold of a read/write lock); print "queued" once every acquire
 //            has started, then "acquired <key> <token>" per key, and write under each lock
 //            until told to stop (FENCE on the observer Redis, see test/edge.spec.ts).
-// MODE=hold  acquire every key, print "held <key> <token>", then write under each lock in a
-//            loop of round trips for as long as its signal is live; print "stopped <key>".
+// MODE=hold  acquire every key, write once under each, print "held <key> <token>", then wait
+//            for "go" (BLPOP <PREFIX>go on the observer), schedule the next step and SIGSTOP
+//            itself; once continued, that step writes under each lock whose signal is live and
+//            prints "checked <key> aborted|live".
 // Every writer checks `signal.aborted` before each write, as a protected write should.
 // A heartbeat line "tick" every 10 ms shows the process runs.
 import { Redis } from 'ioredis';
 import { FencedResource } from '../harness/fenced-resource';
 import { LockEngine } from '../../libs/lockwarden/src/core';
-import type { LockHandle } from '../../libs/lockwarden/src';
-
-async function writeWhileHeld(resource: FencedResource, lock: LockHandle, who: string): Promise<void> {
-  // A chain of round trips: after a pause, the reply to the last write is the first callback to run.
-  while (!lock.signal.aborted) await resource.write(lock.key, lock.fencingToken, who);
-}
 
 async function main(): Promise<void> {
   const {
@@ -48,14 +44,23 @@ async function main(): Promise<void> {
     console.log('done');
   } else if (MODE === 'hold') {
     const locks = await Promise.all(keys.map((key) => engine.acquire(key)));
+    for (const lock of locks) await resource.write(lock.key, lock.fencingToken, NAME);
     for (const lock of locks) console.log(`held ${lock.key} ${lock.fencingToken}`);
-    await Promise.all(
-      locks.map(async (lock) => {
-        await writeWhileHeld(resource, lock, NAME);
-        console.log(`stopped ${lock.key}`);
-      }),
-    );
-    console.log('done');
+    // When told, stop this very process (SIGSTOP) with the next step of the work already
+    // due: on resume that timer runs before the watchdog's, which is due later.
+    const trigger = new Redis(OBSERVER!);
+    console.log('ready');
+    await trigger.blpop(`${PREFIX}go`, 0);
+    trigger.disconnect();
+    setTimeout(() => {
+      for (const lock of locks) {
+        const aborted = lock.signal.aborted;
+        if (!aborted) void resource.write(lock.key, lock.fencingToken, NAME);
+        console.log(`checked ${lock.key} ${aborted ? 'aborted' : 'live'}`);
+      }
+    }, 1);
+    console.log('stopping');
+    process.kill(process.pid, 'SIGSTOP');
   }
 }
 

@@ -1,5 +1,4 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import type { LeaseHandle } from '../core/lease/lease';
 import type { LockHandle } from '../core/lease/lock-handle';
 
 const scopes = new AsyncLocalStorage<RequestLockScope>();
@@ -22,7 +21,7 @@ export class RequestLockScope {
   private readonly controller = new AbortController();
   private readonly grantedHandles = new Set<LockHandle>();
   private readonly bareHandles = new Set<LockHandle>();
-  private ownHandles: readonly LeaseHandle[] = [];
+  private ownHandles: readonly LockHandle[] = [];
   private handlerSettled = false;
   private responseClosed = false;
   private markOver!: () => void;
@@ -63,7 +62,7 @@ export class RequestLockScope {
   }
 
   /** The decorated handler's own locks, whose loss the interceptor reports. */
-  adopt(handles: readonly LeaseHandle[]): void {
+  adopt(handles: readonly LockHandle[]): void {
     this.ownHandles = handles;
   }
 
@@ -86,7 +85,7 @@ export class RequestLockScope {
   }
 
   firstLoss(): Error | undefined {
-    return this.ownHandles.map((h) => h.lease.lostError).find(Boolean);
+    return this.ownHandles.map((h) => h.lostError).find(Boolean);
   }
 
   /** The handler's Observable completed, errored or was unsubscribed. */

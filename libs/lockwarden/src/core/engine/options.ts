@@ -154,16 +154,16 @@ export function checkOptionsObject(what: string, options: unknown, key?: string)
 }
 
 /**
- * Validates one call's key and options and applies the defaults. Throws
- * `LockConfigError` naming the field and its allowed range.
+ * Checks acquire options on their own, with or without a key: the one options check that
+ * the engine runs on every acquire and the decorators run where they are applied. `name`
+ * stays undefined when none was given (its default comes from the key).
  */
-export function resolveAcquire(
-  rawKey: unknown,
+export function checkAcquireOptions(
   rawOptions: unknown,
   defaults: LockDefaults,
   extraNames: ReadonlySet<string> = EMPTY,
-): ResolvedAcquire {
-  const key = checkKey(rawKey);
+  key?: string,
+): Omit<ResolvedAcquire, 'key' | 'name'> & { readonly name: string | undefined } {
   const options = checkOptionsObject('Acquire', rawOptions, key);
   if (extraNames.size === 0) checkKnownNames('acquire', options, ACQUIRE_OPTION_NAMES, key);
   else checkKnownNames('acquire', options, new Set([...ACQUIRE_OPTION_NAMES, ...extraNames]), key);
@@ -193,11 +193,23 @@ export function resolveAcquire(
   if (fair !== undefined && typeof fair !== 'boolean') {
     throw new LockConfigError(`fair must be a boolean, got ${describe(fair)}.`, key);
   }
-  const name = options.name === undefined ? defaultLockName(key) : options.name;
-  if (typeof name !== 'string' || name.length === 0 || name.length > 200) {
+  const name = options.name;
+  if (name !== undefined && (typeof name !== 'string' || name.length === 0 || name.length > 200)) {
     throw new LockConfigError(`name must be a non-empty string of at most 200 characters, got ${describe(name)}.`, key);
   }
-  return { key, leaseMs, renew, waitMs: wait, signal, fair: fair === true, maxHoldMs, lockAtLeastMs, name };
+  return { leaseMs, renew, waitMs: wait, signal, fair: fair === true, maxHoldMs, lockAtLeastMs, name };
+}
+
+/** Checks a key and its acquire options together, filling in the defaults. */
+export function resolveAcquire(
+  rawKey: unknown,
+  rawOptions: unknown,
+  defaults: LockDefaults,
+  extraNames: ReadonlySet<string> = EMPTY,
+): ResolvedAcquire {
+  const key = checkKey(rawKey);
+  const checked = checkAcquireOptions(rawOptions, defaults, extraNames, key);
+  return { ...checked, key, name: checked.name ?? defaultLockName(key) };
 }
 
 const EMPTY: ReadonlySet<string> = new Set();

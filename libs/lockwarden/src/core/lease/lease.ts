@@ -128,6 +128,11 @@ export class LeaseHandle implements LockHandle {
     return this.lease.signal;
   }
 
+  get lostError(): LockLostError | undefined {
+    this.lease.check();
+    return this.lease.lostError;
+  }
+
   isHeld(): boolean {
     this.lease.check();
     return !this.released && this.lease.state === 'held';

@@ -1,3 +1,5 @@
+import type { LockLostError } from '../../errors';
+
 /**
  * A held lock. Returned by `acquire`/`tryAcquire`, passed to `withLock`
  * callbacks, and found again with `LockService.current()`.
@@ -19,6 +21,11 @@ export interface LockHandle {
   readonly fencingToken: number;
   /** Aborts, with a `LockLostError` reason, when the lock is lost. */
   readonly signal: AbortSignal;
+  /**
+   * Why the lock was lost (its lease ended, `maxHoldMs`, a shutdown that outlasted the
+   * grace), once it was; undefined while it is held, and after a mere interruption.
+   */
+  readonly lostError: LockLostError | undefined;
   /** True until this hold is released or the lock is lost. */
   isHeld(): boolean;
   /** Sets the remaining lease to `ms` (default: the lock's lease). Rejects with `LockLostError` if the lock is no longer ours. */

@@ -1,4 +1,5 @@
 -- Release a read or write hold, or withdraw a writer that gave up waiting.
+-- The messages it publishes are the wire protocol named in scripts/wire.ts.
 -- KEYS[1] lock hash   KEYS[2] waiting writers   KEYS[3] wake-up channel
 -- ARGV[1] owner token   ARGV[2] 'r' or 'w'   ARGV[3] 'publish' or 'spublish'
 -- Returns 1 when it released the caller's hold, 0 when the caller held nothing.

@@ -1,10 +1,11 @@
-import type { ServerProbe } from './health-probe';
 import type { LockInfo } from './inspect';
 import type { MutexKeys, RwKeys } from './lock-keys';
 import { mutexKeys, rwKeys } from './lock-keys';
-import type { LockStore, RenewItem, StoreAcquire, StoreRwAcquire } from './lock-store';
+import type { RenewItem, StoreAcquire, StoreRwAcquire } from './lock-store';
 import type { LockBackend, Topology } from './lock-backend';
+import { MemoryLockStore } from './memory-lock-store';
 import { WakeBus } from '../wait/wake-bus';
+import { grantMessage, WIRE } from '../scripts/wire';
 
 /** Something that delivers a published message to its waiters (a WakeBus). */
 export interface MessageSink {
@@ -147,11 +148,11 @@ export class MemoryLockBackend implements LockBackend {
           instance: next.instance,
           expiresAt: now + next.leaseMs,
         });
-        this.publish(keys.channel, `g${next.waiterId}:${fence}`);
+        this.publish(keys.channel, grantMessage(next.waiterId, fence));
         return true;
       }
     }
-    this.publish(keys.channel, 'r');
+    this.publish(keys.channel, WIRE.released);
     return true;
   }
 
@@ -203,13 +204,13 @@ export class MemoryLockBackend implements LockBackend {
         return false;
       }
       state.writer = undefined;
-      this.publish(keys.channel, 'a');
+      this.publish(keys.channel, WIRE.rwChanged);
       return true;
     }
     if (!state.readers.delete(token)) return false;
     const now = performance.now();
     for (const r of state.readers.values()) if (r.deadline >= now) return true;
-    if (writers.size > 0) this.publish(keys.channel, 'a');
+    if (writers.size > 0) this.publish(keys.channel, WIRE.rwChanged);
     return true;
   }
 
@@ -301,8 +302,8 @@ export class MemoryLockBackend implements LockBackend {
     this.queues.delete(m.queue);
     this.rw.delete(r.lock);
     this.waitingWriters.delete(r.writers);
-    this.publish(m.channel, 'r');
-    this.publish(r.channel, 'a');
+    this.publish(m.channel, WIRE.released);
+    this.publish(r.channel, WIRE.rwChanged);
     return removed > 0;
   }
 
@@ -362,52 +363,4 @@ export class MemoryLockBackend implements LockBackend {
  */
 function clockMicros(): number {
   return Math.floor((performance.timeOrigin + performance.now()) * 1000);
-}
-
-/** One engine's view of a memory backend: the LockStore interface, answered asynchronously like Redis. */
-export class MemoryLockStore implements LockStore {
-  readonly fairQueue = true;
-  readonly readWrite = true;
-
-  constructor(
-    readonly backend: MemoryLockBackend,
-    private readonly instanceId: string,
-  ) {}
-
-  clockDriftMs(): number {
-    return 0;
-  }
-
-  async acquire(req: StoreAcquire): Promise<number> {
-    return this.backend.acquire(req, this.instanceId);
-  }
-
-  async release(keys: MutexKeys, token: string): Promise<boolean> {
-    return this.backend.release(keys, token);
-  }
-
-  async rwAcquire(req: StoreRwAcquire): Promise<number> {
-    return this.backend.rwAcquire(req, this.instanceId);
-  }
-
-  async rwRelease(keys: RwKeys, token: string, mode: 'read' | 'write'): Promise<boolean> {
-    return this.backend.rwRelease(keys, token, mode);
-  }
-
-  async renew(items: readonly RenewItem[]): Promise<boolean[]> {
-    return this.backend.renew(items);
-  }
-
-  async inspect(prefix: string, key: string): Promise<LockInfo> {
-    return this.backend.inspect(prefix, key);
-  }
-
-  async forceUnlock(prefix: string, key: string): Promise<boolean> {
-    return this.backend.forceUnlock(prefix, key);
-  }
-
-  /** Always reachable: there is no server. */
-  async probe(): Promise<ServerProbe> {
-    return { reachable: true, pingMs: 0, servers: 0, serversUp: 0, scriptsLoaded: true };
-  }
 }

@@ -1,5 +1,6 @@
 import type { Redis, Cluster } from 'ioredis';
 import { closeClient } from '../store/redis-client';
+import { parseGrant, WIRE } from '../scripts/wire';
 import type { RedisClient } from '../store/redis-client';
 
 type ParkResult = 'wake' | 'grant' | 'timer' | 'interrupt';
@@ -203,18 +204,15 @@ export class WakeBus {
   private dispatch(channel: string, message: string): void {
     const state = this.channels.get(channel);
     if (!state || state.waiters.length === 0) return;
-    if (message.charCodeAt(0) === 103 /* 'g' */) {
-      const sep = message.lastIndexOf(':');
-      const id = message.slice(1, sep);
-      const fence = Number(message.slice(sep + 1));
+    const grant = parseGrant(message);
+    if (grant) {
       for (const w of state.waiters) {
-        if (w.fair && w.waiterId === id) w.grant(fence);
+        if (w.fair && w.waiterId === grant.waiterId) w.grant(grant.fence);
         else w.handedToAnother();
       }
       return;
     }
-    if (message === 'a') {
-      // A read/write lock changed hands: every waiter may proceed now (all readers at once).
+    if (message === WIRE.rwChanged) {
       for (const w of state.waiters) w.wake();
       return;
     }

@@ -1,10 +1,12 @@
+import type { LeaseKind } from '../../core/store/lock-store';
 import type { KeyResolver, KeySpec } from './key-template';
 import { LOCKED_METADATA } from './locked.constants';
 import type { OnBusy } from './locked-options';
 import type { AcquireOptions } from '../../core/engine/options';
 
 /** The lock a decorator takes: a mutex (`@Locked`), or one side of a read/write lock. */
-export type LockMode = 'mutex' | 'read' | 'write';
+/** How a decorated method locks: the engine's one name for mutex, read and write holds. */
+export type LockMode = LeaseKind;
 
 /** Everything a lock decorator recorded about one method. */
 export interface LockedMetadata {

@@ -1,5 +1,5 @@
 import { LockConfigError } from '../../errors';
-import { describe, resolveAcquire } from '../../core/engine/options';
+import { checkAcquireOptions, describe } from '../../core/engine/options';
 import type { AcquireOptions } from '../../core/engine/options';
 
 /** What a decorated method does when its lock is held by someone else. */
@@ -34,7 +34,7 @@ const CHECK_DEFAULTS = { keyPrefix: '', leaseMs: 30_000, waitMs: 0, safetyMargin
 /** Validates decorator options where the decorator is applied, so mistakes surface at startup. */
 export function checkLockedOptions(options: unknown, where: string, readWrite = false): CheckedLockedOptions {
   try {
-    resolveAcquire('decorator-check', options, CHECK_DEFAULTS, readWrite ? RW_DECORATOR_ONLY : DECORATOR_ONLY);
+    checkAcquireOptions(options, CHECK_DEFAULTS, readWrite ? RW_DECORATOR_ONLY : DECORATOR_ONLY);
   } catch (err) {
     throw new LockConfigError(`${where}: ${(err as Error).message}`);
   }

@@ -1,0 +1,25 @@
+/**
+ * The messages published on a lock's channel: the wire protocol between the scripts and
+ * the waiters. The Lua scripts spell the same letters (release.lua, rw-release.lua,
+ * rw-acquire.lua, force-unlock.lua); test/lua-scripts.spec.ts holds them to these.
+ */
+export const WIRE = {
+  /** A mutex was released with nobody queued: one waiter may try. */
+  released: 'r',
+  /** A read/write lock changed hands: every waiter may try (all readers at once). */
+  rwChanged: 'a',
+} as const;
+
+const GRANT = 'g';
+
+/** A mutex was handed to the queued waiter `waiterId` with fencing token `fence`: `g<waiterId>:<fence>`. */
+export function grantMessage(waiterId: string, fence: number | string): string {
+  return `${GRANT}${waiterId}:${fence}`;
+}
+
+/** The waiter id and token of a grant message, or undefined for any other message. */
+export function parseGrant(message: string): { waiterId: string; fence: number } | undefined {
+  if (message.charCodeAt(0) !== GRANT.charCodeAt(0)) return undefined;
+  const sep = message.lastIndexOf(':');
+  return { waiterId: message.slice(1, sep), fence: Number(message.slice(sep + 1)) };
+}

@@ -1,0 +1,53 @@
+import type { ServerProbe } from './health-probe';
+import type { LockInfo } from './inspect';
+import type { MutexKeys, RwKeys } from './lock-keys';
+import type { LockStore, RenewItem, StoreAcquire, StoreRwAcquire } from './lock-store';
+import type { MemoryLockBackend } from './memory-store';
+
+/** One engine's view of a memory backend: the LockStore interface, answered asynchronously like Redis. */
+export class MemoryLockStore implements LockStore {
+  readonly fairQueue = true;
+  readonly readWrite = true;
+
+  constructor(
+    readonly backend: MemoryLockBackend,
+    private readonly instanceId: string,
+  ) {}
+
+  clockDriftMs(): number {
+    return 0;
+  }
+
+  async acquire(req: StoreAcquire): Promise<number> {
+    return this.backend.acquire(req, this.instanceId);
+  }
+
+  async release(keys: MutexKeys, token: string): Promise<boolean> {
+    return this.backend.release(keys, token);
+  }
+
+  async rwAcquire(req: StoreRwAcquire): Promise<number> {
+    return this.backend.rwAcquire(req, this.instanceId);
+  }
+
+  async rwRelease(keys: RwKeys, token: string, mode: 'read' | 'write'): Promise<boolean> {
+    return this.backend.rwRelease(keys, token, mode);
+  }
+
+  async renew(items: readonly RenewItem[]): Promise<boolean[]> {
+    return this.backend.renew(items);
+  }
+
+  async inspect(prefix: string, key: string): Promise<LockInfo> {
+    return this.backend.inspect(prefix, key);
+  }
+
+  async forceUnlock(prefix: string, key: string): Promise<boolean> {
+    return this.backend.forceUnlock(prefix, key);
+  }
+
+  /** Always reachable: there is no server. */
+  async probe(): Promise<ServerProbe> {
+    return { reachable: true, pingMs: 0, servers: 0, serversUp: 0, scriptsLoaded: true };
+  }
+}
