@@ -1,9 +1,9 @@
 import type { LockInfo } from './inspect';
 import type { MutexKeys, RwKeys } from './lock-keys';
-import { mutexKeys, rwKeys } from './lock-keys';
 import type { RenewItem, StoreAcquire, StoreRwAcquire } from './lock-store';
 import type { LockBackend, Topology } from './lock-backend';
 import { MemoryLockStore } from './memory-lock-store';
+import { forceUnlockMemory, inspectMemory } from './memory-inspect';
 import { WakeBus } from '../wait/wake-bus';
 import { grantMessage, WIRE } from '../scripts/wire';
 
@@ -51,11 +51,16 @@ interface RwState {
  * ```
  */
 export class MemoryLockBackend implements LockBackend {
-  private readonly mutexes = new Map<string, MutexState>();
-  private readonly counters = new Map<string, number>();
-  private readonly queues = new Map<string, QueuedWaiter[]>();
-  private readonly rw = new Map<string, RwState>();
-  private readonly waitingWriters = new Map<string, Map<string, number>>();
+  /** @internal */
+  readonly mutexes = new Map<string, MutexState>();
+  /** @internal */
+  readonly counters = new Map<string, number>();
+  /** @internal */
+  readonly queues = new Map<string, QueuedWaiter[]>();
+  /** @internal */
+  readonly rw = new Map<string, RwState>();
+  /** @internal */
+  readonly waitingWriters = new Map<string, Map<string, number>>();
   private readonly sinks = new Set<MessageSink>();
 
   /** Called by an engine's bus, so releases reach its waiters. */
@@ -238,78 +243,17 @@ export class MemoryLockBackend implements LockBackend {
   }
 
   inspect(prefix: string, key: string): LockInfo {
-    const now = performance.now();
-    const m = mutexKeys(prefix, key);
-    const r = rwKeys(prefix, key);
-    const remaining = (deadline: number) => Math.max(0, Math.round(deadline - now));
-    const held = this.liveMutex(m.lock, now);
-    if (held) {
-      const ttlMs = remaining(held.expiresAt);
-      return {
-        key,
-        held: true,
-        mode: 'mutex',
-        holders: [{ instanceId: held.instance, ttlMs }],
-        ttlMs,
-        fencingToken: held.fence,
-        waiters: this.queue(m.queue).length,
-      };
-    }
-    const state = this.rwState(r.lock);
-    const waitingWriters = this.writers(r.writers).size;
-    const writer = state.writer && state.writer.deadline >= now ? state.writer : undefined;
-    if (writer) {
-      const ttlMs = remaining(writer.deadline);
-      const holders = [{ instanceId: writer.instance, ttlMs }];
-      return { key, held: true, mode: 'write', holders, ttlMs, fencingToken: writer.fence, waiters: waitingWriters };
-    }
-    const readers = [...state.readers.values()].filter((x) => x.deadline >= now);
-    if (readers.length > 0) {
-      const holders = readers.map((x) => ({ instanceId: x.instance, ttlMs: remaining(x.deadline) }));
-      return {
-        key,
-        held: true,
-        mode: 'read',
-        holders,
-        ttlMs: Math.max(...holders.map((h) => h.ttlMs)),
-        fencingToken: this.counters.get(r.fence) ?? 0,
-        waiters: waitingWriters,
-      };
-    }
-    const waiters = waitingWriters + this.queue(m.queue).length;
-    return {
-      key,
-      held: false,
-      mode: null,
-      holders: [],
-      ttlMs: 0,
-      fencingToken: this.counters.get(m.fence) ?? 0,
-      waiters,
-    };
+    return inspectMemory(this, prefix, key);
   }
 
   forceUnlock(prefix: string, key: string): boolean {
-    const m = mutexKeys(prefix, key);
-    const r = rwKeys(prefix, key);
-    const now = performance.now();
-    const state = this.rw.get(r.lock);
-    const rwHeld =
-      state !== undefined &&
-      ((state.writer !== undefined && state.writer.deadline >= now) ||
-        [...state.readers.values()].some((x) => x.deadline >= now));
-    const removed = (this.liveMutex(m.lock, now) ? 1 : 0) + (rwHeld ? 1 : 0);
-    this.mutexes.delete(m.lock);
-    this.queues.delete(m.queue);
-    this.rw.delete(r.lock);
-    this.waitingWriters.delete(r.writers);
-    this.publish(m.channel, WIRE.released);
-    this.publish(r.channel, WIRE.rwChanged);
-    return removed > 0;
+    return forceUnlockMemory(this, prefix, key);
   }
 
   // ---- helpers ------------------------------------------------------------------------------------
 
-  private liveMutex(key: string, now: number): MutexState | undefined {
+  /** @internal */
+  liveMutex(key: string, now: number): MutexState | undefined {
     const held = this.mutexes.get(key);
     if (held && held.expiresAt <= now) {
       this.mutexes.delete(key);
@@ -326,7 +270,8 @@ export class MemoryLockBackend implements LockBackend {
     return next;
   }
 
-  private queue(key: string): QueuedWaiter[] {
+  /** @internal */
+  queue(key: string): QueuedWaiter[] {
     let queue = this.queues.get(key);
     if (!queue) this.queues.set(key, (queue = []));
     return queue;
@@ -337,19 +282,22 @@ export class MemoryLockBackend implements LockBackend {
     if (i >= 0) queue.splice(i, 1);
   }
 
-  private rwState(key: string): RwState {
+  /** @internal */
+  rwState(key: string): RwState {
     let state = this.rw.get(key);
     if (!state) this.rw.set(key, (state = { readers: new Map() }));
     return state;
   }
 
-  private writers(key: string): Map<string, number> {
+  /** @internal */
+  writers(key: string): Map<string, number> {
     let writers = this.waitingWriters.get(key);
     if (!writers) this.waitingWriters.set(key, (writers = new Map()));
     return writers;
   }
 
-  private publish(channel: string, message: string): void {
+  /** @internal */
+  publish(channel: string, message: string): void {
     // Delivered on a later tick, as a pub/sub message would be, never inside the caller's operation.
     queueMicrotask(() => {
       for (const sink of this.sinks) sink.deliver(channel, message);

@@ -1,0 +1,76 @@
+import type { LockInfo } from './inspect';
+import { mutexKeys, rwKeys } from './lock-keys';
+import type { MemoryLockBackend } from './memory-store';
+import { WIRE } from '../scripts/wire';
+
+/** The in-memory twin of inspect.lua: one lock name's mutex or read/write state, never an owner token. */
+export function inspectMemory(b: MemoryLockBackend, prefix: string, key: string): LockInfo {
+  const now = performance.now();
+  const m = mutexKeys(prefix, key);
+  const r = rwKeys(prefix, key);
+  const remaining = (deadline: number) => Math.max(0, Math.round(deadline - now));
+  const held = b.liveMutex(m.lock, now);
+  if (held) {
+    const ttlMs = remaining(held.expiresAt);
+    return {
+      key,
+      held: true,
+      mode: 'mutex',
+      holders: [{ instanceId: held.instance, ttlMs }],
+      ttlMs,
+      fencingToken: held.fence,
+      waiters: b.queue(m.queue).length,
+    };
+  }
+  const state = b.rwState(r.lock);
+  const waitingWriters = b.writers(r.writers).size;
+  const writer = state.writer && state.writer.deadline >= now ? state.writer : undefined;
+  if (writer) {
+    const ttlMs = remaining(writer.deadline);
+    const holders = [{ instanceId: writer.instance, ttlMs }];
+    return { key, held: true, mode: 'write', holders, ttlMs, fencingToken: writer.fence, waiters: waitingWriters };
+  }
+  const readers = [...state.readers.values()].filter((x) => x.deadline >= now);
+  if (readers.length > 0) {
+    const holders = readers.map((x) => ({ instanceId: x.instance, ttlMs: remaining(x.deadline) }));
+    return {
+      key,
+      held: true,
+      mode: 'read',
+      holders,
+      ttlMs: Math.max(...holders.map((h) => h.ttlMs)),
+      fencingToken: b.counters.get(r.fence) ?? 0,
+      waiters: waitingWriters,
+    };
+  }
+  const waiters = waitingWriters + b.queue(m.queue).length;
+  return {
+    key,
+    held: false,
+    mode: null,
+    holders: [],
+    ttlMs: 0,
+    fencingToken: b.counters.get(m.fence) ?? 0,
+    waiters,
+  };
+}
+
+/** The in-memory twin of force-unlock.lua. */
+export function forceUnlockMemory(b: MemoryLockBackend, prefix: string, key: string): boolean {
+  const m = mutexKeys(prefix, key);
+  const r = rwKeys(prefix, key);
+  const now = performance.now();
+  const state = b.rw.get(r.lock);
+  const rwHeld =
+    state !== undefined &&
+    ((state.writer !== undefined && state.writer.deadline >= now) ||
+      [...state.readers.values()].some((x) => x.deadline >= now));
+  const removed = (b.liveMutex(m.lock, now) ? 1 : 0) + (rwHeld ? 1 : 0);
+  b.mutexes.delete(m.lock);
+  b.queues.delete(m.queue);
+  b.rw.delete(r.lock);
+  b.waitingWriters.delete(r.writers);
+  b.publish(m.channel, WIRE.released);
+  b.publish(r.channel, WIRE.rwChanged);
+  return removed > 0;
+}
