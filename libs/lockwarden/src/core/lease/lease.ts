@@ -20,7 +20,13 @@ export interface LeaseOwner {
 export class Lease {
   state: LeaseState = 'held';
   holds = 1;
-  readonly controller = new AbortController();
+  /**
+   * Made on first use of `signal`: most locks are taken and released without anyone
+   * looking at their signal, and an AbortController per acquisition is a cost on the
+   * uncontended path. An abort before then is kept in `abortReason` and replayed.
+   */
+  private controller: AbortController | undefined;
+  private abortReason: unknown;
   /** When Redis will drop the key at the earliest, counted from before the request that set it. */
   expiresAt: number;
   /** When the watchdog wants to renew next (Infinity for a fixed lease). */
@@ -56,11 +62,25 @@ export class Lease {
     this.acquiredAt = startedAt;
     this.expiresAt = startedAt + leaseMs;
     this.nextRenewAt = renew ? startedAt + leaseMs / 3 : Infinity;
-    timeAware(this.controller.signal, this);
   }
 
   get signal(): AbortSignal {
+    if (!this.controller) {
+      this.controller = new AbortController();
+      timeAware(this.controller.signal, this);
+      if (this.abortReason !== undefined) this.controller.abort(this.abortReason);
+    }
     return this.controller.signal;
+  }
+
+  /** Whether the signal has aborted, without making one. */
+  private get aborted(): boolean {
+    return this.controller ? (abortedOf.call(this.controller.signal) as boolean) : this.abortReason !== undefined;
+  }
+
+  private abort(reason: unknown): void {
+    if (this.controller) this.controller.abort(reason);
+    else this.abortReason = reason;
   }
 
   /**
@@ -95,7 +115,7 @@ export class Lease {
 
   /** Asks the holder to stop (shutdown, client gone): aborts the signal but keeps the lease. */
   interrupt(reason: LockError): void {
-    if (this.state === 'held' && !this.controller.signal.aborted) this.controller.abort(reason);
+    if (this.state === 'held' && !this.aborted) this.abort(reason);
   }
 
   /** Marks the lease lost and aborts its signal. Returns false if it had already ended. */
@@ -104,7 +124,7 @@ export class Lease {
     this.state = 'lost';
     this.lostError = new LockLostError(this.key, reason, cause === undefined ? undefined : { cause });
     // An interrupted holder's signal already fired; the loss still changes what withLock reports.
-    if (!this.controller.signal.aborted) this.controller.abort(this.lostError);
+    if (!this.aborted) this.abort(this.lostError);
     return true;
   }
 }
