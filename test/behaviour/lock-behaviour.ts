@@ -204,6 +204,53 @@ export function describeLockBehaviour(label: string, backend: () => Backend): vo
       await lock.release();
     });
 
+    it('renews read and write holds past their lease, and a taken-away one is lost', async () => {
+      const events = new EventLog();
+      const [a, b] = backend().pair({ leaseMs: 600, onEvent: events.listener });
+      const read = await a.acquireRead('rw-kept');
+      const other = await b.acquireRead('rw-kept');
+      await events.next({ type: 'renewed', key: 'rw-kept' }, 6);
+      expect(read.isHeld()).toBe(true);
+      expect(other.isHeld()).toBe(true);
+      await other.release();
+      await read.release();
+      const write = await a.acquireWrite('rw-kept');
+      await events.next((e) => e.type === 'renewed' && e.key === 'rw-kept' && e.fencingToken === write.fencingToken, 3);
+      expect(write.isHeld()).toBe(true);
+      expect(await b.forceUnlock('rw-kept')).toBe(true);
+      expect(await aborted(write.signal)).toBeInstanceOf(LockLostError);
+      expect(await b.forceUnlock('rw-kept')).toBe(false);
+    });
+
+    it('reports read and write holders through inspect(), and what a free lock last handed out', async () => {
+      const [a, b] = backend().pair({ instanceId: 'shop-2' });
+      const write = await a.acquireWrite('seen-rw', { ttlMs: 60_000 });
+      expect(await a.inspect('seen-rw')).toMatchObject({
+        held: true,
+        mode: 'write',
+        holders: [{ instanceId: 'shop-2', ttlMs: expect.any(Number) }],
+        fencingToken: write.fencingToken,
+        waiters: 0,
+      });
+      await write.release();
+      const r1 = await a.acquireRead('seen-rw', { ttlMs: 60_000 });
+      const r2 = await b.acquireRead('seen-rw', { ttlMs: 30_000 });
+      const info = await a.inspect('seen-rw');
+      expect(info).toMatchObject({ held: true, mode: 'read', fencingToken: write.fencingToken, waiters: 0 });
+      expect(info.holders).toHaveLength(2);
+      expect(info.ttlMs).toBe(Math.max(...info.holders.map((h) => h.ttlMs)));
+      await r1.release();
+      await r2.release();
+      const mutex = await a.acquire('seen-free');
+      await mutex.release();
+      expect(await a.inspect('seen-free')).toMatchObject({
+        held: false,
+        mode: null,
+        holders: [],
+        fencingToken: mutex.fencingToken,
+      });
+    });
+
     it('runs decorated methods with onBusy wait, throw and skip', async () => {
       @Injectable()
       class Jobs {
