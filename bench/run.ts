@@ -133,7 +133,10 @@ async function main(): Promise<void> {
   const machine = `${cpus().length} × ${cpus()[0]?.model.trim() ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}, Redis ${redisVersion}`;
   console.log(`\n${machine}${quick ? ' (quick run: figures are not meaningful)' : ''}\n`);
   console.log(table);
-  console.log(`\nTargets\n${targets.map((t) => `  ${t.ok ? '✔' : '✘'} ${t.text}`).join('\n')}`);
+  // A quick run's figures mean nothing, so it names the targets without judging them.
+  const verdict = (t: { ok: boolean }): string => (quick ? '·' : t.ok ? '✔' : '✘');
+  const heading = quick ? 'Targets (not judged in a quick run)' : 'Targets';
+  console.log(`\n${heading}\n${targets.map((t) => `  ${verdict(t)} ${t.text}`).join('\n')}`);
   console.log(`\n(${seconds} s)`);
 
   if (!quick) {

@@ -46,8 +46,11 @@ afterAll(async () => {
 class CapturingLogger implements LoggerService {
   readonly warnings: string[] = [];
   readonly debugs: string[] = [];
+  readonly errors: string[] = [];
   log(): void {}
-  error(): void {}
+  error(message: unknown): void {
+    this.errors.push(String(message));
+  }
   verbose(): void {}
   debug(message: unknown): void {
     this.debugs.push(String(message));
@@ -445,6 +448,50 @@ describe('graceful shutdown', () => {
     expect((seen as Error).message).toMatch(/shutting down/);
     expect(await admin.exists(`${keyPrefix}{work}`, `${keyPrefix}{bare}`)).toBe(0);
     expect(await admin.pttl(`${keyPrefix}{kept}`)).toBeGreaterThan(1_000);
+  });
+
+  it('lets a job that cannot run because the app is stopping resolve without running, and logs no error', async () => {
+    const keyPrefix = uniquePrefix('shutdown-jobs');
+    const logger = new CapturingLogger();
+    const events = new EventLog();
+    @Injectable()
+    class Jobs {
+      runs = 0;
+
+      @Locked('nightly', { onBusy: 'skip' })
+      async skip(): Promise<string> {
+        this.runs++;
+        return 'ran';
+      }
+
+      @Locked('busy', { waitMs: 30_000 })
+      async wait(): Promise<string> {
+        this.runs++;
+        return 'ran';
+      }
+    }
+    const moduleRef = await Test.createTestingModule({
+      imports: [LockModule.forRoot({ redis: redis.url, keyPrefix, onEvent: events.listener })],
+      providers: [Jobs],
+    }).compile();
+    moduleRef.useLogger(logger);
+    const app = await moduleRef.init();
+    const jobs = app.get(Jobs);
+    const other = new LockEngine({ redis: redis.url, keyPrefix });
+    closers.push(() => other.close());
+    const held = await other.acquire('busy');
+    const parked = events.next({ type: 'waiting', key: 'busy' });
+    const waiting = jobs.wait();
+    await parked;
+
+    const closing = app.close();
+    await expect(waiting).resolves.toBeUndefined(); // its wait was cut short by the shutdown
+    await expect(jobs.skip()).resolves.toBeUndefined(); // a tick that fires while the app stops
+    await closing;
+    expect(jobs.runs).toBe(0);
+    expect(logger.errors).toEqual([]);
+    expect(logger.debugs.filter((d) => d.includes('did not run: the application is shutting down'))).toHaveLength(2);
+    await held.release();
   });
 
   it('never releases a lock whose work outlives the grace: it expires with its lease, and one warning names it', async () => {

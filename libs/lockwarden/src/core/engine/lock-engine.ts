@@ -101,6 +101,11 @@ export class LockEngine {
     return this.held.size;
   }
 
+  /** True once shutdown began: new acquires are refused with LockAbortedError. */
+  get shuttingDown(): boolean {
+    return this.closing;
+  }
+
   /** The renewal scheduler behind the watchdog, for health reporting. */
   get watchdog(): RenewalScheduler {
     return this.scheduler;

@@ -2,6 +2,7 @@ import { Inject, SetMetadata } from '@nestjs/common';
 import { Observable } from 'rxjs';
 import { LockAbortedError, LockConfigError } from '../../errors';
 import type { LockEngine } from '../../core/engine/lock-engine';
+import type { LeaseHandle } from '../../core/lease/lease';
 import { compileKeySpec } from './key-template';
 import type { KeySpec } from './key-template';
 import { copyMethodMetadata } from './copy-method-metadata';
@@ -108,7 +109,16 @@ async function runLocked(
   const keys = meta.keys(self, args);
   const scope = RequestLockScope.current();
   const route = scope?.claim(wrapper) ? scope : undefined;
-  const handles = await engine.acquireAll(keys, withRequestSignal(meta.options) ?? {}, meta.onBusy, meta.mode);
+  let handles: LeaseHandle[] | null;
+  try {
+    handles = await engine.acquireAll(keys, withRequestSignal(meta.options) ?? {}, meta.onBusy, meta.mode);
+  } catch (err) {
+    // A job (a cron tick, a queue message) that cannot run because the app is stopping is
+    // not an error: it did not run, as a skip. A route still answers 503.
+    if (route || !(err instanceof LockAbortedError) || !engine.shuttingDown) throw err;
+    engine.options.logger.debug(`${meta.where} did not run: the application is shutting down.`);
+    return undefined;
+  }
   if (!handles) return undefined;
   if (route) {
     route.adopt(handles);
