@@ -144,3 +144,36 @@ function openHandlesBeyond(baseline: string[]): string[] {
   }
   return extra;
 }
+
+describe('shutdown hooks', () => {
+  class Lines {
+    readonly debugs: string[] = [];
+    log(): void {}
+    error(): void {}
+    warn(): void {}
+    verbose(): void {}
+    debug(message: unknown): void {
+      this.debugs.push(String(message));
+    }
+  }
+
+  async function boot(hooks: boolean): Promise<string[]> {
+    const lines = new Lines();
+    const moduleRef = await Test.createTestingModule({
+      imports: [LockModule.forRoot({ redis: redis.url, keyPrefix: uniquePrefix('hooks') })],
+    }).compile();
+    moduleRef.useLogger(lines);
+    const ctx = moduleRef.createNestApplication({ logger: lines });
+    if (hooks) ctx.enableShutdownHooks(['SIGTERM']);
+    const before = process.listenerCount('SIGTERM');
+    await ctx.init();
+    await ctx.close();
+    expect(process.listenerCount('SIGTERM')).toBeLessThanOrEqual(before);
+    return lines.debugs.filter((d) => d.includes('enableShutdownHooks'));
+  }
+
+  it('says at startup when app.enableShutdownHooks() was not called, and only then', async () => {
+    expect(await boot(false)).toHaveLength(1);
+    expect(await boot(true)).toEqual([]);
+  });
+});
