@@ -418,6 +418,17 @@ describe('bad usage is reported where the class is declared', () => {
       },
       /already has a lock decorator/,
     ],
+    [
+      'a Retry-After hint that is not a whole number of ms',
+      () => {
+        class C {
+          @Locked('a', { retryAfterMs: 1.5 })
+          async m(): Promise<void> {}
+        }
+        return C;
+      },
+      /retryAfterMs must be an integer/,
+    ],
   ])('%s', (_name, declare, message) => {
     expect(declare).toThrow(LockConfigError);
     expect(declare).toThrow(message);

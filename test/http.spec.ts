@@ -42,6 +42,12 @@ class RouteController {
     return 'ran';
   }
 
+  @Get('hinted')
+  @Locked('route:hinted', { onBusy: 'throw', retryAfterMs: 4_500 })
+  async hinted(): Promise<string> {
+    return 'ran';
+  }
+
   @Get('stream')
   @Locked('route:stream')
   stream(): Observable<string> {
@@ -75,7 +81,15 @@ beforeAll(async () => {
   admin = redis.client();
   prefix = uniquePrefix('http');
   const moduleRef = await Test.createTestingModule({
-    imports: [LockModule.forRoot({ redis: redis.url, keyPrefix: prefix, leaseMs: 600, onEvent: events.listener })],
+    imports: [
+      LockModule.forRoot({
+        redis: redis.url,
+        keyPrefix: prefix,
+        leaseMs: 600,
+        retryAfterMs: 2_000,
+        onEvent: events.listener,
+      }),
+    ],
     controllers: [RouteController],
   }).compile();
   app = moduleRef.createNestApplication({ logger: false });
@@ -109,6 +123,43 @@ describe('@Locked controller routes over HTTP', () => {
     const ok = await request(app.getHttpServer()).get('/r/strict');
     expect(ok.status).toBe(200);
     expect(ok.text).toBe('ran');
+  });
+
+  it('sends a Retry-After hint, not the lease a renewing holder has left: decorator, module, default', async () => {
+    // The holder keeps a 30 s lease; the hints say how long the work takes instead.
+    const held = await other.acquire('route:hinted', { ttlMs: 30_000 });
+    const strict = await other.acquire('route:strict', { ttlMs: 30_000 });
+    const hinted = await request(app.getHttpServer()).get('/r/hinted');
+    expect(hinted.status).toBe(409);
+    expect(hinted.headers['retry-after']).toBe('5'); // 4.5 s, in whole seconds
+    const moduleWide = await request(app.getHttpServer()).get('/r/strict');
+    expect(moduleWide.headers['retry-after']).toBe('2'); // the module's retryAfterMs
+    await held.release();
+    await strict.release();
+
+    @Controller('d')
+    class DefaultController {
+      @Get('busy')
+      @Locked('route:default', { onBusy: 'throw' })
+      async busy(): Promise<string> {
+        return 'ran';
+      }
+    }
+    const moduleRef = await Test.createTestingModule({
+      imports: [LockModule.forRoot({ redis: redis.url, keyPrefix: prefix })],
+      controllers: [DefaultController],
+    }).compile();
+    const plain = moduleRef.createNestApplication({ logger: false });
+    await plain.init();
+    try {
+      const busy = await other.acquire('route:default', { ttlMs: 30_000 });
+      const res = await request(plain.getHttpServer()).get('/d/busy');
+      expect(res.status).toBe(409);
+      expect(res.headers['retry-after']).toBe('1');
+      await busy.release();
+    } finally {
+      await plain.close();
+    }
   });
 
   it('holds the lock until an Observable response completes', async () => {

@@ -8,5 +8,21 @@ import type { LockEngineOptions } from '../core/engine/engine-options';
  * LockModule.forRoot({ redis: process.env.REDIS_URL!, keyPrefix: 'shop:lock:', isGlobal: true });
  * ```
  */
-// eslint-disable-next-line @typescript-eslint/no-empty-object-type -- the Nest-level options are the engine's today; module-only settings land here
-export interface LockModuleOptions extends LockEngineOptions {}
+export interface LockModuleOptions extends LockEngineOptions {
+  /**
+   * The `Retry-After` a busy route answers with (409), in ms, unless its decorator sets its
+   * own. Default 1 000: a busy lock's holder renews its lease, so the lease left says nothing
+   * about when the holder will be done; set it to how long the work typically takes.
+   */
+  retryAfterMs?: number;
+}
+
+/** Options only the Nest layer reads: everything else goes to the engine. */
+const NEST_ONLY = ['retryAfterMs'] as const;
+
+/** The engine's share of the module options. */
+export function engineOptionsOf(options: LockModuleOptions): LockEngineOptions {
+  const engine: Record<string, unknown> = { ...options };
+  for (const name of NEST_ONLY) delete engine[name];
+  return engine as LockEngineOptions;
+}

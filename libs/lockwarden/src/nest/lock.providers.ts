@@ -7,6 +7,7 @@ import type { LockBackend } from '../core/store/lock-backend';
 import { LOCK_ENGINE_FOR_DECORATORS, LOCK_SERVICE_FOR_DECORATORS } from './decorators/locked.constants';
 import { LockLifecycle } from './lock-lifecycle';
 import { LOCK_MODULE_OPTIONS } from './lock.module-definition';
+import { engineOptionsOf } from './lock-options.interface';
 import type { LockModuleOptions } from './lock-options.interface';
 import { LockService } from './lock.service';
 import { LockWatchdog } from './lock-watchdog';
@@ -20,7 +21,8 @@ export const LOCK_BACKEND = Symbol('lockwarden:backend');
 /** LockModule's backend: the Redis topology its options describe. */
 export const redisBackendProvider: Provider = {
   provide: LOCK_BACKEND,
-  useFactory: (options: LockModuleOptions): LockBackend => new RedisBackend(resolveEngineOptions(options)),
+  useFactory: (options: LockModuleOptions): LockBackend =>
+    new RedisBackend(resolveEngineOptions(engineOptionsOf(options))),
   inject: [LOCK_MODULE_OPTIONS],
 };
 
@@ -29,7 +31,7 @@ export const lockProviders: Provider[] = [
   {
     provide: LockEngine,
     useFactory: (options: LockModuleOptions, backend: LockBackend) =>
-      new LockEngine(options, new Logger('Lockwarden'), backend),
+      new LockEngine(engineOptionsOf(options), new Logger('Lockwarden'), backend),
     inject: [LOCK_MODULE_OPTIONS, LOCK_BACKEND],
   },
   LockService,

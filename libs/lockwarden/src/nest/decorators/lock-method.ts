@@ -62,10 +62,10 @@ function toMetadataOptions(
   checked: ReturnType<typeof checkLockedOptions>,
   key: KeySpec,
   where: string,
-): Pick<LockedMetadata, 'options' | 'onBusy'> {
+): Pick<LockedMetadata, 'options' | 'onBusy' | 'retryAfterMs'> {
   // Metrics label a decorated lock by its template, never by the keys it expands to.
   const name = checked.acquire.name ?? templateName(key, where);
-  return { options: { ...checked.acquire, name }, onBusy: checked.onBusy };
+  return { options: { ...checked.acquire, name }, onBusy: checked.onBusy, retryAfterMs: checked.retryAfterMs };
 }
 
 function templateName(key: KeySpec, where: string): string {

@@ -15,6 +15,8 @@ export interface LockedMetadata {
   readonly keys: KeyResolver;
   readonly options: AcquireOptions;
   readonly onBusy: OnBusy;
+  /** The route's Retry-After hint when busy, in ms, if its decorator set one. */
+  readonly retryAfterMs?: number;
   /** `Class.method()`, for messages. */
   readonly where: string;
 }

@@ -20,15 +20,21 @@ export interface LockedOptions extends AcquireOptions {
   onBusy?: OnBusy;
   /** `@ReadLocked` only: wait behind writers that are already waiting. Default true. */
   writerPreference?: boolean;
+  /**
+   * On a route: the `Retry-After` of its 409 when busy, in ms (sent in whole seconds, at
+   * least 1). Default: the module's `retryAfterMs`, else 1 000. Say how long the work takes.
+   */
+  retryAfterMs?: number;
 }
 
 export interface CheckedLockedOptions {
   readonly acquire: AcquireOptions;
   readonly onBusy: OnBusy;
+  readonly retryAfterMs: number | undefined;
 }
 
-const DECORATOR_ONLY: ReadonlySet<string> = new Set(['onBusy']);
-const RW_DECORATOR_ONLY: ReadonlySet<string> = new Set(['onBusy', 'writerPreference']);
+const DECORATOR_ONLY: ReadonlySet<string> = new Set(['onBusy', 'retryAfterMs']);
+const RW_DECORATOR_ONLY: ReadonlySet<string> = new Set(['onBusy', 'writerPreference', 'retryAfterMs']);
 const CHECK_DEFAULTS = { keyPrefix: '', leaseMs: 30_000, waitMs: 0, safetyMarginMs: undefined };
 
 /** Validates decorator options where the decorator is applied, so mistakes surface at startup. */
@@ -38,7 +44,8 @@ export function checkLockedOptions(options: unknown, where: string, readWrite = 
   } catch (err) {
     throw new LockConfigError(`${where}: ${(err as Error).message}`);
   }
-  const { onBusy = 'wait', ...acquire } = (options ?? {}) as LockedOptions;
+  const { onBusy = 'wait', retryAfterMs, ...acquire } = (options ?? {}) as LockedOptions;
+  if (retryAfterMs !== undefined) checkRetryAfter(retryAfterMs, where);
   if (readWrite && acquire.fair !== undefined) {
     throw new LockConfigError(`${where}: fair is not an option of read/write locks (they use writer preference).`);
   }
@@ -50,5 +57,13 @@ export function checkLockedOptions(options: unknown, where: string, readWrite = 
   if (onBusy !== 'wait' && onBusy !== 'throw' && onBusy !== 'skip') {
     throw new LockConfigError(`${where}: onBusy must be 'wait', 'throw' or 'skip', got ${describe(onBusy)}.`);
   }
-  return { acquire, onBusy };
+  return { acquire, onBusy, retryAfterMs };
+}
+
+/** A Retry-After hint in ms: a whole number from 0 to one day. */
+export function checkRetryAfter(value: unknown, where: string): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0 || value > 86_400_000) {
+    throw new LockConfigError(`${where}: retryAfterMs must be an integer from 0 to 86400000, got ${describe(value)}.`);
+  }
+  return value;
 }

@@ -14,6 +14,13 @@ import {
   LockTimeoutError,
 } from '../../errors';
 
+/**
+ * The Retry-After a busy route answers with when nothing more specific was set. The lease
+ * the holder has left is no guide: a live holder renews it, so a 300 ms job would send a
+ * client away for the whole lease.
+ */
+export const DEFAULT_RETRY_AFTER_MS = 1_000;
+
 interface HeaderTarget {
   header?: (name: string, value: string) => unknown;
   setHeader?: (name: string, value: string) => unknown;
@@ -28,15 +35,20 @@ interface HeaderTarget {
  *
  * | error | status |
  * | --- | --- |
- * | LockTimeoutError | 409, with Retry-After |
+ * | LockTimeoutError | 409, with Retry-After (`retryAfterMs`, default 1 s, in whole seconds) |
  * | LockLostError | 409 |
  * | LockBackendError, LockAbortedError | 503 |
  * | LockConfigError | 500 (the message is logged) |
  */
-export function toHttpError(err: unknown, host: ArgumentsHost, logger: LoggerService): unknown {
+export function toHttpError(
+  err: unknown,
+  host: ArgumentsHost,
+  logger: LoggerService,
+  retryAfterMs = DEFAULT_RETRY_AFTER_MS,
+): unknown {
   if (host.getType() !== 'http' || !(err instanceof LockError)) return err;
   if (err instanceof LockTimeoutError) {
-    const seconds = Math.max(1, Math.ceil((err.retryAfterMs ?? 1_000) / 1_000));
+    const seconds = Math.max(1, Math.ceil(retryAfterMs / 1_000));
     setHeader(host.switchToHttp().getResponse<HeaderTarget>(), 'Retry-After', String(seconds));
     return new ConflictException('The resource is locked by another request. Retry later.');
   }

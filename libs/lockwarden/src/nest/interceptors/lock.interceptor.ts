@@ -1,10 +1,13 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import { LockEngine } from '../../core/engine/lock-engine';
 import type { CallHandler, ExecutionContext, NestInterceptor } from '@nestjs/common';
 import { Observable, catchError, concat, defer, EMPTY, throwError } from 'rxjs';
 import { getLockedMetadata } from '../decorators/locked-metadata.accessor';
 import { RequestLockScope } from '../request-lock-scope';
-import { toHttpError } from './lock-http-errors';
+import { DEFAULT_RETRY_AFTER_MS, toHttpError } from './lock-http-errors';
+import { checkRetryAfter } from '../decorators/locked-options';
+import { LOCK_MODULE_OPTIONS } from '../lock.module-definition';
+import type { LockModuleOptions } from '../lock-options.interface';
 
 interface HttpResponse {
   once?: (event: 'close', fn: () => void) => unknown;
@@ -47,11 +50,22 @@ const CLIENT_GONE = 'the HTTP client went away';
 export class LockInterceptor implements NestInterceptor {
   private readonly logger = new Logger('Lockwarden');
 
-  constructor(private readonly engine: LockEngine) {}
+  private readonly retryAfterMs: number;
+
+  constructor(
+    private readonly engine: LockEngine,
+    @Inject(LOCK_MODULE_OPTIONS) options: LockModuleOptions,
+  ) {
+    this.retryAfterMs =
+      options.retryAfterMs === undefined
+        ? DEFAULT_RETRY_AFTER_MS
+        : checkRetryAfter(options.retryAfterMs, 'LockModule options');
+  }
 
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
     const handler = context.getHandler();
-    const decorated = getLockedMetadata(handler) !== undefined;
+    const metadata = getLockedMetadata(handler);
+    const decorated = metadata !== undefined;
     const http = context.getType() === 'http';
     if (!decorated && !http) return next.handle();
     const scope = new RequestLockScope(decorated ? handler : undefined);
@@ -83,7 +97,10 @@ export class LockInterceptor implements NestInterceptor {
       // No response to wait for: the call is over when its Observable is.
       scope.closeResponse(false);
     }
-    return checked.pipe(catchError((err: unknown) => throwError(() => toHttpError(err, context, this.logger))));
+    const retryAfterMs = metadata?.retryAfterMs ?? this.retryAfterMs;
+    return checked.pipe(
+      catchError((err: unknown) => throwError(() => toHttpError(err, context, this.logger, retryAfterMs))),
+    );
   }
 
   private releaseForgotten(scope: RequestLockScope, req: HttpRequest | undefined): void {
