@@ -35,6 +35,41 @@ function run(cmd: string, args: string[], cwd: string): string {
   return execFileSync(cmd, args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: 300_000 });
 }
 
+/** Every public entry point, as a user's TypeScript imports it. */
+const CHECK_SOURCE = `import 'reflect-metadata';
+import { LOCK_BACKEND, LockEngine, LockModule, LockService, Locked } from 'lockwarden';
+import type { LockHandle, LockModuleOptions } from 'lockwarden';
+import { LockHealthIndicator } from 'lockwarden/health';
+import { LockTestingModule, MemoryLockBackend } from 'lockwarden/testing';
+const options: LockModuleOptions = { redis: 'redis://127.0.0.1:6380' };
+const handle: LockHandle | undefined = undefined;
+export const all = [LOCK_BACKEND, LockEngine, LockModule, LockService, Locked, LockHealthIndicator, LockTestingModule, MemoryLockBackend, options, handle];
+`;
+
+/** Type-checks CHECK_SOURCE in the consumer app `dir` with the given module settings, libraries included. */
+function typeCheck(dir: string, module: string, moduleResolution: string): void {
+  writeFileSync(join(dir, 'check.ts'), CHECK_SOURCE);
+  const config = {
+    compilerOptions: {
+      target: 'ES2022',
+      module,
+      moduleResolution,
+      strict: true,
+      skipLibCheck: false,
+      noEmit: true,
+      experimentalDecorators: true,
+      emitDecoratorMetadata: true,
+      esModuleInterop: true,
+      typeRoots: [join(root, 'node_modules', '@types')],
+      types: ['node'],
+    },
+    files: ['check.ts'],
+  };
+  const file = `tsconfig.${moduleResolution}.json`;
+  writeFileSync(join(dir, file), JSON.stringify(config));
+  run(process.execPath, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', file], dir);
+}
+
 function consumer(name: string, pkg: object, file: string, source: string): string {
   const dir = join(work, name);
   run('mkdir', ['-p', dir], work);
@@ -79,6 +114,7 @@ describe('the packed library', () => {
         dependencies: {
           '@nestjs/common': '^11.0.0',
           '@nestjs/core': '^11.0.0',
+          '@nestjs/terminus': '^11.0.0',
           'reflect-metadata': '^0.2.0',
           rxjs: '^7.8.0',
         },
@@ -114,11 +150,11 @@ ${appSource('')}
       join(work, 'nest11-cjs'),
     );
     expect(Number(memory.trim())).toBeGreaterThan(0);
-    // terminus is an optional peer: without it the main entry loads (above), and only the
-    // health subpath asks for it.
-    expect(() => run('node', ['-e', "require('lockwarden/health')"], join(work, 'nest11-cjs'))).toThrow(
-      /@nestjs\/terminus/,
-    );
+    // Every entry point type-checks, library types included, under the classic Nest
+    // tsconfig (CommonJS, node10 resolution), under node16/nodenext, and for bundlers.
+    typeCheck(join(work, 'nest11-cjs'), 'commonjs', 'node10');
+    typeCheck(join(work, 'nest11-cjs'), 'node16', 'node16');
+    typeCheck(join(work, 'nest11-cjs'), 'esnext', 'bundler');
     // The CLI ships in the package: `npx lockwarden` runs from the installed tarball.
     const listed = run(
       'npx',
@@ -150,6 +186,11 @@ import * as lockwarden from 'lockwarden';`)}`,
     expectLockedOnce(out);
     expect(run('node', ['-p', "require('@nestjs/core/package.json').version"], join(work, 'nest12-esm'))).toMatch(
       /^12\./,
+    );
+    // terminus is an optional peer: without it the main entry loads (above), and only the
+    // health subpath asks for it.
+    expect(() => run('node', ['-e', "require('lockwarden/health')"], join(work, 'nest12-esm'))).toThrow(
+      /@nestjs\/terminus/,
     );
   }, 300_000);
 });
