@@ -38,6 +38,15 @@ function cli(...args: string[]): Promise<{ code: number | null; out: string; err
 }
 
 describe('the lockwarden CLI', () => {
+  it('runs as `npx lockwarden` in the repository, built or not, as the README documents', async () => {
+    const child = spawn('npx', ['--no-install', 'lockwarden', '--help'], { stdio: 'pipe', env: process.env });
+    let out = '';
+    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+    const code = await new Promise<number | null>((done) => child.once('close', done));
+    expect(code).toBe(0);
+    expect(out).toMatch(/^Usage: lockwarden <command>/);
+  });
+
   it('lists held locks with SCAN, as a table and as JSON', async () => {
     const order = await engine.acquire('order:1', { ttlMs: 60_000 });
     const report = await engine.acquireRead('report', { ttlMs: 60_000 });

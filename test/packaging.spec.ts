@@ -139,6 +139,13 @@ ${appSource('')}
     expect(existsSync(join(installed, 'CHANGELOG.md'))).toBe(true);
     expect(existsSync(join(installed, 'src'))).toBe(false);
     expect(run('find', [installed, '-name', '*.spec.*'], work)).toBe('');
+    // No file points at a source map the package does not ship.
+    const mapped = run(
+      'sh',
+      ['-c', `grep -rl --include='*.js' --exclude-dir=node_modules sourceMappingURL '${installed}' || true`],
+      work,
+    );
+    expect(mapped.trim()).toBe('');
     // The testing module runs a lock with no Redis at all.
     const memory = run(
       'node',
