@@ -345,12 +345,33 @@ describe('@Locked with @Cron', () => {
   });
 });
 
+describe('the types say what runs', () => {
+  it('does not compile on a method that returns a plain value, since the decorated method returns a promise', () => {
+    class Counter {
+      // @ts-expect-error -- callers would get a Promise typed as a number
+      @Locked('count')
+      count(): number {
+        return 1;
+      }
+
+      @Locked('count')
+      async countLater(): Promise<number> {
+        return 1;
+      }
+    }
+    // `npm run lint` type-checks this file: the line above must stay an error.
+    expect(getLockedMetadata(Counter.prototype.count)).toBeDefined();
+    expect(getLockedMetadata(Counter.prototype.countLater)).toBeDefined();
+  });
+});
+
 describe('bad usage is reported where the class is declared', () => {
   it.each([
     [
       'a getter',
       () => {
         class C {
+          // @ts-expect-error -- a getter is not a lockable method; refused at compile time too
           @Locked('k')
           get value(): number {
             return 1;

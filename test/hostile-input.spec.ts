@@ -12,6 +12,7 @@ import {
   ScheduledLock,
   WriteLocked,
 } from 'lockwarden';
+import type { LockMethodDecorator } from 'lockwarden';
 import { startRedis, uniquePrefix } from './harness/redis';
 import type { RedisTarget } from './harness/redis';
 
@@ -205,9 +206,9 @@ describe.each(HOSTILE_KEYS)('%s as a lock key', (_name, key) => {
 
 describe('a key template with a stray or empty brace', () => {
   /** Applies `decorator` to a fresh class's one-parameter method, as TypeScript does when the class is defined. */
-  function decorate(decorator: MethodDecorator): void {
+  function decorate(decorator: LockMethodDecorator): void {
     class Job {
-      run(_id: string): void {}
+      async run(_id: string): Promise<void> {}
     }
     decorator(Job.prototype, 'run', Object.getOwnPropertyDescriptor(Job.prototype, 'run')!);
   }

@@ -38,7 +38,7 @@ class RouteController {
 
   @Get('strict')
   @Locked('route:strict', { onBusy: 'throw' })
-  strict(): string {
+  async strict(): Promise<string> {
     return 'ran';
   }
 
@@ -50,7 +50,7 @@ class RouteController {
 
   @Get('stream')
   @Locked('route:stream')
-  stream(): Observable<string> {
+  async stream(): Promise<Observable<string>> {
     return stream.asObservable();
   }
 
@@ -65,13 +65,13 @@ class RouteController {
 
   @Get('bad/:id')
   @Locked('route:{1.missing}')
-  bad(@Param('id') id: string, query?: { missing?: string }): string {
+  async bad(@Param('id') id: string, query?: { missing?: string }): Promise<string> {
     return `${id}${query?.missing ?? ''}`;
   }
 
   @Get('once/:id')
   @Locked('route:once:{0}')
-  once(@Param('id') id: string): { token: number | undefined; id: string } {
+  async once(@Param('id') id: string): Promise<{ token: number | undefined; id: string }> {
     return { token: this.locks.current(`route:once:${id}`)?.fencingToken, id };
   }
 }

@@ -114,7 +114,7 @@ describe('locks follow the HTTP request', () => {
 
     @Get('observable/:id')
     @Locked('order:{0}')
-    observable(@Param('id') id: string): Observable<string> {
+    async observable(@Param('id') id: string): Promise<Observable<string>> {
       const signal = this.locks.current()!.signal;
       return new Observable<string>((subscriber) => {
         void gate(`observable:${id}`, signal).then(() => {

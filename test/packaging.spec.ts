@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { startRedis } from './harness/redis';
@@ -137,6 +137,12 @@ ${appSource('')}
     const installed = join(work, 'nest11-cjs', 'node_modules', 'lockwarden');
     expect(existsSync(join(installed, 'LICENSE'))).toBe(true);
     expect(existsSync(join(installed, 'CHANGELOG.md'))).toBe(true);
+    expect(existsSync(join(installed, 'GUARANTEES.md'))).toBe(true);
+    // Its own README, for npm: how to install and use it, not the monorepo's demo set-up.
+    const readme = readFileSync(join(installed, 'README.md'), 'utf8');
+    expect(readme).toMatch(/^# lockwarden\n/);
+    expect(readme).toContain('npm install lockwarden');
+    expect(readme).not.toContain('apt-get');
     expect(existsSync(join(installed, 'src'))).toBe(false);
     expect(run('find', [installed, '-name', '*.spec.*'], work)).toBe('');
     // No file points at a source map the package does not ship.

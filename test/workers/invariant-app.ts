@@ -123,7 +123,11 @@ class Routes {
 
   @Get('observable/:key')
   @Locked('{0}')
-  observable(@Param('key') key: string, @Query('ms') ms?: string, @Query('throw') fail?: string): Observable<string> {
+  async observable(
+    @Param('key') key: string,
+    @Query('ms') ms?: string,
+    @Query('throw') fail?: string,
+  ): Promise<Observable<string>> {
     const handles = held(this.locks, key);
     // A well-behaved producer: its work runs from subscription until it completes, or until
     // it is unsubscribed (Nest unsubscribes when the client goes away), when it stops.
@@ -157,7 +161,7 @@ class Routes {
 
   @Get('stream/:key')
   @Locked('{0}')
-  stream(@Param('key') key: string, @Query('ms') ms?: string): StreamableFile {
+  async stream(@Param('key') key: string, @Query('ms') ms?: string): Promise<StreamableFile> {
     const handles = held(this.locks, key);
     const id = `${NAME}:${++sections}:stream#${handles[0].fencingToken}`;
     // The section is the producing of the body: from the first read to its last chunk, or

@@ -19,6 +19,7 @@ export { ReadLocked } from './nest/decorators/read-locked.decorator';
 export { WriteLocked } from './nest/decorators/write-locked.decorator';
 export { ScheduledLock } from './nest/decorators/scheduled-lock.decorator';
 export type { KeySpec } from './nest/decorators/key-template';
+export type { LockableMethod, LockMethodDecorator } from './nest/decorators/lock-method';
 export type { LockedOptions, OnBusy } from './nest/decorators/locked-options';
 export {
   LOCKED_METADATA,

@@ -14,6 +14,21 @@ import type { LockedOptions } from './locked-options';
 import { RequestLockScope, withRequestSignal } from '../request-lock-scope';
 
 /**
+ * What a lock decorator may wrap: a method that returns a promise. The decorated method
+ * always returns a promise, since it waits for its lock first; a method typed as returning
+ * a plain value (or an Observable) would then lie to its callers, so it does not compile.
+ * Make it `async` (an Observable route returns `Promise<Observable<T>>`, which Nest awaits).
+ */
+export type LockableMethod = (...args: never[]) => PromiseLike<unknown>;
+
+/** The decorator `@Locked`, `@ReadLocked`, `@WriteLocked` and `@ScheduledLock` return. */
+export type LockMethodDecorator = <T extends LockableMethod>(
+  target: object,
+  propertyKey: string | symbol,
+  descriptor: TypedPropertyDescriptor<T>,
+) => TypedPropertyDescriptor<T> | void;
+
+/**
  * Builds `@Locked` and its read/write siblings.
  *
  * Design: the decorator wraps the method where it is declared and has Nest
@@ -25,8 +40,8 @@ import { RequestLockScope, withRequestSignal } from '../request-lock-scope';
  * not run.
  */
 export function lockDecorator(mode: LockMode, name: string) {
-  return (key: KeySpec, options?: LockedOptions): MethodDecorator =>
-    (target, propertyKey, descriptor) => {
+  return (key: KeySpec, options?: LockedOptions): LockMethodDecorator =>
+    ((target: object, propertyKey: string | symbol, descriptor: TypedPropertyDescriptor<LockableMethod>) => {
       const where = `${className(target)}.${String(propertyKey)}()`;
       const original: unknown = descriptor?.value;
       if (!descriptor || typeof original !== 'function' || descriptor.get || descriptor.set) {
@@ -55,7 +70,7 @@ export function lockDecorator(mode: LockMode, name: string) {
       SetMetadata(LOCKED_METADATA, metadata)(target, propertyKey, descriptor);
       injectLockEngine(target);
       return descriptor;
-    };
+    }) as LockMethodDecorator;
 }
 
 function toMetadataOptions(

@@ -1,4 +1,5 @@
 import { lockDecorator } from './lock-method';
+import type { LockMethodDecorator } from './lock-method';
 import type { KeySpec } from './key-template';
 import type { LockedOptions } from './locked-options';
 
@@ -23,4 +24,4 @@ import type { LockedOptions } from './locked-options';
  * }
  * ```
  */
-export const Locked: (key: KeySpec, options?: LockedOptions) => MethodDecorator = lockDecorator('mutex', 'Locked');
+export const Locked: (key: KeySpec, options?: LockedOptions) => LockMethodDecorator = lockDecorator('mutex', 'Locked');

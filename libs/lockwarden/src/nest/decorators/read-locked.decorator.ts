@@ -1,4 +1,5 @@
 import { lockDecorator } from './lock-method';
+import type { LockMethodDecorator } from './lock-method';
 import type { KeySpec } from './key-template';
 import type { LockedOptions } from './locked-options';
 
@@ -13,7 +14,7 @@ import type { LockedOptions } from './locked-options';
  * async product(id: string) { return this.repo.find(id); }
  * ```
  */
-export const ReadLocked: (key: KeySpec, options?: LockedOptions) => MethodDecorator = lockDecorator(
+export const ReadLocked: (key: KeySpec, options?: LockedOptions) => LockMethodDecorator = lockDecorator(
   'read',
   'ReadLocked',
 );

@@ -1,4 +1,5 @@
 import { Locked } from './locked.decorator';
+import type { LockMethodDecorator } from './lock-method';
 import type { LockedOptions } from './locked-options';
 
 /**
@@ -14,6 +15,6 @@ import type { LockedOptions } from './locked-options';
  * async draw() { ... }
  * ```
  */
-export function ScheduledLock(name: string, options: Omit<LockedOptions, 'onBusy'> = {}): MethodDecorator {
+export function ScheduledLock(name: string, options: Omit<LockedOptions, 'onBusy'> = {}): LockMethodDecorator {
   return Locked(name, { onBusy: 'skip', lockAtLeastMs: 60_000, ...options });
 }

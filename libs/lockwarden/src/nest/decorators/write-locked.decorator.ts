@@ -1,4 +1,5 @@
 import { lockDecorator } from './lock-method';
+import type { LockMethodDecorator } from './lock-method';
 import type { KeySpec } from './key-template';
 import type { LockedOptions } from './locked-options';
 
@@ -14,7 +15,7 @@ import type { LockedOptions } from './locked-options';
  * async update(product: Product) { await this.repo.save(product); }
  * ```
  */
-export const WriteLocked: (key: KeySpec, options?: LockedOptions) => MethodDecorator = lockDecorator(
+export const WriteLocked: (key: KeySpec, options?: LockedOptions) => LockMethodDecorator = lockDecorator(
   'write',
   'WriteLocked',
 );
