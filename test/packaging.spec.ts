@@ -1,7 +1,8 @@
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { ChildScript } from './harness/child';
 import { startRedis } from './harness/redis';
 import type { RedisTarget } from './harness/redis';
 
@@ -99,6 +100,46 @@ await held.release();
 await app.close();
 `;
 
+/**
+ * The app shape a user deploys: shutdown hooks on, a lock held by running work. On SIGTERM
+ * the work sees its signal abort, finishes, its lock is released, and the process exits.
+ */
+const serverSource = (importLines: string, prefix: string): string => `${importLines}
+const { Module } = common;
+const { NestFactory } = core;
+const { LockModule, LockService } = lockwarden;
+class AppModule {}
+Module({ imports: [LockModule.forRoot({ redis: process.env.REDIS_URL, keyPrefix: ${JSON.stringify(prefix)} })] })(AppModule);
+const app = await NestFactory.createApplicationContext(AppModule, { logger: false });
+app.enableShutdownHooks();
+const locks = app.get(LockService);
+void locks.withLock('deploy', (lock) => new Promise((done) => {
+  console.log('ready ' + lock.fencingToken);
+  lock.signal.addEventListener('abort', done); // stop when told to
+}));
+`;
+
+/** Starts `file` in the consumer `dir`, waits until it holds its lock, SIGTERMs it, and checks the lock is gone. */
+async function shutsDownCleanly(dir: string, file: string, prefix: string): Promise<void> {
+  const child = new ChildScript(
+    spawn(process.execPath, [file], {
+      cwd: dir,
+      env: { ...process.env, REDIS_URL: redis.url },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    }),
+  );
+  await child.waitFor(/^ready \d+$/);
+  const admin = redis.client();
+  try {
+    expect(await admin.exists(`${prefix}{deploy}`)).toBe(1);
+    child.kill('SIGTERM');
+    await child.exited;
+    expect(await admin.exists(`${prefix}{deploy}`)).toBe(0); // released, not left for a lease
+  } finally {
+    admin.disconnect();
+  }
+}
+
 /** The app's last line: it took a lock (a fencing token, which starts from a clock) and saw it busy. */
 function expectLockedOnce(out: string): void {
   const result = JSON.parse(out.trim().split('\n').pop()!) as { token: unknown };
@@ -107,7 +148,7 @@ function expectLockedOnce(out: string): void {
 }
 
 describe('the packed library', () => {
-  it('works in a Nest 11 CommonJS app', () => {
+  it('works in a Nest 11 CommonJS app', async () => {
     const out = consumer(
       'nest11-cjs',
       {
@@ -175,9 +216,23 @@ ${appSource('')}
       join(work, 'nest11-cjs'),
     );
     expect(Array.isArray(JSON.parse(listed))).toBe(true);
+    // Deployed with shutdown hooks, SIGTERM releases the lock of the work it stops.
+    const prefix = `pack:sigterm:cjs:${process.pid}:`;
+    writeFileSync(
+      join(work, 'nest11-cjs', 'server.cjs'),
+      `require('reflect-metadata');
+const common = require('@nestjs/common');
+const core = require('@nestjs/core');
+const lockwarden = require('lockwarden');
+(async () => {
+${serverSource('', prefix)}
+})();
+`,
+    );
+    await shutsDownCleanly(join(work, 'nest11-cjs'), 'server.cjs', prefix);
   }, 300_000);
 
-  it('works in a Nest 12 ES-module app', () => {
+  it('works in a Nest 12 ES-module app', async () => {
     const out = consumer(
       'nest12-esm',
       {
@@ -205,5 +260,17 @@ import * as lockwarden from 'lockwarden';`)}`,
     expect(() => run('node', ['-e', "require('lockwarden/health')"], join(work, 'nest12-esm'))).toThrow(
       /@nestjs\/terminus/,
     );
+    const prefix = `pack:sigterm:esm:${process.pid}:`;
+    writeFileSync(
+      join(work, 'nest12-esm', 'server.js'),
+      serverSource(
+        `import 'reflect-metadata';
+import * as common from '@nestjs/common';
+import * as core from '@nestjs/core';
+import * as lockwarden from 'lockwarden';`,
+        prefix,
+      ),
+    );
+    await shutsDownCleanly(join(work, 'nest12-esm'), 'server.js', prefix);
   }, 300_000);
 });
