@@ -12,6 +12,13 @@ const run = Date.now().toString(36);
 let redis: RedisProcess | undefined;
 let cluster: LotteryCluster | undefined;
 let cleaning: Promise<void> | undefined;
+/** Set on Ctrl-C: from then on the demo only cleans up, and says nothing more. */
+let stopping = false;
+
+/** Prints a line of the demo's report, unless it is being stopped. */
+function say(...parts: unknown[]): void {
+  if (!stopping) console.log(...parts);
+}
 
 function cleanup(): Promise<void> {
   cleaning ??= (async () => {
@@ -23,14 +30,15 @@ function cleanup(): Promise<void> {
 
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.once(signal, () => {
-    console.log(`\n${signal}: stopping every process the demo started ...`);
+    stopping = true;
+    console.log(`\n${signal}: stopped; the demo's processes and Redis are being removed.`);
     void cleanup().then(() => process.exit(130));
   });
 }
 
 function printRound(title: string, round: Round): void {
-  console.log(`\n${title}  (draw ${round.drawId})`);
-  console.log(
+  say(`\n${title}  (draw ${round.drawId})`);
+  say(
     table(
       ['instance', 'action', 'fencing token', 'ms'],
       round.rows.map((r) => [r.instance, r.action, r.fencingToken, r.ms]),
@@ -39,24 +47,22 @@ function printRound(title: string, round: Round): void {
 }
 
 function check(ok: boolean, what: string, failures: string[]): void {
-  console.log(`  ${ok ? '✔' : '✘'} ${what}`);
+  say(`  ${ok ? '✔' : '✘'} ${what}`);
   if (!ok) failures.push(what);
 }
 
 async function main(): Promise<void> {
   const failures: string[] = [];
   let url = process.env.REDIS_URL;
-  if (url) console.log(`Using your Redis at ${url.replace(/\/\/[^@]*@/, '//***@')} (keys under lottery:*).`);
+  if (url) say(`Using your Redis at ${url.replace(/\/\/[^@]*@/, '//***@')} (keys under lottery:*).`);
   else {
     redis = await RedisProcess.start();
     url = redis.url;
-    console.log(`Started a throwaway Redis on ${url} (no persistence; removed on exit).`);
+    say(`Started a throwaway Redis on ${url} (no persistence; removed on exit).`);
   }
-  console.log('Starting 3 lottery instances as separate processes ...');
+  say('Starting 3 lottery instances as separate processes ...');
   cluster = await LotteryCluster.start({ redisUrl: url, cron: '*/5 * * * * *', drawDelayMs: 1_200, leaseMs: 1_500 });
-  console.log(
-    `Instances: ${cluster.instances.map((i) => `${i.id} on :${i.port}`).join(', ')}. Scheduled draws every 5 s.`,
-  );
+  say(`Instances: ${cluster.instances.map((i) => `${i.id} on :${i.port}`).join(', ')}. Scheduled draws every 5 s.`);
 
   const scheduled = await cluster.scheduledRound();
   printRound('Round 1: the scheduled tick fires on all three instances', scheduled);
@@ -81,27 +87,28 @@ async function main(): Promise<void> {
     failures,
   );
 
-  console.log(`\nWinners of ${http.drawId}: ${http.winners.join(', ')}`);
+  say(`\nWinners of ${http.drawId}: ${http.winners.join(', ')}`);
   const verification = await cluster.verify();
-  for (const problem of verification.problems) console.log(`  ✘ ${problem}`);
+  for (const problem of verification.problems) say(`  ✘ ${problem}`);
   failures.push(...verification.problems);
 
   const dir = resolve('demo-output');
   mkdirSync(dir, { recursive: true });
   const svg = resolve(dir, 'lock-timeline.svg');
   writeFileSync(svg, lockTimelineSvg(cluster.instances));
-  console.log(`Lock timeline: ${svg}`);
+  say(`Lock timeline: ${svg}`);
 
   if (failures.length > 0) {
-    console.log(`\nFAILED: ${failures.length} check(s) did not hold.`);
+    say(`\nFAILED: ${failures.length} check(s) did not hold.`);
     process.exitCode = 1;
   } else {
-    console.log(`\nverified: ${verification.draws.length} draws, each recorded exactly once`);
+    say(`\nverified: ${verification.draws.length} draws, each recorded exactly once`);
   }
 }
 
 main()
   .catch((err: unknown) => {
+    if (stopping) return; // interrupted: what failed was the interruption itself
     console.error(`demo failed: ${err instanceof Error ? err.message : String(err)}`);
     process.exitCode = 1;
   })

@@ -1,0 +1,26 @@
+// Ctrl-C during `npm run demo`: one line, every process it started removed, exit code 130.
+import { spawn } from 'node:child_process';
+import { resolve } from 'node:path';
+import { ChildScript } from './harness/child';
+
+it('stops on SIGINT mid-round with one line of output and exit code 130', async () => {
+  const env: NodeJS.ProcessEnv = { ...process.env, TS_NODE_PROJECT: resolve('tsconfig.json') };
+  delete env.REDIS_URL; // its own throwaway Redis, removed on exit
+  const demo = new ChildScript(
+    spawn(
+      process.execPath,
+      ['-r', 'ts-node/register/transpile-only', '-r', 'tsconfig-paths/register', resolve('apps/lottery/demo/main.ts')],
+      { env, stdio: ['ignore', 'pipe', 'pipe'] },
+    ),
+  );
+  let stderr = '';
+  demo.child.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
+  await demo.waitFor(/^Instances: /); // three instance processes are up, a round is starting
+  const before = demo.lines.length;
+  demo.kill('SIGINT');
+  expect(await demo.exited).toBe(130);
+  expect(demo.lines.slice(before).filter((l) => l.trim() !== '')).toEqual([
+    "SIGINT: stopped; the demo's processes and Redis are being removed.",
+  ]);
+  expect(stderr).toBe('');
+}, 60_000);
