@@ -2,6 +2,7 @@
 import { spawn } from 'node:child_process';
 import { resolve } from 'node:path';
 import { ChildScript } from './harness/child';
+import { startRedis } from './harness/redis';
 
 it('stops on SIGINT mid-round with one line of output and exit code 130', async () => {
   const env: NodeJS.ProcessEnv = { ...process.env, TS_NODE_PROJECT: resolve('tsconfig.json') };
@@ -23,4 +24,37 @@ it('stops on SIGINT mid-round with one line of output and exit code 130', async 
     "SIGINT: stopped; the demo's processes and Redis are being removed.",
   ]);
   expect(stderr).toBe('');
+}, 60_000);
+
+it('removes every key it wrote in a Redis of yours, even when interrupted', async () => {
+  const yours = await startRedis({ own: true });
+  const admin = yours.client();
+  try {
+    await admin.set('yours:keep', "this is not the demo's");
+    const demo = new ChildScript(
+      spawn(
+        process.execPath,
+        [
+          '-r',
+          'ts-node/register/transpile-only',
+          '-r',
+          'tsconfig-paths/register',
+          resolve('apps/lottery/demo/main.ts'),
+        ],
+        {
+          env: { ...process.env, TS_NODE_PROJECT: resolve('tsconfig.json'), REDIS_URL: yours.url },
+          stdio: ['ignore', 'pipe', 'pipe'],
+        },
+      ),
+    );
+    await demo.waitFor(/the demo writes keys under lottery:\* and lock:\{lottery:\* and removes them/);
+    await demo.waitFor(/^Instances: /);
+    expect((await admin.keys('lottery:*')).length).toBeGreaterThan(0); // it did write
+    demo.kill('SIGINT');
+    expect(await demo.exited).toBe(130);
+    expect(await admin.keys('*')).toEqual(['yours:keep']);
+  } finally {
+    admin.disconnect();
+    await yours.stop();
+  }
 }, 60_000);

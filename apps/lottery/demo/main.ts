@@ -1,6 +1,7 @@
 // npm run demo: three lottery instances race for the same draws, and every draw is
 // recorded exactly once. Starts its own throwaway Redis unless REDIS_URL is set.
 import { mkdirSync, writeFileSync } from 'node:fs';
+import { Redis } from 'ioredis';
 import { resolve } from 'node:path';
 import { RedisProcess } from '../../../test/harness/redis-process';
 import { LotteryCluster } from './lottery-cluster';
@@ -20,12 +21,35 @@ function say(...parts: unknown[]): void {
   if (!stopping) console.log(...parts);
 }
 
+/** What the demo writes in a Redis of yours: its draws and its locks. It removes them all when it ends. */
+const DEMO_KEYS = ['lottery:*', 'lock:{lottery:*'];
+
 function cleanup(): Promise<void> {
   cleaning ??= (async () => {
     await cluster?.stop();
     await redis?.destroy();
+    if (process.env.REDIS_URL) await removeDemoKeys(process.env.REDIS_URL);
   })();
   return cleaning;
+}
+
+async function removeDemoKeys(url: string): Promise<void> {
+  const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1 });
+  try {
+    await client.connect();
+    for (const match of DEMO_KEYS) {
+      let cursor = '0';
+      do {
+        const [next, keys] = await client.scan(cursor, 'MATCH', match, 'COUNT', 500);
+        cursor = next;
+        if (keys.length > 0) await client.del(...keys);
+      } while (cursor !== '0');
+    }
+  } catch {
+    // Best effort: the report already said which keys the demo writes.
+  } finally {
+    client.disconnect();
+  }
 }
 
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
@@ -54,8 +78,12 @@ function check(ok: boolean, what: string, failures: string[]): void {
 async function main(): Promise<void> {
   const failures: string[] = [];
   let url = process.env.REDIS_URL;
-  if (url) say(`Using your Redis at ${url.replace(/\/\/[^@]*@/, '//***@')} (keys under lottery:*).`);
-  else {
+  if (url) {
+    const where = url.replace(/\/\/[^@]*@/, '//***@');
+    say(
+      `Using your Redis at ${where}: the demo writes keys under ${DEMO_KEYS.join(' and ')} and removes them when it ends.`,
+    );
+  } else {
     redis = await RedisProcess.start();
     url = redis.url;
     say(`Started a throwaway Redis on ${url} (no persistence; removed on exit).`);
