@@ -33,6 +33,8 @@ export interface CrashRound extends Round {
   readonly victimToken: number;
   readonly takeoverToken: number;
   readonly lateWrite: RecordOutcome;
+  /** When the dead holder's late write was tried (Date.now()). */
+  readonly lateWriteAt: number;
 }
 
 export interface Verification {
@@ -275,6 +277,7 @@ export class LotteryCluster {
       fencingToken: victimToken,
       drawnAt: new Date().toISOString(),
     };
+    const lateWriteAt = Date.now();
     const lateWrite = await fencedWrite(this.data, drawId, victimToken, 'record', zombie);
     rows.push({
       instance: `${victim.id} (late)`,
@@ -283,7 +286,7 @@ export class LotteryCluster {
       ms: Date.now() - started,
     });
     const winners = (await readDraw(this.data, drawId))?.winners ?? [];
-    return { drawId, rows, winners, victim: victim.id, victimToken, takeoverToken, lateWrite };
+    return { drawId, rows, winners, victim: victim.id, victimToken, takeoverToken, lateWrite, lateWriteAt };
   }
 
   /**
