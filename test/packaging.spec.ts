@@ -140,6 +140,57 @@ async function shutsDownCleanly(dir: string, file: string, prefix: string): Prom
   }
 }
 
+/** The README's recipe for testing a whole app without Redis, as a user's own Jest test. */
+const jestSource = (importLines: string): string => `${importLines}
+
+class Payouts {
+  runs = 0;
+  async pay(id) {
+    this.runs++;
+    return id;
+  }
+}
+Injectable()(Payouts);
+Locked('payout:{0}')(Payouts.prototype, 'pay', Object.getOwnPropertyDescriptor(Payouts.prototype, 'pay'));
+Reflect.defineMetadata('design:paramtypes', [String], Payouts.prototype, 'pay');
+
+class AppModule {}
+Module({
+  imports: [LockModule.forRootAsync({ isGlobal: true, useFactory: () => ({ redis: 'redis://127.0.0.1:1' }) })],
+  providers: [Payouts],
+})(AppModule);
+
+test('the app runs on the in-memory backend, with no Redis', async () => {
+  const moduleRef = await Test.createTestingModule({ imports: [AppModule] })
+    .overrideProvider(LOCK_BACKEND)
+    .useValue(new MemoryLockBackend())
+    .compile();
+  const app = await moduleRef.init();
+  const locks = app.get(LockService);
+  expect(await app.get(Payouts).pay('7')).toBe('7');
+  const held = await locks.acquire('payout:7');
+  expect(await locks.tryAcquire('payout:7')).toBeNull();
+  await held.release();
+  await app.close();
+});
+`;
+
+/**
+ * Installs Jest and @nestjs/testing of `nest` major into the consumer `dir` and runs its one
+ * test file. Nest 11 only for now: under Jest's own module loader on Node 20, the CommonJS
+ * build cannot require Nest 12's ES modules (Jest supports that from Node 24.9), so a Nest 12
+ * app's Jest needs an ES-module build of this package, which it does not ship yet.
+ */
+function runUsersJest(dir: string, nest: string, file: string, source: string): string {
+  run('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error', 'jest@^30', `@nestjs/testing@${nest}`], dir);
+  writeFileSync(join(dir, file), source);
+  return run(
+    process.execPath,
+    [join(dir, 'node_modules', 'jest', 'bin', 'jest.js'), '--rootDir', dir, '--ci', file],
+    dir,
+  );
+}
+
 /** The app's last line: it took a lock (a fencing token, which starts from a clock) and saw it busy. */
 function expectLockedOnce(out: string): void {
   const result = JSON.parse(out.trim().split('\n').pop()!) as { token: unknown };
@@ -230,6 +281,17 @@ ${serverSource('', prefix)}
 `,
     );
     await shutsDownCleanly(join(work, 'nest11-cjs'), 'server.cjs', prefix);
+    // The README's whole-app test recipe, in the user's own Jest.
+    runUsersJest(
+      join(work, 'nest11-cjs'),
+      '^11',
+      'app.test.cjs',
+      jestSource(`require('reflect-metadata');
+const { Injectable, Module } = require('@nestjs/common');
+const { Test } = require('@nestjs/testing');
+const { LOCK_BACKEND, LockModule, LockService, Locked } = require('lockwarden');
+const { MemoryLockBackend } = require('lockwarden/testing');`),
+    );
   }, 300_000);
 
   it('works in a Nest 12 ES-module app', async () => {
