@@ -32,8 +32,6 @@ export class Lease {
   /** When the watchdog wants to renew next (Infinity for a fixed lease). */
   nextRenewAt: number;
   renewing = false;
-  /** Set by the scheduler while it tracks the lease. */
-  tracked = false;
   /** No renewal reaches past this (maxHoldMs); Infinity when uncapped. */
   maxHoldUntil = Infinity;
   /** Set once maxHoldMs shortened or skipped a renewal: the lease now ends by the cap. */
@@ -88,6 +86,11 @@ export class Lease {
    * its abort time before the watchdog's timer has run (after a pause, say).
    */
   overdue: ((lease: Lease) => void) | undefined;
+
+  /** Whether the watchdog tracks the lease (it sets `overdue` exactly while it does). */
+  get tracked(): boolean {
+    return this.overdue !== undefined;
+  }
 
   /**
    * Makes the lease read as lost at once, synchronously, when its locally measured abort

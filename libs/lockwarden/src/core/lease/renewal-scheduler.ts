@@ -48,7 +48,6 @@ export class RenewalScheduler {
 
   track(lease: Lease): void {
     if (this.stopped) return;
-    lease.tracked = true;
     lease.overdue = this.overdue;
     this.leases.add(lease);
     const at = Math.min(lease.nextRenewAt, lease.abortAt);
@@ -56,7 +55,6 @@ export class RenewalScheduler {
   }
 
   untrack(lease: Lease): void {
-    lease.tracked = false;
     lease.overdue = undefined;
     this.leases.delete(lease);
     // The timer stays armed when the last lease goes (it is unref'd and fires harmlessly):

@@ -17,9 +17,11 @@ export function grantMessage(waiterId: string, fence: number | string): string {
   return `${GRANT}${waiterId}:${fence}`;
 }
 
-/** The waiter id and token of a grant message, or undefined for any other message. */
-export function parseGrant(message: string): { waiterId: string; fence: number } | undefined {
+/**
+ * The waiter id of a grant message, or undefined for any other message. The token it carries
+ * is not trusted: the waiter confirms the hand-off with its own call, which returns it.
+ */
+export function parseGrant(message: string): { waiterId: string } | undefined {
   if (message.charCodeAt(0) !== GRANT.charCodeAt(0)) return undefined;
-  const sep = message.lastIndexOf(':');
-  return { waiterId: message.slice(1, sep), fence: Number(message.slice(sep + 1)) };
+  return { waiterId: message.slice(1, message.lastIndexOf(':')) };
 }

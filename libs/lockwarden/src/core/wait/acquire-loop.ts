@@ -105,7 +105,7 @@ export async function acquireLoop(
         // have sat in a paused process past the short hand-off lease, and the lock may be
         // someone else's by now. Confirm it: the next attempt finds the lock ours, starts the
         // full lease, and times it from when that attempt was sent.
-        waiter.grantedFence = 0;
+        waiter.handedOver = false;
       }
     }
   } finally {

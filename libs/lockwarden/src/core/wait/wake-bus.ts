@@ -12,7 +12,8 @@ type ParkResult = 'wake' | 'grant' | 'timer' | 'interrupt';
  */
 export class Waiter {
   pendingWake = false;
-  grantedFence = 0;
+  /** A release handed this waiter the lock: it must confirm before using it. */
+  handedOver = false;
   /** The longest a release hands another waiter the lock for before it must confirm it. */
   handoffMs = Infinity;
   private resolvePark: ((result: ParkResult) => void) | undefined;
@@ -28,7 +29,7 @@ export class Waiter {
 
   /** Waits until a wake-up, a grant, `ms` elapsing or `interrupt()`; returns at once if one is pending. */
   park(ms: number): Promise<ParkResult> {
-    if (this.grantedFence > 0) return Promise.resolve('grant');
+    if (this.handedOver) return Promise.resolve('grant');
     if (this.pendingWake) {
       this.pendingWake = false;
       return Promise.resolve('wake');
@@ -58,8 +59,8 @@ export class Waiter {
     if (!this.settle('wake')) this.pendingWake = true;
   }
 
-  grant(fence: number): void {
-    this.grantedFence = fence;
+  grant(): void {
+    this.handedOver = true;
     this.settle('grant');
   }
 
@@ -207,7 +208,7 @@ export class WakeBus {
     const grant = parseGrant(message);
     if (grant) {
       for (const w of state.waiters) {
-        if (w.fair && w.waiterId === grant.waiterId) w.grant(grant.fence);
+        if (w.fair && w.waiterId === grant.waiterId) w.grant();
         else w.handedToAnother();
       }
       return;
