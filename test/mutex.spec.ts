@@ -76,6 +76,21 @@ describe('reentrancy', () => {
     expect(await admin.exists(`${e.options.keyPrefix}{r}`)).toBe(0);
   });
 
+  it('keeps runHolding and runInFrames: the first releases after its work, the second leaves that to the caller', async () => {
+    const e = engine();
+    const outer = (await e.acquire('frames')) as Parameters<LockEngine['runInFrames']>[0][number];
+    const token = await e.runInFrames([outer], async () => {
+      const inner = await e.acquire('frames', { waitMs: 0 }); // re-enters the frame's lock
+      await inner.release();
+      return inner.fencingToken;
+    });
+    expect(token).toBe(outer.fencingToken);
+    expect(outer.isHeld()).toBe(true);
+    expect(await e.runHolding(outer, (lock) => lock.fencingToken)).toBe(outer.fencingToken);
+    expect(outer.isHeld()).toBe(false);
+    expect(await admin.exists(`${e.options.keyPrefix}{frames}`)).toBe(0);
+  });
+
   it('keeps the lock until the last hold is released', async () => {
     const e = engine();
     let inner: Awaited<ReturnType<LockEngine['acquire']>> | undefined;

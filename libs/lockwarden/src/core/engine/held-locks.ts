@@ -59,18 +59,7 @@ export class HeldLocks implements LeaseOwner {
     fn: () => T | Promise<T>,
     until?: PromiseLike<unknown> | (() => PromiseLike<unknown> | undefined),
   ): Promise<T> {
-    let run = fn;
-    for (let i = handles.length - 1; i >= 0; i--) {
-      const handle = handles[i];
-      const inner = run;
-      run = () => this.context.run(handle.lease, handle, inner);
-    }
-    let settled: Promise<T>;
-    try {
-      settled = Promise.resolve(run());
-    } catch (err) {
-      settled = Promise.reject(err);
-    }
+    const settled = this.inFrames(handles, fn);
     // Boxed, so that awaiting `after` never waits for the rest of the work itself.
     const after = settled.then(noop, noop).then(() => ({ rest: typeof until === 'function' ? until() : until }));
     const released = this.track(
@@ -86,6 +75,29 @@ export class HeldLocks implements LeaseOwner {
         return value;
       });
     return after.then(({ rest }) => (rest ? outcome() : released.then(outcome)));
+  }
+
+  /**
+   * Runs `fn` as the holder of `handles` and lets a shutdown wait for it, but releases
+   * nothing: the caller owns the release. What `hold` builds on.
+   */
+  run<T>(handles: readonly LeaseHandle[], fn: () => T | Promise<T>): Promise<T> {
+    return this.track(this.inFrames(handles, fn));
+  }
+
+  /** `fn` inside the reentrancy frames of `handles`, outermost first, as a promise. */
+  private inFrames<T>(handles: readonly LeaseHandle[], fn: () => T | Promise<T>): Promise<T> {
+    let run = fn;
+    for (let i = handles.length - 1; i >= 0; i--) {
+      const handle = handles[i];
+      const inner = run;
+      run = () => this.context.run(handle.lease, handle, inner);
+    }
+    try {
+      return Promise.resolve(run());
+    } catch (err) {
+      return Promise.reject(err);
+    }
   }
 
   /** Asks the holders of these handles to stop, without releasing anything. */

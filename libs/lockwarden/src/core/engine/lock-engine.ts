@@ -178,6 +178,16 @@ export class LockEngine {
     return this.held.hold(handles, fn, until);
   }
 
+  /** `withLock` for a handle already held: runs `fn` as its holder, then releases it. */
+  runHolding<T>(handle: LeaseHandle, fn: (lock: LockHandle) => T | Promise<T>): Promise<T> {
+    return this.held.hold([handle], () => fn(handle));
+  }
+
+  /** Runs `fn` as the holder of `handles` (nested acquires re-enter them) without releasing them. */
+  runInFrames<T>(handles: readonly LeaseHandle[], fn: () => T | Promise<T>): Promise<T> {
+    return this.held.run(handles, fn);
+  }
+
   /**
    * Takes several locks one at a time, in the order given (callers sort them,
    * so two calls never wait on each other crosswise). On any failure it
@@ -223,6 +233,16 @@ export class LockEngine {
   /** The innermost lock held by the calling async context (for `key`, when given). */
   current(key?: string): LockHandle | undefined {
     return this.context.current(key)?.handle;
+  }
+
+  /** Releases one hold on `lease` (what a handle's release() calls). */
+  releaseLease(lease: Lease): Promise<boolean> {
+    return this.held.releaseLease(lease);
+  }
+
+  /** Extends `lease` (what a handle's extend() calls). */
+  extendLease(lease: Lease, ms: number | undefined): Promise<void> {
+    return this.held.extendLease(lease, ms);
   }
 
   // ---- inspection and admin ----------------------------------------------------------------
