@@ -26,11 +26,13 @@ const TTL = 10_000;
 export function lockwarden(url: string, options: { fair?: boolean } = {}): Adapter & { engine: LockEngine } {
   const engine = new LockEngine({ redis: url, keyPrefix: 'bench:lw:', waitMs: 60_000 });
   const fair = options.fair === true;
+  // The peers' terms: a fixed 10 s lease, no renewal.
+  const acquireOptions = fair ? { fair, ttlMs: TTL } : { ttlMs: TTL };
   return {
     name: fair ? 'lockwarden fair' : 'lockwarden',
     peer: false,
     engine,
-    acquire: (key) => engine.acquire(key, fair ? { fair } : undefined),
+    acquire: (key) => engine.acquire(key, acquireOptions),
     close: () => engine.close(),
   };
 }

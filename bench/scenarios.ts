@@ -1,4 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import { Redis } from 'ioredis';
 import type { Adapter } from './adapters';
 import { percentile } from './stats';
 
@@ -24,12 +25,20 @@ export interface ContentionResult {
   readonly overlaps: number;
 }
 
-/** Scenario 1: acquire+release back to back on one key. */
-export async function serial(adapter: Adapter, ms: number): Promise<{ opsPerSec: number; p50: number; p99: number }> {
+/**
+ * Scenario 1: acquire+release back to back on one key. `measured` runs after the warm-up, right
+ * before the timed loop (the caller resets Redis' command statistics there).
+ */
+export async function serial(
+  adapter: Adapter,
+  ms: number,
+  measured?: () => Promise<unknown>,
+): Promise<{ opsPerSec: number; p50: number; p99: number; cycles: number }> {
   const key = `serial:${adapter.name}`;
   const lat: number[] = [];
   const warm = performance.now() + Math.min(200, ms / 4);
   while (performance.now() < warm) await (await adapter.acquire(key)).release();
+  await measured?.();
   const start = performance.now();
   while (performance.now() - start < ms) {
     const t = performance.now();
@@ -40,7 +49,37 @@ export async function serial(adapter: Adapter, ms: number): Promise<{ opsPerSec:
     opsPerSec: (lat.length * 1000) / (performance.now() - start),
     p50: percentile(lat, 50),
     p99: percentile(lat, 99),
+    cycles: lat.length,
   };
+}
+
+/** The floor of a serial cycle: p50 of one ioredis PING round trip, on a connection of its own. */
+export async function pingRoundTrip(url: string, ms: number): Promise<number> {
+  const client = new Redis(url);
+  try {
+    const lat: number[] = [];
+    const warm = performance.now() + Math.min(200, ms / 4);
+    while (performance.now() < warm) await client.ping();
+    const start = performance.now();
+    while (performance.now() - start < ms) {
+      const t = performance.now();
+      await client.ping();
+      lat.push(performance.now() - t);
+    }
+    return percentile(lat, 50);
+  } finally {
+    client.disconnect();
+  }
+}
+
+/** Redis' own CPU in µs since the last CONFIG RESETSTAT, summed over every command but the bench's own. */
+export async function serverMicros(admin: Redis): Promise<number> {
+  const stats = await admin.info('commandstats');
+  let usec = 0;
+  for (const [, command, micros] of stats.matchAll(/^cmdstat_([^:]+):calls=\d+,usec=(\d+)/gm)) {
+    if (command !== 'info' && command !== 'config') usec += Number(micros);
+  }
+  return usec;
 }
 
 /** Scenario 2: `flows` concurrent flows, each on its own key. */

@@ -72,7 +72,8 @@ describe('the lockwarden CLI', () => {
       mode: 'mutex',
       fencingToken: lock.fencingToken,
     });
-    const token = await admin.hget(`${prefix}{job}`, 'o');
+    const token = (await admin.get(`${prefix}{job}`))!.split('|')[0];
+    expect(token).toMatch(/^[0-9a-f]{32}$/);
     expect(held.out).not.toContain(token);
     await lock.release();
     expect((await cli('inspect', 'job', '--redis', redis.url, '--prefix', prefix)).code).toBe(1);

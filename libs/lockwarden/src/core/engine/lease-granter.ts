@@ -97,7 +97,7 @@ export class LeaseGranter {
       queueRefreshMs: QUEUE_REFRESH_MS,
       handoffMs,
       starvationMs: store.fairQueue ? STARVATION_MS : undefined,
-      attempt: (fair, waiterId) =>
+      attempt: (fair, waiterId, waited) =>
         store.acquire({
           keys,
           token,
@@ -106,6 +106,7 @@ export class LeaseGranter {
           waiterId,
           waiterTtlMs: QUEUE_PLACE_TTL_MS,
           grantMs: handoffMs,
+          waited,
         }),
       withdraw: () => store.release(keys, token),
     };

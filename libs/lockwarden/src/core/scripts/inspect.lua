@@ -1,16 +1,16 @@
 -- Describe one lock for operators, without ever returning an owner token.
--- KEYS[1] mutex hash   KEYS[2] mutex fencing counter   KEYS[3] mutex fair queue
+-- KEYS[1] mutex (see acquire.lua)   KEYS[2] mutex fencing counter   KEYS[3] mutex fair queue
 -- KEYS[4] read/write hash   KEYS[5] waiting writers   KEYS[6] read/write fencing counter
 -- Returns { mode, ttl ms, fencing token, waiters, instance, ttl ms, instance, ttl ms, ... }
 -- with mode 'mutex', 'write', 'read' or '' (free); one instance/ttl pair per holder.
 local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
-if redis.call('hexists', KEYS[1], 'o') == 1 then
+local held = redis.call('get', KEYS[1])
+if held then
+  local f, i = string.match(held, '^[^|]*|(%d+)|([^|]*)')
   local ttl = redis.call('pttl', KEYS[1])
-  local f = redis.call('hget', KEYS[1], 'f')
-  local i = redis.call('hget', KEYS[1], 'i') or ''
-  return { 'mutex', ttl, tonumber(f), redis.call('zcard', KEYS[3]), i, ttl }
+  return { 'mutex', ttl, tonumber(f), redis.call('zcard', KEYS[3]), i or '', ttl }
 end
 
 local out = { '', 0, 0, redis.call('zcard', KEYS[5]) }

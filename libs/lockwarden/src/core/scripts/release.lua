@@ -1,8 +1,8 @@
 -- Release a mutex held by ARGV[1] and pass it to the first live fair waiter, if any.
 -- The messages it publishes are the wire protocol named in scripts/wire.ts.
 -- Also withdraws ARGV[1] from the fair queue when it was only waiting (a cancelled acquire).
--- KEYS[1] lock hash   KEYS[2] fencing counter   KEYS[3] fair queue   KEYS[4] waiter records
--- KEYS[5] wake-up channel (named here so it shares the lock's slot)
+-- KEYS[1] lock (see acquire.lua)   KEYS[2] fencing counter   KEYS[3] fair queue
+-- KEYS[4] waiter records   KEYS[5] wake-up channel (named here so it shares the lock's slot)
 -- ARGV[1] owner token   ARGV[2] 'publish' or 'spublish'
 -- Returns 1 when it released the caller's lock, 0 when the caller did not hold it.
 -- The next fencing token, as a string (Lua prints numbers with 14 digits, too few for these).
@@ -17,13 +17,17 @@ local function nextFence(counter)
   redis.call('set', counter, seed)
   return seed
 end
-if redis.call('hget', KEYS[1], 'o') ~= ARGV[1] then
-  if redis.call('zrem', KEYS[3], ARGV[1]) == 1 then
-    redis.call('hdel', KEYS[4], ARGV[1])
+local held = redis.call('get', KEYS[1])
+local token = ARGV[1]
+if not held or string.sub(held, 1, #token + 1) ~= token .. '|' then
+  if redis.call('zrem', KEYS[3], token) == 1 then
+    redis.call('hdel', KEYS[4], token)
   end
   return 0
 end
 redis.call('del', KEYS[1])
+-- "|w" at the end: someone failed to take it while it was held, and may be listening.
+local waited = string.sub(held, -2) == '|w'
 
 if redis.call('exists', KEYS[3]) == 1 then
   local t = redis.call('time')
@@ -39,16 +43,18 @@ if redis.call('exists', KEYS[3]) == 1 then
       if tonumber(deadline) >= now then
         -- Lock passing: the waiter owns the lock before it even hears about it, for the
         -- short hand-off lease it asked for. It confirms to get its full lease, so a waiter
-        -- that died in the queue holds the lock up for that short lease at most.
+        -- that died in the queue holds the lock up for that short lease at most. Marked as
+        -- waited for: others may still queue or listen behind it.
         local f = nextFence(KEYS[2])
-        redis.call('hset', KEYS[1], 'o', head, 'f', f, 'i', instance)
-        redis.call('pexpire', KEYS[1], lease)
+        redis.call('set', KEYS[1], head .. '|' .. f .. '|' .. instance .. '|w', 'PX', lease)
         redis.call(ARGV[2], KEYS[5], 'g' .. waiterId .. ':' .. f)
         return 1
       end
     end
   end
+  -- Every place had lapsed: wake whoever may still be waiting.
+  waited = true
 end
 
-redis.call(ARGV[2], KEYS[5], 'r')
+if waited then redis.call(ARGV[2], KEYS[5], 'r') end
 return 1

@@ -1,5 +1,5 @@
 -- Renew many leases in one call, each only while its owner still holds it.
--- KEYS[i] the lock key of item i: a mutex hash, or a read/write lock hash
+-- KEYS[i] the lock key of item i: a mutex (string, see acquire.lua), or a read/write lock hash
 -- ARGV[1] one "<kind><lease ms>:<owner token>" entry per item, separated by spaces
 --         (kind: m = mutex, r = read, w = write). One packed argument instead of three per
 --         item keeps encoding 10 000 renewals cheap on both sides.
@@ -20,7 +20,8 @@ for kind, leaseText, token in string.gmatch(ARGV[1], '(%a)(%d+):(%S+)') do
   local key, lease = KEYS[i], tonumber(leaseText)
   out[i] = 0
   if kind == 'm' then
-    if redis.call('hget', key, 'o') == token then
+    local held = redis.call('get', key)
+    if held and string.sub(held, 1, #token + 1) == token .. '|' then
       redis.call('pexpire', key, lease)
       out[i] = 1
     end

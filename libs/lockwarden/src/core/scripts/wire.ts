@@ -4,7 +4,11 @@
  * rw-acquire.lua, force-unlock.lua); test/lua-scripts.spec.ts holds them to these.
  */
 export const WIRE = {
-  /** A mutex was released with nobody queued: one waiter may try. */
+  /**
+   * A mutex was released with nobody queued: one waiter may try. Sent only when an attempt
+   * found the lock busy while it was held (the "|w" mark acquire.lua leaves), so an
+   * uncontended release publishes nothing.
+   */
   released: 'r',
   /** A read/write lock changed hands: every waiter may try (all readers at once). */
   rwChanged: 'a',

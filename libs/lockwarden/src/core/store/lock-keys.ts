@@ -4,7 +4,7 @@
  * it too, ready for sharded pub/sub.
  */
 export interface MutexKeys {
-  /** Hash: owner token, fencing token, instance id. Its TTL is the lease. */
+  /** String "owner|fence|instance", "|w" appended once someone waits. Its TTL is the lease. */
   readonly lock: string;
   /** Counter that survives releases, so fencing tokens only rise. */
   readonly fence: string;
@@ -14,8 +14,10 @@ export interface MutexKeys {
   readonly waiters: string;
   /** Pub/sub channel a release publishes on. */
   readonly channel: string;
-  /** KEYS of acquire.lua. */
+  /** KEYS of acquire.lua for a queued (fair) attempt. */
   readonly acquireKeys: readonly string[];
+  /** KEYS of acquire.lua for a plain attempt: the queue is not its business. */
+  readonly plainAcquireKeys: readonly string[];
   /** KEYS of release.lua. */
   readonly releaseKeys: readonly string[];
 }
@@ -33,6 +35,7 @@ export function mutexKeys(prefix: string, key: string): MutexKeys {
     waiters,
     channel,
     acquireKeys: [base, fence, queue, waiters],
+    plainAcquireKeys: [base, fence],
     releaseKeys: [base, fence, queue, waiters, channel],
   };
 }

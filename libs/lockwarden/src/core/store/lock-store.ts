@@ -24,6 +24,11 @@ export interface StoreAcquire {
   readonly waiterTtlMs: number;
   /** The lease a release hands this waiter the lock with, until it confirms (a dead waiter's cost). */
   readonly grantMs: number;
+  /**
+   * The caller found the lock busy before: others may still wait beside it, so once it holds
+   * the lock its release must wake them (an uncontended release publishes nothing).
+   */
+  readonly waited: boolean;
 }
 
 export interface StoreRwAcquire {

@@ -24,8 +24,11 @@ export interface AttemptSpec {
    * barging stays cheap, while no waiter starves behind luckier processes.
    */
   readonly starvationMs: number | undefined;
-  /** One attempt, queued (fair) or not: the fencing token (>= 0) when granted, else -(ms worth waiting). */
-  attempt(queued: boolean, waiterId: string): Promise<number>;
+  /**
+   * One attempt, queued (fair) or not: the fencing token (>= 0) when granted, else -(ms worth
+   * waiting). `waited`: an earlier attempt found the lock busy.
+   */
+  attempt(queued: boolean, waiterId: string, waited: boolean): Promise<number>;
   /** Undoes a server-side place, or a grant that landed as the caller gave up. */
   withdraw(): Promise<unknown>;
 }
@@ -78,7 +81,14 @@ export async function acquireLoop(
         waiter.fair = true;
         waiter.waiterId = waiterId = newWaiterId();
       }
-      const reply = await ask(ctx, gate, spec.key, 'acquire', spec.attempt(queued, waiterId), deadline - sentAt);
+      const reply = await ask(
+        ctx,
+        gate,
+        spec.key,
+        'acquire',
+        spec.attempt(queued, waiterId, waiter !== undefined),
+        deadline - sentAt,
+      );
       if (reply >= 0) {
         granted = true;
         return { granted: true, fence: reply, leaseFrom: sentAt };
