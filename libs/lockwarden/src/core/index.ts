@@ -5,3 +5,8 @@ export type { AcquireOptions } from './engine/options';
 export type { LockLogger } from './observe/logger';
 export type { RedisClient, RedisSpec } from './store/redis-client';
 export type { LockBackend, Topology } from './store/lock-backend';
+export { Leadership } from './leader/leadership';
+export type { CampaignOptions, ChangesOptions, LeadershipListener } from './leader/leadership-options';
+export { LeadershipRegistry } from './leader/leadership-registry';
+export type { LeaderTerm } from './leader/term-log';
+export type { LeaderChange } from './leader/leader-changes';

@@ -1,6 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { BeforeApplicationShutdown, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { LockEngine } from '../core/engine/lock-engine';
+import { LeadershipRegistry } from '../core/leader/leadership-registry';
 import { LOCK_MODULE_OPTIONS } from './lock.module-definition';
 import type { LockModuleOptions } from './lock-options.interface';
 
@@ -21,6 +22,7 @@ import type { LockModuleOptions } from './lock-options.interface';
 export class LockLifecycle implements OnApplicationBootstrap, BeforeApplicationShutdown, OnApplicationShutdown {
   constructor(
     private readonly engine: LockEngine,
+    private readonly leaderships: LeadershipRegistry,
     @Inject(LOCK_MODULE_OPTIONS) private readonly options: LockModuleOptions,
   ) {}
 
@@ -42,6 +44,8 @@ export class LockLifecycle implements OnApplicationBootstrap, BeforeApplicationS
   }
 
   async onApplicationShutdown(): Promise<void> {
+    // Leaderships resigned before the drain (LeadershipExplorer); this closes their subscriber.
+    await this.leaderships.close();
     await this.engine.close();
   }
 }

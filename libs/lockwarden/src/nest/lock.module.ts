@@ -1,5 +1,5 @@
 import { Module } from '@nestjs/common';
-import { APP_INTERCEPTOR } from '@nestjs/core';
+import { APP_INTERCEPTOR, DiscoveryModule } from '@nestjs/core';
 import { LockInterceptor } from './interceptors/lock.interceptor';
 import { LockConfigurableModule } from './lock.module-definition';
 import { lockExports, lockProviders, redisBackendProvider } from './lock.providers';
@@ -25,6 +25,7 @@ import { lockExports, lockProviders, redisBackendProvider } from './lock.provide
  * ```
  */
 @Module({
+  imports: [DiscoveryModule],
   providers: [redisBackendProvider, ...lockProviders, { provide: APP_INTERCEPTOR, useClass: LockInterceptor }],
   exports: lockExports,
 })

@@ -4,6 +4,8 @@ import { LockEngine } from '../core/engine/lock-engine';
 import { resolveEngineOptions } from '../core/engine/engine-options';
 import { RedisBackend } from '../core/engine/redis-backend';
 import type { LockBackend } from '../core/store/lock-backend';
+import { LeadershipRegistry } from '../core/leader/leadership-registry';
+import { LeadershipExplorer } from './leadership.explorer';
 import { LOCK_ENGINE_FOR_DECORATORS, LOCK_SERVICE_FOR_DECORATORS } from './decorators/locked.constants';
 import { LockLifecycle } from './lock-lifecycle';
 import { LOCK_MODULE_OPTIONS } from './lock.module-definition';
@@ -34,9 +36,15 @@ export const lockProviders: Provider[] = [
       new LockEngine(engineOptionsOf(options), new Logger('Lockwarden'), backend),
     inject: [LOCK_MODULE_OPTIONS, LOCK_BACKEND],
   },
+  {
+    provide: LeadershipRegistry,
+    useFactory: (engine: LockEngine, backend: LockBackend) => new LeadershipRegistry(engine, backend),
+    inject: [LockEngine, LOCK_BACKEND],
+  },
   LockService,
   LockWatchdog,
   LockLifecycle,
+  LeadershipExplorer,
   { provide: LOCK_SERVICE_FOR_DECORATORS, useExisting: LockService },
   { provide: LOCK_ENGINE_FOR_DECORATORS, useExisting: LockEngine },
 ];

@@ -1,5 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { LockEngine } from '../core/engine/lock-engine';
+import type { Leadership } from '../core/leader/leadership';
+import { LeadershipRegistry } from '../core/leader/leadership-registry';
 import type { LockInfo } from '../core/store/inspect';
 import type { LockHandle } from '../core/lease/lock-handle';
 import type { AcquireOptions, RwAcquireOptions } from '../core/engine/options';
@@ -30,7 +32,10 @@ import { RequestLockScope, withRequestSignal } from './request-lock-scope';
  */
 @Injectable()
 export class LockService {
-  constructor(private readonly engine: LockEngine) {
+  constructor(
+    private readonly engine: LockEngine,
+    private readonly leaderships: LeadershipRegistry,
+  ) {
     // A request's client going away aborts the signal of every lock granted while it runs.
     this.engine.onGrant = (handle) => RequestLockScope.current()?.granted(handle);
   }
@@ -179,6 +184,24 @@ export class LockService {
    */
   forceUnlock(key: string): Promise<boolean> {
     return this.engine.forceUnlock(key);
+  }
+
+  /**
+   * Leader election for `name` (the same object for every call with that name): campaign,
+   * resign, ask who leads, follow every change. Terms are leases of the lock
+   * `leader:<name>`, kept by the watchdog, each with its own fencing token. Throws
+   * `LockConfigError` for a name that is not a non-empty string.
+   *
+   * @example
+   * ```ts
+   * const leadership = locks.leadership('reports');
+   * await leadership.campaign();
+   * await buildReports({ signal: leadership.signal, fencingToken: leadership.currentTerm!.fencingToken });
+   * await leadership.resign();
+   * ```
+   */
+  leadership(name: string): Leadership {
+    return this.leaderships.leadership(name);
   }
 
   /** The framework-free engine; it is also a provider of its own (inject `LockEngine`). */

@@ -1,6 +1,6 @@
 import { Module } from '@nestjs/common';
 import type { DynamicModule } from '@nestjs/common';
-import { APP_INTERCEPTOR } from '@nestjs/core';
+import { APP_INTERCEPTOR, DiscoveryModule } from '@nestjs/core';
 import { MemoryLockBackend } from '../../core/store/memory-store';
 import { LockInterceptor } from '../interceptors/lock.interceptor';
 import { LOCK_MODULE_OPTIONS } from '../lock.module-definition';
@@ -48,6 +48,7 @@ export class LockTestingModule {
     return {
       module: LockTestingModule,
       global: isGlobal,
+      imports: [DiscoveryModule],
       providers: [
         { provide: LOCK_MODULE_OPTIONS, useValue: moduleOptions },
         { provide: MemoryLockBackend, useValue: backend },

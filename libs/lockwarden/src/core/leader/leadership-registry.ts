@@ -1,0 +1,119 @@
+import { LockConfigError } from '../../errors';
+import type { LockEngine } from '../engine/lock-engine';
+import { checkKey, describe } from '../engine/options';
+import type { LockBackend } from '../store/lock-backend';
+import type { RedisClient } from '../store/redis-client';
+import { LeaderBus } from './leader-bus';
+import { Leadership } from './leadership';
+import { MemoryTermLog, RedisTermLog, termKeys } from './term-log';
+
+/** The in-memory term logs, by the backend that holds their locks. */
+const MEMORY_LOGS = new WeakMap<object, Map<string, MemoryTermLog>>();
+
+/**
+ * The leaderships of one engine: one `Leadership` per name, and the one subscriber
+ * connection their observers share. `LockModule` provides one (behind
+ * `LockService.leadership()`) and closes it on shutdown; without Nest, make one per engine
+ * and close it before the engine.
+ *
+ * @example
+ * ```ts
+ * const engine = new LockEngine({ redis: 'redis://127.0.0.1:6379' });
+ * const leaderships = new LeadershipRegistry(engine);
+ * await leaderships.leadership('sweeper').campaign();
+ * // ...
+ * await leaderships.close(); // resigns, then closes the subscriber
+ * await engine.close();
+ * ```
+ */
+export class LeadershipRegistry {
+  private readonly byName = new Map<string, Leadership>();
+  private bus: LeaderBus | undefined;
+  private readonly closing = new AbortController();
+  private closed: Promise<void> | undefined;
+
+  /**
+   * @param backend the backend `engine` was made with, when it is not Redis: registries of
+   *   engines sharing one in-memory backend then share their term logs too, as instances
+   *   sharing one Redis do.
+   */
+  constructor(
+    private readonly engine: LockEngine,
+    private readonly backend?: LockBackend,
+  ) {}
+
+  /**
+   * The leadership of `name` (one per name: every call returns the same object). Rejects a
+   * name that is not a non-empty string, or too long a key, with `LockConfigError`.
+   *
+   * @example
+   * ```ts
+   * const reports = leaderships.leadership('reports');
+   * ```
+   */
+  leadership(name: string): Leadership {
+    if (typeof name !== 'string' || name.length === 0) {
+      throw new LockConfigError(`A leadership name must be a non-empty string, got ${describe(name)}.`);
+    }
+    const found = this.byName.get(name);
+    if (found) return found;
+    const key = checkKey(`leader:${name}`, 'leadership lock key');
+    if (this.closed) throw new LockConfigError(`Leadership ${JSON.stringify(key)} was asked for after shutdown.`, key);
+    const leadership = new Leadership(name, {
+      engine: this.engine,
+      log: this.termLog(key),
+      watch: {
+        logger: this.engine.options.logger,
+        idleRecheckMs: this.engine.options.leaseMs,
+        closed: this.closing.signal,
+      },
+    });
+    this.byName.set(name, leadership);
+    return leadership;
+  }
+
+  /**
+   * Resigns every leadership it gave out (see `Leadership.resign()`), ends every
+   * `changes()` iteration and closes the subscriber connection. Idempotent.
+   *
+   * @example
+   * ```ts
+   * await leaderships.close();
+   * ```
+   */
+  close(): Promise<void> {
+    this.closed ??= this.shutdown();
+    return this.closed;
+  }
+
+  private async shutdown(): Promise<void> {
+    await Promise.all([...this.byName.values()].map((l) => l.resign()));
+    this.closing.abort(new Error('the leadership registry closed'));
+    await this.bus?.close();
+  }
+
+  private termLog(key: string): RedisTermLog | MemoryTermLog {
+    const client = this.redisClient();
+    if (!client) {
+      const scope: object = this.backend ?? this;
+      let logs = MEMORY_LOGS.get(scope);
+      if (!logs) MEMORY_LOGS.set(scope, (logs = new Map()));
+      const name = termKeys(this.engine.options.keyPrefix, key).term;
+      let log = logs.get(name);
+      if (!log) logs.set(name, (log = new MemoryTermLog()));
+      return log;
+    }
+    this.bus ??= new LeaderBus(client, this.engine.options.logger);
+    return new RedisTermLog(client, termKeys(this.engine.options.keyPrefix, key), this.bus);
+  }
+
+  /** The engine's Redis client; none for the in-memory backend (LockTestingModule). */
+  private redisClient(): RedisClient | undefined {
+    try {
+      return this.engine.client;
+    } catch (err) {
+      if (err instanceof LockConfigError) return undefined;
+      throw err;
+    }
+  }
+}
