@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { SCRIPTS } from '../scripts/lua-script';
 import { mutexKeys } from '../store/lock-keys';
 import type { RedisClient } from '../store/redis-client';
 
@@ -51,53 +51,6 @@ export interface TermLog {
 /** How many entries the log keeps: an observer further behind than this misses the oldest. */
 const LOG_LENGTH = 1000;
 
-/**
- * Records a term unless a newer (or the same) one is recorded, appends it to the log under
- * the id `<fencingToken>-0` (so the log's order is the tokens' order) and announces it.
- * Its start time is the server's: clients' clocks disagree.
- */
-const ELECT = `
-local last = tonumber(redis.call('hget', KEYS[1], 'fencingToken') or '0')
-if tonumber(ARGV[2]) <= last then return -1 end
-local t = redis.call('time')
-local since = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-redis.call('del', KEYS[1])
-redis.call('hset', KEYS[1], 'instanceId', ARGV[1], 'fencingToken', ARGV[2], 'since', since, 'state', 'leading')
-redis.call('xadd', KEYS[2], 'MAXLEN', '~', ARGV[4], ARGV[2] .. '-0', 'type', 'elected', 'instanceId', ARGV[1], 'since', since)
-redis.call(ARGV[3], KEYS[3], 'elected:' .. ARGV[2])
-return since
-`;
-
-/** Marks the latest term resigned, only if it is still ours and still led. */
-const RESIGN = `
-if redis.call('hget', KEYS[1], 'fencingToken') ~= ARGV[1] or redis.call('hget', KEYS[1], 'state') ~= 'leading' then
-  return 0
-end
-redis.call('hset', KEYS[1], 'state', 'resigned')
-redis.call('xadd', KEYS[2], 'MAXLEN', '~', ARGV[3], ARGV[1] .. '-1', 'type', 'resigned')
-redis.call(ARGV[2], KEYS[3], 'resigned:' .. ARGV[1])
-return 1
-`;
-
-const sha = (source: string): string => createHash('sha1').update(source).digest('hex');
-const ELECT_SHA = sha(ELECT);
-const RESIGN_SHA = sha(RESIGN);
-
-async function runScript(
-  client: RedisClient,
-  source: string,
-  digest: string,
-  keys: readonly string[],
-  args: readonly (string | number)[],
-): Promise<unknown> {
-  try {
-    return await client.evalsha(digest, keys.length, ...keys, ...args);
-  } catch (err) {
-    if (!(err instanceof Error && err.message.startsWith('NOSCRIPT'))) throw err;
-    return client.eval(source, keys.length, ...keys, ...args);
-  }
-}
-
 /** The Redis keys of one leadership: all share the lock's hash tag, so one slot on a Cluster. */
 export interface TermKeys {
   /** The mutex the terms are leases of. */
@@ -135,10 +88,8 @@ export class RedisTermLog implements TermLog {
   async elect(instanceId: string, fencingToken: number): Promise<LeaderTerm | null> {
     const { term, log, channel } = this.keys;
     const since = Number(
-      await runScript(
+      await SCRIPTS.leaderElect.run(
         this.client,
-        ELECT,
-        ELECT_SHA,
         [term, log, channel],
         [instanceId, String(fencingToken), this.publish, LOG_LENGTH],
       ),
@@ -148,10 +99,8 @@ export class RedisTermLog implements TermLog {
 
   async resign(fencingToken: number): Promise<boolean> {
     const { term, log, channel } = this.keys;
-    const done = await runScript(
+    const done = await SCRIPTS.leaderResign.run(
       this.client,
-      RESIGN,
-      RESIGN_SHA,
       [term, log, channel],
       [String(fencingToken), this.publish, LOG_LENGTH],
     );

@@ -42,6 +42,8 @@ export const SCRIPTS = {
   forceUnlock: new LuaScript('force-unlock'),
   rwAcquire: new LuaScript('rw-acquire'),
   rwRelease: new LuaScript('rw-release'),
+  leaderElect: new LuaScript('leader-elect'),
+  leaderResign: new LuaScript('leader-resign'),
 } as const;
 
 /**
