@@ -49,6 +49,8 @@ export interface ClusterOptions {
   readonly drawDelayMs?: number;
   readonly leaseMs?: number;
   readonly users?: number;
+  /** LOTTERY_SCHEDULER: 'lock' (default) or 'leader'. */
+  readonly scheduler?: 'lock' | 'leader';
 }
 
 /** How long a round may take before it fails with a report; far above a healthy round's few seconds. */
@@ -169,6 +171,7 @@ export class LotteryCluster {
             LOTTERY_LEASE_MS: String(options.leaseMs ?? 30_000),
             LOTTERY_USERS: String(options.users ?? 1000),
             LOTTERY_REPORT: '1',
+            LOTTERY_SCHEDULER: options.scheduler ?? 'lock',
           },
           stdio: ['ignore', 'pipe', 'pipe'],
         },

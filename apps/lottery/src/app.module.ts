@@ -5,9 +5,11 @@ import { Redis } from 'ioredis';
 import { LockModule } from 'lockwarden';
 import type { LockEvent } from 'lockwarden';
 import type { LotteryConfig } from './config';
+import { DrawTicker } from './draw-ticker';
 import { DrawScheduler } from './draw.scheduler';
 import { DrawService } from './draw.service';
 import { DrawsController } from './draws.controller';
+import { LeaderDrawScheduler } from './leader-draw.scheduler';
 import { LOTTERY_CONFIG, LOTTERY_DATA } from './lottery.tokens';
 import { Reporter } from './reporter';
 
@@ -34,7 +36,8 @@ export class AppModule implements OnApplicationShutdown {
         { provide: LOTTERY_DATA, useFactory: () => new Redis(config.dataUrl) },
         Reporter,
         DrawService,
-        DrawScheduler,
+        DrawTicker,
+        config.scheduler === 'leader' ? LeaderDrawScheduler : DrawScheduler,
       ],
     };
   }

@@ -23,6 +23,12 @@ export interface LotteryConfig {
   readonly leaseMs: number;
   /** Print machine-readable event lines on stdout, for the demo (LOTTERY_REPORT=1). */
   readonly report: boolean;
+  /**
+   * Who runs the scheduled draws (LOTTERY_SCHEDULER): 'lock' (default), every instance's
+   * cron and a per-draw lock that one of them wins; or 'leader', only the elected leader's
+   * cron, still through the same per-draw lock and fence. README.md compares the two.
+   */
+  readonly scheduler: 'lock' | 'leader';
 }
 
 export const DEFAULT_CRON = '0 0 12 * * *';
@@ -64,7 +70,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): LotteryConfig 
     drawDelayMs: integer(env, 'LOTTERY_DRAW_DELAY_MS', 0, 0, 600_000),
     leaseMs: integer(env, 'LOTTERY_LEASE_MS', 30_000, 100, 600_000),
     report: env.LOTTERY_REPORT === '1',
+    scheduler: scheduler(env.LOTTERY_SCHEDULER),
   };
+}
+
+function scheduler(raw: string | undefined): LotteryConfig['scheduler'] {
+  if (raw === undefined || raw === '' || raw === 'lock') return 'lock';
+  if (raw === 'leader') return 'leader';
+  throw new LotteryConfigError(`LOTTERY_SCHEDULER must be "lock" or "leader", got ${JSON.stringify(raw)}.`);
 }
 
 function checkUrl(name: string, value: string): void {

@@ -1,53 +1,20 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { Cron } from '@nestjs/schedule';
-import type { LotteryConfig } from './config';
-import { DEFAULT_CRON, tickDrawId } from './config';
-import { DrawService } from './draw.service';
-import { LOTTERY_CONFIG } from './lottery.tokens';
-import { Reporter } from './reporter';
+import { DEFAULT_CRON } from './config';
+import { DrawTicker } from './draw-ticker';
 
-/** Runs the scheduled draw on every instance; the lock lets exactly one of them draw each tick. */
+/**
+ * LOTTERY_SCHEDULER=lock (the default): every instance's cron fires, and the per-draw lock
+ * lets exactly one of them draw each tick. No instance is special, so there is nothing to
+ * fail over: the next tick simply goes to whoever wins its lock.
+ */
 @Injectable()
 export class DrawScheduler {
-  private readonly logger = new Logger('DrawScheduler');
-
-  constructor(
-    private readonly draws: DrawService,
-    private readonly reporter: Reporter,
-    @Inject(LOTTERY_CONFIG) private readonly config: LotteryConfig,
-  ) {}
+  constructor(private readonly ticker: DrawTicker) {}
 
   // The expression is needed where the class is declared; main.ts has validated it by then.
   @Cron(process.env.LOTTERY_CRON ?? DEFAULT_CRON, { name: 'lottery-draw' })
   async tick(): Promise<void> {
-    const drawId = tickDrawId(this.config.cron, new Date());
-    await this.run(drawId, 'cron');
-    // A drawer that crashed mid-draw left its draw pending; its lock lapses with the lease,
-    // so the next tick, on whichever instance gets the lock, draws it (once, thanks to the fence).
-    for (const missed of await this.draws.pending().catch(() => [])) {
-      if (missed !== drawId) await this.run(missed, 'catch-up');
-    }
-  }
-
-  private async run(drawId: string, source: string): Promise<void> {
-    const started = Date.now();
-    let outcome: Record<string, unknown>;
-    try {
-      const done = await this.draws.draw(drawId);
-      const action = done === undefined ? 'skipped' : done.outcome === 'recorded' ? 'drew' : done.outcome;
-      outcome = { action, fencingToken: done?.fencingToken };
-      if (action === 'drew') this.logger.log(`Drew ${drawId} (${source}): ${done!.result!.winners.join(', ')}`);
-    } catch (err) {
-      // Reported like any other outcome, so whoever watches the draws sees the failure, not a silence.
-      outcome = { action: 'failed', error: (err as Error).message };
-      this.logger.error(`Draw ${drawId} (${source}) failed: ${(err as Error).message}`);
-    }
-    this.reporter.emit('draw', {
-      drawId,
-      source,
-      instanceId: this.config.instanceId,
-      ms: Date.now() - started,
-      ...outcome,
-    });
+    await this.ticker.tick();
   }
 }
