@@ -11,6 +11,7 @@ import type { Adapter } from './adapters';
 import { multiProcessContention } from './multi-process';
 import { contention, distinct, pingRoundTrip, serial, serverMicros } from './scenarios';
 import type { ContentionResult } from './scenarios';
+import { leaderFailover } from './leadership';
 import { decoratorOverhead, lockwardenScale, readWrite, semaphoreScale } from './scale';
 import { median } from './stats';
 
@@ -38,6 +39,9 @@ const CFG = quick
       scaleMs: 3_000,
       decoMs: 700,
     };
+
+/** The lease of the leadership terms scenario 9 elects: a crash is noticed when it lapses. */
+const LEADER_LEASE_MS = 2_000;
 
 const MAIN = ['lockwarden', 'redlock', 'redlock tuned', 'sesame', 'sesame tuned', 'semaphore', 'semaphore tuned'];
 const MULTI = ['lockwarden', 'redlock tuned', 'sesame tuned', 'semaphore tuned'];
@@ -76,7 +80,7 @@ async function main(): Promise<void> {
   const redisVersion = await serverVersion(url);
   const adapters = new Map<string, Adapter>(MAIN.map((name) => [name, makeAdapter(name, url)]));
   const fair = makeAdapter('lockwarden fair', url);
-  steps = CFG.rounds * (MAIN.length * 3 + 3) + MULTI.length + 4;
+  steps = CFG.rounds * (MAIN.length * 3 + 3) + MULTI.length + 5;
   const admin = new Redis(url);
   try {
     for (let round = 0; round < CFG.rounds; round++) {
@@ -124,6 +128,12 @@ async function main(): Promise<void> {
     record('s8.direct', 'lockwarden', deco.direct);
     record('s8.decorated', 'lockwarden', deco.decorated);
     record('s8.overhead', 'lockwarden', (deco.direct / deco.decorated - 1) * 100);
+    progress('leader failover');
+    for (let round = 0; round < CFG.rounds; round++) {
+      const failover = await leaderFailover(url, LEADER_LEASE_MS);
+      record('s9.resign', 'lockwarden', failover.resignMs);
+      record('s9.crash', 'lockwarden', failover.crashMs);
+    }
     progress('done');
     process.stderr.write('\n');
   } finally {
@@ -194,6 +204,13 @@ const ROWS: Row[] = [
   { label: '7 round trips to renew all locks once', metric: 's7.calls', higherIsBetter: false, unit: 'n' },
   { label: '7 CPU while renewing', metric: 's7.cpu', higherIsBetter: false, unit: '%' },
   { label: '8 @Locked overhead vs withLock', metric: 's8.overhead', higherIsBetter: false, unit: '%' },
+  { label: '9 leader hand-over after resign()', metric: 's9.resign', higherIsBetter: false, unit: 'ms' },
+  {
+    label: `9 leader failover after a crash (lease ${LEADER_LEASE_MS} ms)`,
+    metric: 's9.crash',
+    higherIsBetter: false,
+    unit: 'ms',
+  },
 ];
 
 function fmt(value: number | undefined, unit: Row['unit']): string {
@@ -264,6 +281,10 @@ function checkTargets(): { text: string; ok: boolean }[] {
     { text: `7: ≤ 100 Redis calls per renewal round (${ours('s7.calls').toFixed(0)})`, ok: ours('s7.calls') <= 100 },
     { text: `7: renewing uses < 5% of a core (${ours('s7.cpu').toFixed(1)}%)`, ok: ours('s7.cpu') < 5 },
     { text: `8: @Locked overhead ≤ 5% (${ours('s8.overhead').toFixed(1)}%)`, ok: ours('s8.overhead') <= 5 },
+    {
+      text: `9: a crashed leader is replaced within its lease and a little (${ours('s9.crash').toFixed(0)} ms, lease ${LEADER_LEASE_MS} ms)`,
+      ok: ours('s9.crash') <= LEADER_LEASE_MS * 1.05,
+    },
   ];
 }
 
