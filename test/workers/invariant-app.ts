@@ -11,7 +11,7 @@ import { NestFactory } from '@nestjs/core';
 import { Readable } from 'node:stream';
 import { Observable } from 'rxjs';
 import { Locked, LockModule, LockService, ReadLocked, ScheduledLock, WriteLocked } from '../../libs/lockwarden/src';
-import type { LockEvent, LockHandle } from '../../libs/lockwarden/src';
+import type { Leadership, LockEvent, LockHandle } from '../../libs/lockwarden/src';
 import { Observer } from '../invariant/observer';
 import type { SectionMode } from '../invariant/observer';
 
@@ -83,6 +83,22 @@ async function section(
   } finally {
     await exit();
   }
+}
+
+const leaderTurns = new Map<string, Promise<unknown>>();
+
+/** The current term, seen as the handle of its lock: what a leader's section holds. */
+function termHandle(leadership: Leadership, key: string): LockHandle {
+  const term = leadership.currentTerm;
+  if (!term) throw new Error(`leader section entered without a term for ${key}`);
+  return {
+    key,
+    fencingToken: term.fencingToken,
+    get signal() {
+      return leadership.signal;
+    },
+    isHeld: () => leadership.isLeader(),
+  } as unknown as LockHandle;
 }
 
 function held(locks: LockService, ...keys: string[]): LockHandle[] {
@@ -214,6 +230,31 @@ class Routes {
   @Get('fair/:key')
   fair(@Param('key') key: string, @Query('ms') ms?: string, @Query('throw') fail?: string): Promise<string> {
     return this.locks.withLock(key, (lock) => section([lock], 'w', ms, fail), { fair: true });
+  }
+
+  /**
+   * A leader's section. `key` is the term's lock (`leader:<name>`). The process leads or not
+   * as a whole, so its own leader sections take turns; across processes, leadership alone
+   * must keep them apart.
+   */
+  @Get('leader/:key')
+  leader(@Param('key') key: string, @Query('ms') ms?: string, @Query('throw') fail?: string): Promise<string> {
+    const leadership = this.locks.leadership(key.slice('leader:'.length));
+    const turn = (leaderTurns.get(key) ?? Promise.resolve()).then(async () => {
+      await leadership.campaign();
+      try {
+        return (
+          (await leadership.runIfLeader(() => section([termHandle(leadership, key)], 'w', ms, fail))) ?? 'not leader'
+        );
+      } finally {
+        await leadership.resign();
+      }
+    });
+    leaderTurns.set(
+      key,
+      turn.catch(() => undefined),
+    );
+    return turn;
   }
 
   @Get('acquire/:key')
