@@ -13,6 +13,10 @@ export type { LockEngineOptions, QuorumOptions } from './core/engine/engine-opti
 export type { ReplicaAckOptions } from './core/store/replica-ack';
 export type { RedisSpec, RedisClient, ClusterSpec } from './core/store/redis-client';
 export { LockEngine } from './core/engine/lock-engine';
+// One name for two things: the type of what LockService.semaphore() returns, and the decorator.
+export { Semaphore } from './nest/decorators/semaphore.decorator';
+export type { SemaphoreOptions, PermitOptions } from './core/semaphore/semaphore-options';
+export type { SemaphoreDecoratorOptions } from './nest/decorators/semaphore-options';
 export type { LockBackend, Topology } from './core/store/lock-backend';
 export { Locked } from './nest/decorators/locked.decorator';
 export { ReadLocked } from './nest/decorators/read-locked.decorator';

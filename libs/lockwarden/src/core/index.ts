@@ -10,3 +10,5 @@ export type { CampaignOptions, ChangesOptions, LeadershipListener } from './lead
 export { LeadershipRegistry } from './leader/leadership-registry';
 export type { LeaderTerm } from './leader/term-log';
 export type { LeaderChange } from './leader/leader-changes';
+export { Semaphore } from './semaphore/semaphore';
+export type { SemaphoreOptions, PermitOptions } from './semaphore/semaphore-options';

@@ -5,6 +5,8 @@ import { LeadershipRegistry } from '../core/leader/leadership-registry';
 import type { LockInfo } from '../core/store/inspect';
 import type { LockHandle } from '../core/lease/lock-handle';
 import type { AcquireOptions, RwAcquireOptions } from '../core/engine/options';
+import type { Semaphore } from '../core/semaphore/semaphore';
+import type { SemaphoreOptions } from '../core/semaphore/semaphore-options';
 import { RequestLockScope, withRequestSignal } from './request-lock-scope';
 
 /**
@@ -139,6 +141,26 @@ export class LockService {
    */
   withWriteLock<T>(key: string, fn: (lock: LockHandle) => T | Promise<T>, options?: RwAcquireOptions): Promise<T> {
     return this.engine.withWriteLock(key, fn, withRequestSignal(options));
+  }
+
+  /**
+   * A counting semaphore across every instance: at most `permits` permits held at once.
+   * Each holder (`acquire`, `tryAcquire`, `withPermit`) is a lease like a lock's, with its
+   * own fencing token, renewed by the watchdog, and given back by a crash one lease later.
+   * The limit is stored in Redis on first use; `setPermits(n)` changes it for everyone.
+   * Throws `LockConfigError` for a bad key or limit, and in quorum mode, where a permit
+   * count cannot be kept safe without a consensus protocol.
+   *
+   * @example
+   * ```ts
+   * const exports = locks.semaphore('exports', { permits: 3 });
+   * await exports.withPermit(async (permit) => {
+   *   await exporter.run({ signal: permit.signal, fencingToken: permit.fencingToken });
+   * }, { waitMs: 30_000 });
+   * ```
+   */
+  semaphore(key: string, options: SemaphoreOptions): Semaphore {
+    return this.engine.semaphore(key, options);
   }
 
   /**

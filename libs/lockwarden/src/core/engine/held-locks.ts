@@ -6,7 +6,7 @@ import type { LockHandle } from '../lease/lock-handle';
 import type { RenewalScheduler } from '../lease/renewal-scheduler';
 import type { LockEvent } from '../observe/events';
 import type { LockLogger } from '../observe/logger';
-import type { MutexKeys, RwKeys } from '../store/lock-keys';
+import type { MutexKeys, RwKeys, SemKeys } from '../store/lock-keys';
 import type { LockStore } from '../store/lock-store';
 import { checkInteger, MAX_MS, MIN_LEASE_MS } from './options';
 
@@ -238,6 +238,7 @@ export class HeldLocks implements LeaseOwner {
       return kept;
     }
     if (lease.kind === 'mutex') return this.store.release(lease.keys as MutexKeys, lease.token);
+    if (lease.kind === 'permit') return this.store.semRelease(lease.keys as SemKeys, lease.token);
     return this.store.rwRelease(lease.keys as RwKeys, lease.token, lease.kind);
   }
 

@@ -2,7 +2,7 @@ import { LockConfigError, LockTimeoutError } from '../../errors';
 import { Lease, LeaseHandle } from '../lease/lease';
 import type { LockEvent } from '../observe/events';
 import { mutexKeys, rwKeys } from '../store/lock-keys';
-import type { MutexKeys, RwKeys } from '../store/lock-keys';
+import type { MutexKeys, RwKeys, SemKeys } from '../store/lock-keys';
 import type { LeaseKind, LockStore } from '../store/lock-store';
 import { QuorumLockStore } from '../store/quorum-store';
 import { acquireLoop } from '../wait/acquire-loop';
@@ -146,11 +146,33 @@ export class LeaseGranter {
     return this.grantOrBusy(req, spec, mode, keys, token);
   }
 
+  /**
+   * A new holder of `permits` of a semaphore, or how many ms until its earliest holder's
+   * lease ends. Waiters have no place on the server: every release or raised limit wakes
+   * them all ('a'), and those that fit take their permits.
+   */
+  permits(req: ResolvedAcquire, keys: SemKeys, permits: number, initialLimit: number): Promise<LeaseHandle | number> {
+    const token = newOwnerToken();
+    const store = this.store;
+    const spec: AttemptSpec = {
+      key: req.key,
+      channel: keys.channel,
+      fair: false,
+      refreshMs: undefined,
+      queueRefreshMs: undefined,
+      handoffMs: Infinity,
+      starvationMs: undefined,
+      attempt: () => store.semAcquire({ keys, token, leaseMs: req.leaseMs, permits, initialLimit }),
+      withdraw: () => store.semRelease(keys, token),
+    };
+    return this.grantOrBusy(req, spec, 'permit', keys, token);
+  }
+
   private async grantOrBusy(
     req: ResolvedAcquire,
     spec: AttemptSpec,
     kind: LeaseKind,
-    keys: MutexKeys | RwKeys,
+    keys: MutexKeys | RwKeys | SemKeys,
     token: string,
   ): Promise<LeaseHandle | number> {
     const started = performance.now();

@@ -22,6 +22,10 @@ import { LockAdmin } from './lock-admin';
 import { defaultLockName, describeKey } from './options';
 import type { AcquireOptions, RwAcquireOptions } from './options';
 import { RedisBackend } from './redis-backend';
+import { Semaphore } from '../semaphore/semaphore';
+import type { PermitGranter } from '../semaphore/semaphore';
+import type { PermitOptions, SemaphoreOptions } from '../semaphore/semaphore-options';
+import { QuorumLockStore } from '../store/quorum-store';
 
 const SHUTTING_DOWN = new Error('the lock service is shutting down');
 
@@ -51,6 +55,7 @@ export class LockEngine {
   private readonly held: HeldLocks;
   private readonly granter: LeaseGranter;
   private readonly admin: LockAdmin;
+  private readonly permitGranter: PermitGranter;
   private readonly gates = new Set<AcquireGate>();
   private readonly emit: ((event: LockEvent) => void) | undefined;
   private closing = false;
@@ -78,6 +83,13 @@ export class LockEngine {
     };
     this.granter = new LeaseGranter(this.options, store, this.held, loop, this.emit);
     this.admin = new LockAdmin(store, this.options.keyPrefix, this.scheduler, this.held);
+    this.permitGranter = {
+      defaults: this.options,
+      grant: (req, keys, permits, limit) => this.granter.permits(req, keys, permits, limit),
+      orThrow: (req, got) => this.granter.orThrow(req, got),
+      hold: (handle, fn) => this.held.hold([handle], fn),
+      setLimit: (keys, limit) => store.semLimit(keys, limit),
+    };
   }
 
   /** Told of every new (non-reentrant) handle: how a request scope tracks locks taken during it. */
@@ -165,6 +177,19 @@ export class LockEngine {
     checkCallback('withWriteLock', key, fn);
     const handle = (await this.acquireWrite(key, options)) as LeaseHandle;
     return this.held.hold([handle], () => fn(handle));
+  }
+
+  // ---- semaphores -------------------------------------------------------------------------
+
+  /**
+   * A counting semaphore named `key` (see Semaphore). Cheap: it holds no state but its
+   * limit, so make one per use or keep one. Throws LockConfigError for a bad key or
+   * limit, and in quorum mode.
+   */
+  semaphore(key: string, options: SemaphoreOptions): Semaphore {
+    const semaphore = new Semaphore(this.permitGranter, key, options, this.options.keyPrefix);
+    if (!this.topology.store.semaphores) throw QuorumLockStore.noSemaphore(semaphore.key);
+    return semaphore;
   }
 
   // ---- holding ------------------------------------------------------------------------------
@@ -305,6 +330,12 @@ export class LockEngine {
     once: boolean,
   ): Promise<LockHandle | null> {
     if (kind === 'mutex') return once ? this.tryAcquire(key, options) : this.acquire(key, options);
+    if (kind === 'permit') {
+      // A decorator's options carry the semaphore's limit as `permits`; each call takes one.
+      const { permits, ...rest } = options as PermitOptions & SemaphoreOptions;
+      const semaphore = this.semaphore(key, { permits });
+      return once ? semaphore.tryAcquire(rest) : semaphore.acquire(rest);
+    }
     const rw = kind === 'read' ? this.acquireRead(key, options) : this.acquireWrite(key, options);
     if (!once) return rw;
     return rw.catch((err: unknown) => {

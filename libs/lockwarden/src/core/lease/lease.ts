@@ -1,7 +1,7 @@
 import { LockLostError } from '../../errors';
 import type { LockError } from '../../errors';
 import type { LockHandle } from './lock-handle';
-import type { MutexKeys, RwKeys } from '../store/lock-keys';
+import type { MutexKeys, RwKeys, SemKeys } from '../store/lock-keys';
 import type { LeaseKind } from '../store/lock-store';
 
 export type LeaseState = 'held' | 'released' | 'lost';
@@ -49,7 +49,7 @@ export class Lease {
     readonly owner: LeaseOwner,
     readonly kind: LeaseKind,
     readonly key: string,
-    readonly keys: MutexKeys | RwKeys,
+    readonly keys: MutexKeys | RwKeys | SemKeys,
     readonly token: string,
     readonly fencingToken: number,
     public leaseMs: number,

@@ -44,6 +44,9 @@ export const SCRIPTS = {
   rwRelease: new LuaScript('rw-release'),
   leaderElect: new LuaScript('leader-elect'),
   leaderResign: new LuaScript('leader-resign'),
+  semAcquire: new LuaScript('sem-acquire'),
+  semRelease: new LuaScript('sem-release'),
+  semLimit: new LuaScript('sem-limit'),
 } as const;
 
 /**

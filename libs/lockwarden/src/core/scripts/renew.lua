@@ -1,8 +1,10 @@
 -- Renew many leases in one call, each only while its owner still holds it.
--- KEYS[i] the lock key of item i: a mutex (string, see acquire.lua), or a read/write lock hash
+-- KEYS    the lock key of each item in order: a mutex (string, see acquire.lua), or a
+--         read/write lock hash; a semaphore holder passes two, its holders zset and its
+--         permits hash (see sem-acquire.lua)
 -- ARGV[1] one "<kind><lease ms>:<owner token>" entry per item, separated by spaces
---         (kind: m = mutex, r = read, w = write). One packed argument instead of three per
---         item keeps encoding 10 000 renewals cheap on both sides.
+--         (kind: m = mutex, r = read, w = write, s = semaphore permits). One packed argument
+--         instead of three per item keeps encoding 10 000 renewals cheap on both sides.
 -- Returns a list with 1 for each lease renewed and 0 for each hold no longer ours.
 local now
 local function serverNow()
@@ -15,11 +17,25 @@ end
 
 local out = {}
 local i = 0
+local k = 0
 for kind, leaseText, token in string.gmatch(ARGV[1], '(%a)(%d+):(%S+)') do
   i = i + 1
-  local key, lease = KEYS[i], tonumber(leaseText)
+  k = k + 1
+  local key, lease = KEYS[k], tonumber(leaseText)
   out[i] = 0
-  if kind == 'm' then
+  if kind == 's' then
+    -- Only a holder still live by server time: a lapsed one's permits may be someone else's now.
+    local permits = KEYS[k + 1]
+    k = k + 1
+    local t = serverNow()
+    local deadline = tonumber(redis.call('zscore', key, token))
+    if deadline and deadline >= t then
+      redis.call('zadd', key, 'XX', t + lease, token)
+      if redis.call('pttl', key) < lease then redis.call('pexpire', key, lease) end
+      if redis.call('pttl', permits) < lease then redis.call('pexpire', permits, lease) end
+      out[i] = 1
+    end
+  elseif kind == 'm' then
     local held = redis.call('get', key)
     if held and string.sub(held, 1, #token + 1) == token .. '|' then
       redis.call('pexpire', key, lease)

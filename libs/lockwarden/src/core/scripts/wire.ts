@@ -1,7 +1,8 @@
 /**
  * The messages published on a lock's channel: the wire protocol between the scripts and
  * the waiters. The Lua scripts spell the same letters (release.lua, rw-release.lua,
- * rw-acquire.lua, force-unlock.lua); test/lua-scripts.spec.ts holds them to these.
+ * rw-acquire.lua, force-unlock.lua,
+ * sem-release.lua, sem-limit.lua); test/lua-scripts.spec.ts holds them to these.
  */
 export const WIRE = {
   /**
@@ -10,7 +11,10 @@ export const WIRE = {
    * uncontended release publishes nothing.
    */
   released: 'r',
-  /** A read/write lock changed hands: every waiter may try (all readers at once). */
+  /**
+   * A read/write lock changed hands, or a semaphore got permits back (a release, a raised
+   * limit): every waiter may try (all readers at once; as many permit waiters as fit).
+   */
   rwChanged: 'a',
 } as const;
 

@@ -71,3 +71,47 @@ export function rwKeys(prefix: string, key: string): RwKeys {
     releaseKeys: [base, writers, channel],
   };
 }
+
+/**
+ * The Redis keys of one counting semaphore: a key space of its own (`:sem`), so a mutex,
+ * a read/write lock and a semaphore with the same name never touch each other's keys.
+ * Same `{key}` hash tag, so same slot, and each script runs unchanged on Cluster.
+ */
+export interface SemKeys {
+  /** Zset of holders: owner token -> lease deadline (server ms). What renewals name. */
+  readonly lock: string;
+  /** Hash of holders: owner token -> "permits|fence|instance". */
+  readonly permits: string;
+  /** The number of permits, kept across releases and restarts of the holders. */
+  readonly limit: string;
+  /** Counter of fencing tokens, one per grant. */
+  readonly fence: string;
+  readonly channel: string;
+  readonly acquireKeys: readonly string[];
+  readonly releaseKeys: readonly string[];
+  readonly limitKeys: readonly string[];
+}
+
+export function semKeys(prefix: string, key: string): SemKeys {
+  const base = `${prefix}{${key}}:sem`;
+  const holders = `${base}:holders`;
+  const permits = `${base}:permits`;
+  const limit = `${base}:limit`;
+  const fence = `${base}:fence`;
+  const channel = `${base}:released`;
+  return {
+    lock: holders,
+    permits,
+    limit,
+    fence,
+    channel,
+    acquireKeys: [holders, permits, limit, fence],
+    releaseKeys: [holders, permits, channel],
+    limitKeys: [limit, channel],
+  };
+}
+
+/** The permits hash that goes with a semaphore's holders zset (renewals pass both). */
+export function semPermitsKey(holdersKey: string): string {
+  return `${holdersKey.slice(0, -':holders'.length)}:permits`;
+}

@@ -1,9 +1,9 @@
 import type { ServerProbe } from './health-probe';
 import type { LockInfo } from './inspect';
-import type { MutexKeys, RwKeys } from './lock-keys';
+import type { MutexKeys, RwKeys, SemKeys } from './lock-keys';
 
-/** What a lease is: a mutex, or one side of a read/write lock. */
-export type LeaseKind = 'mutex' | 'read' | 'write';
+/** What a lease is: a mutex, one side of a read/write lock, or a semaphore's permits. */
+export type LeaseKind = 'mutex' | 'read' | 'write' | 'permit';
 
 /** One lease to renew in a batch. */
 export interface RenewItem {
@@ -44,6 +44,16 @@ export interface StoreRwAcquire {
   readonly placeTtlMs: number;
 }
 
+export interface StoreSemAcquire {
+  readonly keys: SemKeys;
+  readonly token: string;
+  readonly leaseMs: number;
+  /** How many permits this holder takes. */
+  readonly permits: number;
+  /** The limit stored when the semaphore has none yet (its first use). */
+  readonly initialLimit: number;
+}
+
 /**
  * The lock operations one topology offers. Each call is one script, so each
  * is atomic on the server and costs one round trip. Acquires resolve the
@@ -56,6 +66,14 @@ export interface LockStore {
   rwAcquire(req: StoreRwAcquire): Promise<number>;
   /** True when it released our hold; false when we held nothing (a waiting writer's place is dropped too). */
   rwRelease(keys: RwKeys, token: string, mode: 'read' | 'write'): Promise<boolean>;
+  /** Takes permits: the fencing token (>= 0) when granted, else -(ms until the earliest holder's lease ends). */
+  semAcquire(req: StoreSemAcquire): Promise<number>;
+  /** True when it released a live holder's permits; false when the token held none (or they had lapsed). */
+  semRelease(keys: SemKeys, token: string): Promise<boolean>;
+  /** Stores a semaphore's limit and wakes its waiters when it rose; resolves the previous one (0: none). */
+  semLimit(keys: SemKeys, limit: number): Promise<number>;
+  /** Whether semaphores are available (not in quorum mode). */
+  readonly semaphores: boolean;
   /** One result per item, in order: whether the lease was still ours and is now renewed. */
   renew(items: readonly RenewItem[]): Promise<boolean[]>;
   /** Whether the topology has the server-side FIFO queue that fair mode and starvation mode use. */

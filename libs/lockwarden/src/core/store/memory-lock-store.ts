@@ -1,13 +1,14 @@
 import type { ServerProbe } from './health-probe';
 import type { LockInfo } from './inspect';
-import type { MutexKeys, RwKeys } from './lock-keys';
-import type { LockStore, RenewItem, StoreAcquire, StoreRwAcquire } from './lock-store';
+import type { MutexKeys, RwKeys, SemKeys } from './lock-keys';
+import type { LockStore, RenewItem, StoreAcquire, StoreRwAcquire, StoreSemAcquire } from './lock-store';
 import type { MemoryLockBackend } from './memory-store';
 
 /** One engine's view of a memory backend: the LockStore interface, answered asynchronously like Redis. */
 export class MemoryLockStore implements LockStore {
   readonly fairQueue = true;
   readonly readWrite = true;
+  readonly semaphores = true;
 
   constructor(
     readonly backend: MemoryLockBackend,
@@ -32,6 +33,18 @@ export class MemoryLockStore implements LockStore {
 
   async rwRelease(keys: RwKeys, token: string, mode: 'read' | 'write'): Promise<boolean> {
     return this.backend.rwRelease(keys, token, mode);
+  }
+
+  async semAcquire(req: StoreSemAcquire): Promise<number> {
+    return this.backend.semAcquire(req, this.instanceId);
+  }
+
+  async semRelease(keys: SemKeys, token: string): Promise<boolean> {
+    return this.backend.semRelease(keys, token);
+  }
+
+  async semLimit(keys: SemKeys, limit: number): Promise<number> {
+    return this.backend.semLimit(keys, limit);
   }
 
   async renew(items: readonly RenewItem[]): Promise<boolean[]> {

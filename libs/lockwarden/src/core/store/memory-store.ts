@@ -1,6 +1,6 @@
 import type { LockInfo } from './inspect';
-import type { MutexKeys, RwKeys } from './lock-keys';
-import type { RenewItem, StoreAcquire, StoreRwAcquire } from './lock-store';
+import type { MutexKeys, RwKeys, SemKeys } from './lock-keys';
+import type { RenewItem, StoreAcquire, StoreRwAcquire, StoreSemAcquire } from './lock-store';
 import type { LockBackend, Topology } from './lock-backend';
 import { MemoryLockStore } from './memory-lock-store';
 import { forceUnlockMemory, inspectMemory } from './memory-inspect';
@@ -32,10 +32,15 @@ interface RwState {
   readers: Map<string, { deadline: number; instance: string }>;
 }
 
+interface SemState {
+  holders: Map<string, { deadline: number; permits: number; fence: number; instance: string }>;
+  limit: number | undefined;
+}
+
 /**
  * Redis in process memory, for tests: the data and the operations of the Lua
- * scripts (acquire, release, rw-acquire, rw-release, renew, inspect,
- * force-unlock), one JavaScript function each, with the same replies. Every
+ * scripts (acquire, release, rw-acquire, rw-release, sem-acquire, sem-release,
+ * sem-limit, renew, inspect, force-unlock), one JavaScript function each, with the same replies. Every
  * engine that shares a backend sees the same locks, as processes sharing a
  * Redis would. Time is this process's monotonic clock.
  *
@@ -61,6 +66,8 @@ export class MemoryLockBackend implements LockBackend {
   readonly rw = new Map<string, RwState>();
   /** @internal */
   readonly waitingWriters = new Map<string, Map<string, number>>();
+  /** @internal */
+  readonly semaphores = new Map<string, SemState>();
   private readonly sinks = new Set<MessageSink>();
 
   /** Called by an engine's bus, so releases reach its waiters. */
@@ -99,6 +106,7 @@ export class MemoryLockBackend implements LockBackend {
     this.queues.clear();
     this.rw.clear();
     this.waitingWriters.clear();
+    this.semaphores.clear();
   }
 
   // ---- the scripts' operations, on the data above --------------------------------------------
@@ -219,9 +227,53 @@ export class MemoryLockBackend implements LockBackend {
     return true;
   }
 
+  semAcquire(req: StoreSemAcquire, instance: string): number {
+    const now = performance.now();
+    const state = this.semState(req.keys.lock);
+    for (const [t, h] of state.holders) if (h.deadline < now) state.holders.delete(t);
+    const mine = state.holders.get(req.token);
+    if (mine) return mine.fence;
+    state.limit ??= req.initialLimit;
+    let used = 0;
+    let earliest = Infinity;
+    for (const h of state.holders.values()) {
+      used += h.permits;
+      earliest = Math.min(earliest, h.deadline);
+    }
+    if (used + req.permits <= state.limit) {
+      const fence = this.incr(req.keys.fence);
+      state.holders.set(req.token, { deadline: now + req.leaseMs, permits: req.permits, fence, instance });
+      return fence;
+    }
+    return -Math.max(1, Math.ceil(earliest === Infinity ? req.leaseMs : earliest - now));
+  }
+
+  semRelease(keys: SemKeys, token: string): boolean {
+    const state = this.semState(keys.lock);
+    const held = state.holders.get(token);
+    if (!held) return false;
+    state.holders.delete(token);
+    this.publish(keys.channel, WIRE.rwChanged);
+    return held.deadline >= performance.now();
+  }
+
+  semLimit(keys: SemKeys, limit: number): number {
+    const state = this.semState(keys.lock);
+    const old = state.limit ?? 0;
+    state.limit = limit;
+    if (limit > old) this.publish(keys.channel, WIRE.rwChanged);
+    return old;
+  }
+
   renew(items: readonly RenewItem[]): boolean[] {
     const now = performance.now();
     return items.map((item) => {
+      if (item.kind === 'permit') {
+        const holder = this.semaphores.get(item.lockKey)?.holders.get(item.token);
+        if (!holder || holder.deadline < now) return false;
+        holder.deadline = now + item.leaseMs;
+        return true;
+      }
       if (item.kind === 'mutex') {
         const held = this.liveMutex(item.lockKey, now);
         if (held?.owner !== item.token) return false;
@@ -286,6 +338,13 @@ export class MemoryLockBackend implements LockBackend {
   rwState(key: string): RwState {
     let state = this.rw.get(key);
     if (!state) this.rw.set(key, (state = { readers: new Map() }));
+    return state;
+  }
+
+  /** @internal */
+  semState(key: string): SemState {
+    let state = this.semaphores.get(key);
+    if (!state) this.semaphores.set(key, (state = { holders: new Map(), limit: undefined }));
     return state;
   }
 

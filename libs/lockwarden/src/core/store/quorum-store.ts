@@ -27,12 +27,13 @@ type Outcome<T> = { ok: true; value: T } | { ok: false; error: unknown };
  * majority, recorded back on it (fence-raise.lua) so that tokens keep rising
  * from one holder to the next.
  *
- * Fair mode and read/write locks need one server's view of the queue and of
- * the readers; they are refused in quorum mode.
+ * Fair mode, read/write locks and semaphores need one server's view of the queue, of
+ * the readers and of the permits; they are refused in quorum mode.
  */
 export class QuorumLockStore implements LockStore {
   readonly fairQueue = false;
   readonly readWrite = false;
+  readonly semaphores = false;
   readonly majority: number;
 
   constructor(
@@ -127,6 +128,32 @@ export class QuorumLockStore implements LockStore {
 
   rwRelease(): Promise<boolean> {
     return Promise.reject(QuorumLockStore.noReadWrite());
+  }
+
+  semAcquire(): Promise<number> {
+    return Promise.reject(QuorumLockStore.noSemaphore());
+  }
+
+  semRelease(): Promise<boolean> {
+    return Promise.reject(QuorumLockStore.noSemaphore());
+  }
+
+  semLimit(): Promise<number> {
+    return Promise.reject(QuorumLockStore.noSemaphore());
+  }
+
+  /**
+   * A permit count is one number that every grant reads and changes. Independent masters
+   * each keep their own count, and a majority of them agreeing to a grant does not bound the
+   * total: two majorities that overlap in one node can each admit a full set of holders
+   * once that node restarts or its count lapses. Bounding it needs a consensus protocol.
+   */
+  static noSemaphore(key?: string): LockConfigError {
+    return new LockConfigError(
+      'semaphores are not available in quorum mode: a permit count cannot be kept safe by a majority of ' +
+        'independent masters without a consensus protocol. Use a single Redis, Sentinel or Cluster.',
+      key,
+    );
   }
 
   static noReadWrite(key?: string): LockConfigError {

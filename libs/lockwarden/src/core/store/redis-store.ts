@@ -3,12 +3,13 @@ import { probeServers } from './health-probe';
 import type { ServerProbe } from './health-probe';
 import { forceUnlockKey, inspectLock } from './inspect';
 import type { LockInfo } from './inspect';
-import type { MutexKeys, RwKeys } from './lock-keys';
+import { semPermitsKey } from './lock-keys';
+import type { MutexKeys, RwKeys, SemKeys } from './lock-keys';
 import type { RedisClient } from './redis-client';
 import type { ReplicaAck } from './replica-ack';
 import { SCRIPTS } from '../scripts/lua-script';
 import { WriteCoalescer } from './write-coalescer';
-import type { LeaseKind, LockStore, RenewItem, StoreAcquire, StoreRwAcquire } from './lock-store';
+import type { LeaseKind, LockStore, RenewItem, StoreAcquire, StoreRwAcquire, StoreSemAcquire } from './lock-store';
 
 /** How often an acquisition is retried when too few replicas acknowledged it (replicaAck). */
 const ACK_ATTEMPTS = 3;
@@ -16,12 +17,13 @@ const ACK_ATTEMPTS = 3;
 /** Most keys one renewal script receives, so one call never blocks Redis for long. */
 export const RENEW_BATCH = 500;
 
-const KIND_CODE: Record<LeaseKind, string> = { mutex: 'm', read: 'r', write: 'w' };
+const KIND_CODE: Record<LeaseKind, string> = { mutex: 'm', read: 'r', write: 'w', permit: 's' };
 
 export class RedisLockStore implements LockStore {
   /** Cluster: releases use sharded pub/sub, and renewals are batched per slot. */
   private readonly publishCommand: 'publish' | 'spublish';
   readonly readWrite = true;
+  readonly semaphores = true;
   private readonly writes: WriteCoalescer;
 
   constructor(
@@ -126,6 +128,42 @@ export class RedisLockStore implements LockStore {
     return Number(reply) === 1;
   }
 
+  async semAcquire(req: StoreSemAcquire): Promise<number> {
+    for (let attempt = 1; ; attempt++) {
+      this.writes.hold();
+      const fence = Number(
+        await SCRIPTS.semAcquire.run(this.client, req.keys.acquireKeys, [
+          req.token,
+          req.leaseMs,
+          this.instanceId,
+          req.permits,
+          req.initialLimit,
+        ]),
+      );
+      if (fence < 0 || !this.ack) return fence;
+      const short = await this.ack.check([req.keys.lock]);
+      if (!short) return fence;
+      await this.semRelease(req.keys, req.token);
+      if (attempt >= ACK_ATTEMPTS) throw short;
+    }
+  }
+
+  async semRelease(keys: SemKeys, token: string): Promise<boolean> {
+    this.writes.hold();
+    const reply = await SCRIPTS.semRelease.run(this.client, keys.releaseKeys, [token, this.publishCommand]);
+    return Number(reply) === 1;
+  }
+
+  async semLimit(keys: SemKeys, limit: number): Promise<number> {
+    this.writes.hold();
+    const reply = await SCRIPTS.semLimit.run(this.client, keys.limitKeys, [limit, this.publishCommand]);
+    if (this.ack) {
+      const short = await this.ack.check([keys.limit]);
+      if (short) throw short;
+    }
+    return Number(reply);
+  }
+
   async renew(items: readonly RenewItem[]): Promise<boolean[]> {
     const results = await this.renewOnServer(items);
     if (this.ack && items.length > 0) {
@@ -159,7 +197,10 @@ export class RedisLockStore implements LockStore {
       calls.push(
         SCRIPTS.renew.run(
           this.client,
-          batch.map((item) => item.lockKey),
+          // A semaphore holder's permits hash keeps pace with its holders zset (see renew.lua).
+          batch.flatMap((item) =>
+            item.kind === 'permit' ? [item.lockKey, semPermitsKey(item.lockKey)] : [item.lockKey],
+          ),
           [packed],
         ),
       );

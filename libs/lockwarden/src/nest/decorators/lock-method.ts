@@ -10,6 +10,7 @@ import { LOCK_ENGINE_FOR_DECORATORS, LOCK_ENGINE_PROPERTY, LOCKED_METADATA } fro
 import { getLockedMetadata } from './locked-metadata.accessor';
 import type { LockedMetadata, LockMode } from './locked-metadata.accessor';
 import { checkLockedOptions } from './locked-options';
+import { checkSemaphoreDecoratorOptions } from './semaphore-options';
 import type { LockedOptions } from './locked-options';
 import { RequestLockScope, withRequestSignal } from '../request-lock-scope';
 
@@ -59,7 +60,13 @@ export function lockDecorator(mode: LockMode, name: string) {
         mode,
         spec: key,
         keys: compileKeySpec(key, where, paramTypes?.length ?? Infinity),
-        ...toMetadataOptions(checkLockedOptions(options, where, mode !== 'mutex'), key, where),
+        ...toMetadataOptions(
+          mode === 'permit'
+            ? checkSemaphoreDecoratorOptions(options, where)
+            : checkLockedOptions(options, where, mode !== 'mutex'),
+          key,
+          where,
+        ),
         where,
       };
       const wrapper = function (this: unknown, ...args: unknown[]): Promise<unknown> {

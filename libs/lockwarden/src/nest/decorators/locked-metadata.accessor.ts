@@ -4,7 +4,7 @@ import { LOCKED_METADATA } from './locked.constants';
 import type { OnBusy } from './locked-options';
 import type { AcquireOptions } from '../../core/engine/options';
 
-/** The lock a decorator takes: a mutex (`@Locked`), or one side of a read/write lock. */
+/** The lock a decorator takes: a mutex (`@Locked`), one side of a read/write lock, or a permit (`@Semaphore`). */
 /** How a decorated method locks: the engine's one name for mutex, read and write holds. */
 export type LockMode = LeaseKind;
 

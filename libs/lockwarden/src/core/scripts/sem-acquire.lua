@@ -1,0 +1,62 @@
+-- Take permits of a counting semaphore, or learn how long to wait for them.
+-- KEYS[1] holders: zset owner token -> lease deadline (server ms)
+-- KEYS[2] permits: hash owner token -> "permits|fence|instance"
+-- KEYS[3] limit: the number of permits (a string, kept; set here on first use)
+-- KEYS[4] fencing counter (kept after release, so tokens only ever rise; seeded from TIME)
+-- ARGV[1] owner token   ARGV[2] lease ms   ARGV[3] instance id   ARGV[4] permits asked
+-- ARGV[5] the limit to store when none is stored yet
+-- Returns the fencing token (> 0) when granted, else -(ms until the earliest live holder's
+-- deadline, at least 1; the lease when nobody holds anything, as a limit lowered below the
+-- permits asked is raised only by a message).
+-- The next fencing token, as a string (Lua prints numbers with 14 digits, too few for these).
+-- A missing counter starts from the server clock in microseconds, as in acquire.lua.
+local function nextFence(counter)
+  local f = redis.call('incr', counter)
+  if f > 1 then return string.format('%d', f) end
+  local t = redis.call('time')
+  local seed = t[1] .. string.format('%06d', tonumber(t[2]))
+  redis.call('set', counter, seed)
+  return seed
+end
+local t = redis.call('time')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local token, lease, asked = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[4])
+
+-- Holders whose own deadline passed (crashed processes) give their permits back first.
+local expired = redis.call('zrangebyscore', KEYS[1], '-inf', '(' .. now)
+for _, gone in ipairs(expired) do redis.call('hdel', KEYS[2], gone) end
+if #expired > 0 then redis.call('zremrangebyscore', KEYS[1], '-inf', '(' .. now) end
+
+-- A retry whose first grant landed (a reply lost on the way) gets that grant back.
+local mine = redis.call('hget', KEYS[2], token)
+if mine and redis.call('zscore', KEYS[1], token) then
+  return tonumber(string.match(mine, '^%d+|(%d+)|'))
+end
+
+local limit = tonumber(redis.call('get', KEYS[3]))
+if not limit then
+  limit = tonumber(ARGV[5])
+  redis.call('set', KEYS[3], limit)
+end
+
+local used = 0
+local holders = redis.call('zrange', KEYS[1], 0, -1)
+for _, holder in ipairs(holders) do
+  local record = redis.call('hget', KEYS[2], holder)
+  -- A holder without its record is counted as holding everything: never grant past it.
+  used = used + (record and tonumber(string.match(record, '^(%d+)')) or limit)
+end
+
+if used + asked <= limit then
+  local f = nextFence(KEYS[4])
+  redis.call('zadd', KEYS[1], now + lease, token)
+  redis.call('hset', KEYS[2], token, asked .. '|' .. f .. '|' .. ARGV[3])
+  for i = 1, 2 do
+    if redis.call('pttl', KEYS[i]) < lease then redis.call('pexpire', KEYS[i], lease) end
+  end
+  return tonumber(f)
+end
+
+local first = redis.call('zrange', KEYS[1], 0, 0, 'WITHSCORES')
+if first[1] then return -math.max(1, tonumber(first[2]) - now) end
+return -math.max(1, lease)

@@ -1,0 +1,142 @@
+import { LockBackendError, LockConfigError, LockError } from '../../errors';
+import type { ResolvedAcquire } from '../engine/options';
+import type { LockDefaults } from '../engine/options';
+import type { LeaseHandle } from '../lease/lease';
+import type { LockHandle } from '../lease/lock-handle';
+import { semKeys } from '../store/lock-keys';
+import type { SemKeys } from '../store/lock-keys';
+import { checkPermits, MAX_PERMITS, resolvePermitAcquire, resolveSemaphore } from './semaphore-options';
+import type { PermitOptions, SemaphoreOptions } from './semaphore-options';
+
+/** What a semaphore needs from the engine that made it. */
+export interface PermitGranter {
+  readonly defaults: LockDefaults;
+  /** A new holder, or how many ms the permits stay busy. */
+  grant(req: ResolvedAcquire, keys: SemKeys, permits: number, initialLimit: number): Promise<LeaseHandle | number>;
+  /** The handle, or LockTimeoutError when no permits came free within the wait. */
+  orThrow(req: ResolvedAcquire, got: Promise<LeaseHandle | number>): Promise<LeaseHandle>;
+  /** Runs `fn` holding `handle` and releases it once `fn` settled (HeldLocks.hold). */
+  hold<T>(handle: LeaseHandle, fn: () => T | Promise<T>): Promise<T>;
+  /** Stores the limit and wakes waiters when it rose; the previous limit. */
+  setLimit(keys: SemKeys, limit: number): Promise<number>;
+}
+
+/**
+ * A counting semaphore across processes: at most `permits` permits are held at once, by any
+ * number of holders, each taking one or more. Every holder is a lease, like a lock: its own
+ * owner token, renewed by the one batched watchdog, a `signal` that aborts when it is lost,
+ * an idempotent `release()`, and a fencing token that rises per semaphore. A crashed
+ * holder's permits come back when its lease ends; waiters are woken by pub/sub when permits
+ * come back or the limit rises, and in any case when the earliest holder's lease would end.
+ *
+ * The limit lives in Redis beside the holders (`<prefix>{<key>}:sem:limit`): it is stored on
+ * first use from `permits`, and changed only by `setPermits`. Lowering it never revokes a
+ * permit already held; it only holds new grants back.
+ *
+ * Not in quorum mode (LockConfigError): a count of permits cannot be kept safe by a
+ * majority of independent masters without a consensus protocol.
+ *
+ * @example
+ * ```ts
+ * const exports = locks.semaphore('exports', { permits: 3 });
+ * await exports.withPermit(async (permit) => {
+ *   await exporter.run({ signal: permit.signal, fencingToken: permit.fencingToken });
+ * });
+ * ```
+ */
+export class Semaphore {
+  readonly key: string;
+  private limit: number;
+  private readonly keys: SemKeys;
+
+  /** @internal Made by `LockEngine.semaphore` / `LockService.semaphore`. */
+  constructor(
+    private readonly granter: PermitGranter,
+    key: string,
+    options: SemaphoreOptions,
+    prefix: string,
+  ) {
+    const resolved = resolveSemaphore(key, options);
+    this.key = resolved.key;
+    this.limit = resolved.permits;
+    this.keys = semKeys(prefix, this.key);
+  }
+
+  /**
+   * The limit this object knows: the one it was made with, or last set by `setPermits`.
+   * Asks for more permits than this are refused before Redis is asked.
+   */
+  get permits(): number {
+    return this.limit;
+  }
+
+  /**
+   * Waits up to `waitMs` for `permits` permits (default 1) and returns the holder's handle.
+   * Rejects with `LockTimeoutError` when they never came free, `LockAbortedError` when
+   * `signal` fired, `LockBackendError` when Redis failed, `LockConfigError` for bad options.
+   *
+   * @example
+   * ```ts
+   * const permit = await exports.acquire({ permits: 2, waitMs: 5_000 });
+   * try { await exporter.run({ signal: permit.signal }); } finally { await permit.release(); }
+   * ```
+   */
+  async acquire(options?: PermitOptions): Promise<LockHandle> {
+    const req = resolvePermitAcquire(this.key, options, this.limit, this.granter.defaults);
+    return this.granter.orThrow(req, this.granter.grant(req, this.keys, req.permits, this.limit));
+  }
+
+  /**
+   * One attempt: the handle when the permits were free, `null` when they are not.
+   *
+   * @example
+   * ```ts
+   * const permit = await exports.tryAcquire();
+   * if (!permit) return 'busy, try later';
+   * ```
+   */
+  async tryAcquire(options?: Omit<PermitOptions, 'waitMs'>): Promise<LockHandle | null> {
+    const req = resolvePermitAcquire(this.key, options, this.limit, this.granter.defaults);
+    const got = await this.granter.grant({ ...req, waitMs: 0 }, this.keys, req.permits, this.limit);
+    return typeof got === 'number' ? null : got;
+  }
+
+  /**
+   * Runs `fn` holding permits and gives them back once it settles, also when it throws; a
+   * release error never hides `fn`'s own error. Rejects with `LockLostError` when the
+   * permits were lost before `fn` settled.
+   *
+   * @example
+   * ```ts
+   * const rows = await exports.withPermit((permit) => exporter.run({ signal: permit.signal }));
+   * ```
+   */
+  async withPermit<T>(fn: (permit: LockHandle) => T | Promise<T>, options?: PermitOptions): Promise<T> {
+    if (typeof fn !== 'function') {
+      throw new LockConfigError('withPermit needs a function to run holding permits.', this.key);
+    }
+    const handle = (await this.acquire(options)) as LeaseHandle;
+    return this.granter.hold(handle, () => fn(handle));
+  }
+
+  /**
+   * Sets the number of permits, for every instance: raising it wakes the waiters at once;
+   * lowering it takes no permit away from a holder, it only holds new grants back until
+   * enough holders have left. Resolves the previous limit (0 when none was stored).
+   *
+   * @example
+   * ```ts
+   * await exports.setPermits(5); // more capacity: waiting exports start now
+   * ```
+   */
+  async setPermits(permits: number): Promise<number> {
+    const limit = checkPermits('permits', permits, MAX_PERMITS, this.key);
+    try {
+      const previous = await this.granter.setLimit(this.keys, limit);
+      this.limit = limit;
+      return previous;
+    } catch (err) {
+      throw err instanceof LockError ? err : new LockBackendError(this.key, 'set the permits of', err);
+    }
+  }
+}

@@ -1,0 +1,34 @@
+import type { Semaphore as SemaphoreObject } from '../../core/semaphore/semaphore';
+import type { KeySpec } from './key-template';
+import { lockDecorator } from './lock-method';
+import type { LockMethodDecorator } from './lock-method';
+import type { LockedOptions } from './locked-options';
+import type { SemaphoreDecoratorOptions } from './semaphore-options';
+
+/** What `LockService.semaphore()` returns (see the core `Semaphore`); the same name is the decorator. */
+export type Semaphore = SemaphoreObject;
+
+const permitDecorator = lockDecorator('permit', 'Semaphore');
+
+/**
+ * Runs the method holding one permit of the semaphore(s) named by `key`: at most `permits`
+ * calls run at once across every instance. Keys, `onBusy`, routes and `Retry-After` work as
+ * for `@Locked`; `LockService.current()` inside gives the permit's handle. Not reentrant: a
+ * decorated method that calls itself takes a second permit.
+ *
+ * @example
+ * ```ts
+ * @Injectable()
+ * export class ExportService {
+ *   @Semaphore('exports', { permits: 3 })
+ *   async run(job: ExportJob) { ... }
+ *
+ *   @Post('partner/:id')
+ *   @Semaphore('partner:{0}', { permits: 10, onBusy: 'throw' }) // full: 409 with Retry-After
+ *   async call(@Param('id') id: string) { ... }
+ * }
+ * ```
+ */
+export function Semaphore(key: KeySpec, options: SemaphoreDecoratorOptions): LockMethodDecorator {
+  return permitDecorator(key, options as unknown as LockedOptions);
+}

@@ -1,0 +1,226 @@
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import type { Redis } from 'ioredis';
+import { WIRE } from '../libs/lockwarden/src/core/scripts/wire';
+import { startRedis, uniquePrefix } from './harness/redis';
+import type { RedisTarget } from './harness/redis';
+
+// The semaphore scripts run as Lua: the file text goes to EVAL with raw KEYS and ARGV, against a
+// real Redis, and each test checks the reply and the raw state the script leaves behind.
+
+const SCRIPTS = 'libs/lockwarden/src/core/scripts';
+const lua = (name: string): string => readFileSync(resolve(`${SCRIPTS}/${name}.lua`), 'utf8');
+const SEM_ACQUIRE = lua('sem-acquire');
+const SEM_RELEASE = lua('sem-release');
+const SEM_LIMIT = lua('sem-limit');
+const RENEW = lua('renew');
+
+let redis: RedisTarget;
+let client: Redis;
+let sub: Redis;
+const heard = new Map<string, string[]>();
+const ends = new Map<string, () => void>();
+const END = '__end__';
+
+interface SKeys {
+  holders: string;
+  permits: string;
+  limit: string;
+  fence: string;
+  channel: string;
+}
+
+/** The names lock-keys.ts gives one semaphore, all under one {hash tag}. */
+function fresh(test: string, name = 'k'): SKeys {
+  const base = `${uniquePrefix(`sem-lua-${test}`)}{${name}}:sem`;
+  return {
+    holders: `${base}:holders`,
+    permits: `${base}:permits`,
+    limit: `${base}:limit`,
+    fence: `${base}:fence`,
+    channel: `${base}:released`,
+  };
+}
+
+function run(source: string, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
+  return client.eval(source, keys.length, ...keys, ...args);
+}
+
+/** sem-acquire.lua: KEYS holders, permits, limit, fence; ARGV token, lease, instance, permits, initial limit. */
+async function acquire(s: SKeys, token: string, permits = 1, limit = 3, lease = 30_000): Promise<number> {
+  return Number(
+    await run(SEM_ACQUIRE, [s.holders, s.permits, s.limit, s.fence], [token, lease, `i-${token}`, permits, limit]),
+  );
+}
+
+async function release(s: SKeys, token: string): Promise<number> {
+  return Number(await run(SEM_RELEASE, [s.holders, s.permits, s.channel], [token, 'publish']));
+}
+
+async function setLimit(s: SKeys, limit: number): Promise<number> {
+  return Number(await run(SEM_LIMIT, [s.limit, s.channel], [limit, 'publish']));
+}
+
+async function serverMs(): Promise<number> {
+  const [seconds, micros] = await client.time();
+  return Number(seconds) * 1_000 + Math.floor(Number(micros) / 1_000);
+}
+
+/** Subscribes to `channel`; `messages()` then returns what was published on it until now, in order. */
+async function listen(channel: string): Promise<{ messages: () => Promise<string[]> }> {
+  heard.set(channel, []);
+  await sub.subscribe(channel);
+  return {
+    messages: async () => {
+      // Pub/sub keeps one connection's publishes in order: the end marker arrives after them all.
+      const done = new Promise<void>((resolve) => ends.set(channel, resolve));
+      await client.publish(channel, END);
+      await done;
+      return heard.get(channel)!.splice(0);
+    },
+  };
+}
+
+beforeAll(async () => {
+  redis = await startRedis({ own: true });
+  client = redis.client();
+  sub = redis.client();
+  sub.on('message', (channel: string, message: string) => {
+    if (message === END) ends.get(channel)?.();
+    else heard.get(channel)?.push(message);
+  });
+});
+
+afterAll(async () => {
+  await sub?.quit();
+  await client?.quit();
+  await redis?.stop();
+});
+
+describe('sem-acquire.lua', () => {
+  it('grants while the permits fit, stores the limit on first use, seeds the fence from TIME µs and raises it per grant', async () => {
+    const s = fresh('grant');
+    const before = await serverMs();
+    const a = await acquire(s, 'a', 2, 3);
+    expect(a).toBeGreaterThan(before * 1_000 - 1);
+    expect(await client.get(s.limit)).toBe('3');
+    const b = await acquire(s, 'b', 1, 3);
+    expect(b).toBe(a + 1);
+    expect(await client.hget(s.permits, 'a')).toBe(`2|${a}|i-a`);
+    expect(await client.zcard(s.holders)).toBe(2);
+    expect(await client.pttl(s.holders)).toBeGreaterThan(29_000);
+    expect(await client.pttl(s.permits)).toBeGreaterThan(29_000);
+  });
+
+  it('refuses when the sum would pass the limit, with the ms until the earliest live deadline', async () => {
+    const s = fresh('busy');
+    await acquire(s, 'a', 2, 3, 5_000);
+    await acquire(s, 'b', 1, 3, 60_000);
+    const reply = await acquire(s, 'c', 1, 3);
+    expect(reply).toBeLessThan(0);
+    expect(-reply).toBeLessThanOrEqual(5_000);
+    expect(-reply).toBeGreaterThan(4_000);
+    expect(await client.hexists(s.permits, 'c')).toBe(0);
+  });
+
+  it('drops holders whose deadline passed first, and gives their permits to the caller', async () => {
+    const s = fresh('expired');
+    await acquire(s, 'a', 3, 3);
+    // A holder that stopped renewing: its deadline is in the past by server time.
+    await client.zadd(s.holders, (await serverMs()) - 10, 'a');
+    const fence = await acquire(s, 'b', 3, 3);
+    expect(fence).toBeGreaterThan(0);
+    expect(await client.zscore(s.holders, 'a')).toBeNull();
+    expect(await client.hexists(s.permits, 'a')).toBe(0);
+  });
+
+  it('the stored limit rules over the one asked with; a retry of a landed grant returns its fence', async () => {
+    const s = fresh('stored');
+    await client.set(s.limit, '1');
+    const a = await acquire(s, 'a', 1, 5);
+    expect(await acquire(s, 'a', 1, 5)).toBe(a);
+    expect(await acquire(s, 'b', 1, 5)).toBeLessThan(0);
+    expect(await client.get(s.limit)).toBe('1');
+  });
+
+  it('a holder without its record counts as holding every permit', async () => {
+    const s = fresh('norecord');
+    await acquire(s, 'a', 1, 3);
+    await client.hdel(s.permits, 'a');
+    expect(await acquire(s, 'b', 1, 3)).toBeLessThan(0);
+  });
+
+  it('with nobody holding and the limit below the ask, waits a lease (only a raised limit helps)', async () => {
+    const s = fresh('toolow');
+    await client.set(s.limit, '1');
+    expect(await acquire(s, 'a', 2, 3, 7_000)).toBe(-7_000);
+  });
+});
+
+describe('sem-release.lua', () => {
+  it("removes the holder and publishes 'a'; a second release returns 0 and publishes nothing", async () => {
+    const s = fresh('release');
+    const l = await listen(s.channel);
+    await acquire(s, 'a', 2, 3);
+    expect(await release(s, 'a')).toBe(1);
+    expect(await client.zscore(s.holders, 'a')).toBeNull();
+    expect(await client.hexists(s.permits, 'a')).toBe(0);
+    expect(await release(s, 'a')).toBe(0);
+    expect(await l.messages()).toEqual([WIRE.rwChanged]);
+  });
+
+  it("a lapsed holder's release returns 0 but still wakes the waiters", async () => {
+    const s = fresh('release-lapsed');
+    const l = await listen(s.channel);
+    await acquire(s, 'a', 1, 3);
+    await client.zadd(s.holders, (await serverMs()) - 10, 'a');
+    expect(await release(s, 'a')).toBe(0);
+    expect(await l.messages()).toEqual([WIRE.rwChanged]);
+  });
+});
+
+describe('sem-limit.lua', () => {
+  it("stores the limit, returns the previous one, and publishes 'a' only when it rose", async () => {
+    const s = fresh('limit');
+    const l = await listen(s.channel);
+    expect(await setLimit(s, 2)).toBe(0);
+    expect(await setLimit(s, 5)).toBe(2);
+    expect(await setLimit(s, 1)).toBe(5);
+    expect(await setLimit(s, 1)).toBe(1);
+    expect(await client.get(s.limit)).toBe('1');
+    expect(await l.messages()).toEqual([WIRE.rwChanged, WIRE.rwChanged]);
+  });
+
+  it('lowering the limit keeps the holders, and holds back new grants until they leave', async () => {
+    const s = fresh('lower');
+    await acquire(s, 'a', 2, 3);
+    await setLimit(s, 1);
+    expect(await client.zscore(s.holders, 'a')).not.toBeNull();
+    expect(await acquire(s, 'b', 1, 3)).toBeLessThan(0);
+    await release(s, 'a');
+    expect(await acquire(s, 'b', 1, 3)).toBeGreaterThan(0);
+  });
+});
+
+describe("renew.lua, kind 's'", () => {
+  it('renews a live holder (deadline = now + lease, both TTLs raised), refuses lapsed and unknown ones; m items beside keep their place', async () => {
+    const s = fresh('renew');
+    await acquire(s, 'a', 1, 3, 1_000);
+    await acquire(s, 'b', 1, 3, 1_000);
+    await client.zadd(s.holders, (await serverMs()) - 10, 'b');
+    const mutex = `${uniquePrefix('sem-lua-renew-m')}{k}`;
+    await client.set(mutex, 'm1|1|i', 'PX', 1_000);
+    const before = await serverMs();
+    const reply = (await run(
+      RENEW,
+      [s.holders, s.permits, mutex, s.holders, s.permits, s.holders, s.permits],
+      ['s60000:a m60000:m1 s60000:b s60000:nobody'],
+    )) as number[];
+    expect(reply).toEqual([1, 1, 0, 0]);
+    expect(Number(await client.zscore(s.holders, 'a'))).toBeGreaterThanOrEqual(before + 60_000);
+    expect(await client.pttl(s.holders)).toBeGreaterThan(59_000);
+    expect(await client.pttl(s.permits)).toBeGreaterThan(59_000);
+    expect(await client.pttl(mutex)).toBeGreaterThan(59_000);
+    expect(await client.zscore(s.holders, 'nobody')).toBeNull();
+  });
+});

@@ -1,0 +1,402 @@
+import { Injectable } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
+import type { Redis } from 'ioredis';
+import {
+  LockAbortedError,
+  LockConfigError,
+  LockEngine,
+  LockModule,
+  LockService,
+  LockTimeoutError,
+  Semaphore,
+} from 'lockwarden';
+import type { LockHandle } from 'lockwarden';
+import { MemoryLockBackend } from 'lockwarden/testing';
+import { Semaphore as SemaphoreObject } from '../libs/lockwarden/src/core';
+import { runWorker } from './harness/child';
+import type { ChildScript } from './harness/child';
+import { EventLog } from './harness/event-log';
+import { engineFactory } from './harness/engines';
+import { startRedis, uniquePrefix } from './harness/redis';
+import type { RedisTarget } from './harness/redis';
+
+let redis: RedisTarget;
+let admin: Redis;
+
+beforeAll(async () => {
+  redis = await startRedis();
+  admin = redis.client();
+});
+
+// Tests end with permits still held: a short grace keeps each engine's close from waiting on them.
+const factory = engineFactory(() => redis.url, 'semaphore');
+const engine: typeof factory.engine = (options = {}, events) =>
+  factory.engine({ shutdownGraceMs: 1, ...options }, events);
+const pair: typeof factory.pair = (options = {}, events) => factory.pair({ shutdownGraceMs: 1, ...options }, events);
+
+afterAll(async () => {
+  await admin.quit();
+  await redis.stop();
+});
+
+/** Waits for the `waiting` event of `key`: the waiter has subscribed and parked. */
+function parked(events: EventLog, key: string): Promise<unknown> {
+  return events.next({ type: 'waiting', key });
+}
+
+describe('permits', () => {
+  it('never lets more than the limit in across 60 concurrent flows on two engines, counting permits', async () => {
+    const [a, b] = pair();
+    const semA = a.semaphore('pool', { permits: 3 });
+    const semB = b.semaphore('pool', { permits: 3 });
+    let inside = 0;
+    let maxInside = 0;
+    let done = 0;
+    await Promise.all(
+      Array.from({ length: 60 }, (_, i) => {
+        const permits = i % 4 === 0 ? 2 : 1;
+        return (i % 2 ? semA : semB).withPermit(
+          async () => {
+            inside += permits;
+            maxInside = Math.max(maxInside, inside);
+            await admin.ping();
+            inside -= permits;
+            done++;
+          },
+          { permits, waitMs: 30_000 },
+        );
+      }),
+    );
+    expect(done).toBe(60);
+    expect(maxInside).toBeLessThanOrEqual(3);
+    expect(maxInside).toBeGreaterThan(1);
+  });
+
+  it('takes several permits at once; tryAcquire is null when they do not fit', async () => {
+    const sem = engine().semaphore('multi', { permits: 5 });
+    const three = await sem.acquire({ permits: 3 });
+    expect(await sem.tryAcquire({ permits: 3 })).toBeNull();
+    const two = await sem.tryAcquire({ permits: 2 });
+    expect(two).not.toBeNull();
+    expect(await sem.tryAcquire()).toBeNull();
+    await three.release();
+    expect(await sem.tryAcquire({ permits: 3 })).not.toBeNull();
+  });
+
+  it('gives fencing tokens that rise per semaphore, and release() is idempotent', async () => {
+    const sem = engine().semaphore('fence', { permits: 2 });
+    const tokens: number[] = [];
+    for (let i = 0; i < 4; i++) {
+      const permit = await sem.acquire();
+      tokens.push(permit.fencingToken);
+      expect(await permit.release()).toBe(true);
+      expect(await permit.release()).toBe(false);
+      expect(permit.isHeld()).toBe(false);
+    }
+    for (let i = 1; i < tokens.length; i++) expect(tokens[i]).toBeGreaterThan(tokens[i - 1]);
+  });
+
+  it('times out with LockTimeoutError when the permits stay taken for the whole wait', async () => {
+    const sem = engine().semaphore('timeout', { permits: 1 });
+    await sem.acquire();
+    await expect(sem.acquire({ waitMs: 50 })).rejects.toBeInstanceOf(LockTimeoutError);
+  });
+
+  it('cancels a wait with LockAbortedError when its signal fires, and leaves nothing held', async () => {
+    const events = new EventLog();
+    const e = engine({}, events);
+    const sem = e.semaphore('abort', { permits: 1 });
+    const held = await sem.acquire();
+    const controller = new AbortController();
+    const waiting = sem.acquire({ signal: controller.signal, waitMs: 30_000 });
+    await parked(events, 'abort');
+    controller.abort();
+    await expect(waiting).rejects.toBeInstanceOf(LockAbortedError);
+    await held.release();
+    expect(await sem.tryAcquire()).not.toBeNull();
+  });
+
+  it('withPermit gives the permits back when fn throws, and passes the handle', async () => {
+    const sem = engine().semaphore('throws', { permits: 2 });
+    let seen: LockHandle | undefined;
+    await expect(
+      sem.withPermit(
+        (permit) => {
+          seen = permit;
+          throw new Error('boom');
+        },
+        { permits: 2 },
+      ),
+    ).rejects.toThrow('boom');
+    expect(seen?.isHeld()).toBe(false);
+    expect(await sem.tryAcquire({ permits: 2 })).not.toBeNull();
+  });
+});
+
+describe('leases', () => {
+  it('the watchdog renews a permit held longer than its lease', async () => {
+    const events = new EventLog();
+    const e = engine({}, events);
+    const sem = e.semaphore('renewed', { permits: 1 });
+    const permit = await sem.acquire({ leaseMs: 300 });
+    await events.next({ type: 'renewed', key: 'renewed' }, 4); // over a lease's worth of renewals
+    expect(permit.isHeld()).toBe(true);
+    expect(permit.signal.aborted).toBe(false);
+    expect(await sem.tryAcquire()).toBeNull();
+    const [seconds, micros] = await admin.time();
+    const now = Number(seconds) * 1_000 + Math.floor(Number(micros) / 1_000);
+    const holders = `${e.options.keyPrefix}{renewed}:sem:holders`;
+    const [, deadline] = await admin.zrange(holders, '0', '0', 'WITHSCORES');
+    expect(Number(deadline)).toBeGreaterThanOrEqual(now);
+    expect(await permit.release()).toBe(true);
+  });
+
+  it('a holder whose renewals stop gives its permits back within a lease, and a waiter gets them', async () => {
+    const events = new EventLog();
+    const [a, b] = pair({}, events);
+    const held = await a.semaphore('lapse', { permits: 2 }).acquire({ permits: 2, leaseMs: 500 });
+    a.watchdog.stop();
+    const next = await b.semaphore('lapse', { permits: 2 }).acquire({ permits: 2, waitMs: 30_000 });
+    expect(next.fencingToken).toBeGreaterThan(held.fencingToken);
+    expect(held.isHeld()).toBe(false); // its lease ran out locally too
+    expect(held.lostError).toBeDefined();
+  });
+
+  it('a release wakes a parked waiter by pub/sub, long before the holder lease would end', async () => {
+    const events = new EventLog();
+    const [a, b] = pair({ leaseMs: 60_000 }, events);
+    const held = await a.semaphore('wake', { permits: 1 }).acquire();
+    const waiting = b.semaphore('wake', { permits: 1 }).acquire({ waitMs: 50_000 });
+    await parked(events, 'wake');
+    const releasedAt = performance.now();
+    await held.release();
+    const got = await waiting;
+    // Without a message the waiter would sleep until the holder's 60 s lease ended.
+    expect(performance.now() - releasedAt).toBeLessThan(60_000);
+    expect(got.fencingToken).toBeGreaterThan(held.fencingToken);
+  });
+});
+
+describe('setPermits', () => {
+  it('raising the limit wakes waiters at once, while every holder keeps its permits', async () => {
+    const events = new EventLog();
+    const [a, b] = pair({ leaseMs: 60_000 }, events);
+    const semA = a.semaphore('raise', { permits: 1 });
+    const held = await semA.acquire();
+    const waiting = b.semaphore('raise', { permits: 1 }).acquire({ waitMs: 50_000 });
+    await parked(events, 'raise');
+    expect(await semA.setPermits(2)).toBe(1);
+    const got = await waiting;
+    expect(held.isHeld()).toBe(true); // so only the raised limit let it in
+    expect(got.isHeld()).toBe(true);
+    expect(semA.permits).toBe(2);
+  });
+
+  it('lowering the limit revokes nothing: holders stay and are renewed; new grants wait until enough leave', async () => {
+    const events = new EventLog();
+    const e = engine({}, events);
+    const sem = e.semaphore('lower', { permits: 3 });
+    const holders = [
+      await sem.acquire({ leaseMs: 300 }),
+      await sem.acquire({ leaseMs: 300 }),
+      await sem.acquire({ leaseMs: 300 }),
+    ];
+    expect(await sem.setPermits(1)).toBe(3);
+    await events.next({ type: 'renewed', key: 'lower' }, 6);
+    for (const h of holders) expect(h.isHeld()).toBe(true);
+    expect(await sem.tryAcquire()).toBeNull();
+    await holders[0].release();
+    await holders[1].release();
+    expect(await sem.tryAcquire()).toBeNull(); // one holder left, limit 1
+    await holders[2].release();
+    expect(await sem.tryAcquire()).not.toBeNull();
+  });
+
+  it('the stored limit rules over the one a later semaphore object is made with', async () => {
+    const [a, b] = pair();
+    await a.semaphore('stored', { permits: 1 }).acquire();
+    expect(await b.semaphore('stored', { permits: 5 }).tryAcquire()).toBeNull();
+  });
+});
+
+describe('refusals', () => {
+  it('rejects bad input with LockConfigError before anything reaches Redis', async () => {
+    // Nothing listens here: a call that reached the network would fail with a backend error instead.
+    const e = engine({ redis: 'redis://127.0.0.1:1', commandTimeoutMs: 200 });
+    expect(() => e.semaphore('', { permits: 1 })).toThrow(LockConfigError);
+    expect(() => e.semaphore('k', { permits: 0 })).toThrow(LockConfigError);
+    expect(() => e.semaphore('k', { permits: 1.5 })).toThrow(LockConfigError);
+    expect(() => e.semaphore('k', {} as { permits: number })).toThrow(LockConfigError);
+    expect(() => e.semaphore('k', { permits: 1, extra: 1 } as { permits: number })).toThrow(LockConfigError);
+    const sem = e.semaphore('k', { permits: 2 });
+    await expect(sem.acquire({ permits: 3 })).rejects.toBeInstanceOf(LockConfigError);
+    await expect(sem.acquire({ permits: 0 })).rejects.toBeInstanceOf(LockConfigError);
+    await expect(sem.tryAcquire({ leaseMs: 5 })).rejects.toBeInstanceOf(LockConfigError);
+    await expect(sem.acquire({ waitMs: -1 })).rejects.toBeInstanceOf(LockConfigError);
+    await expect(sem.acquire({ fair: true })).rejects.toThrow(/fair is not available for semaphores/);
+    await expect(sem.acquire({ waitMS: 1 } as object)).rejects.toBeInstanceOf(LockConfigError);
+    await expect(sem.acquire({ signal: 'no' } as unknown as object)).rejects.toBeInstanceOf(LockConfigError);
+    await expect(sem.withPermit(undefined as unknown as () => void)).rejects.toBeInstanceOf(LockConfigError);
+    await expect(sem.setPermits(-1)).rejects.toBeInstanceOf(LockConfigError);
+  });
+
+  it('is refused in quorum mode, with the reason', () => {
+    const e = engine({
+      redis: undefined,
+      quorum: { nodes: [`${redis.url}/1`, `${redis.url}/2`, `${redis.url}/3`] },
+    });
+    expect(() => e.semaphore('q', { permits: 2 })).toThrow(/consensus protocol/);
+    expect(() => e.semaphore('q', { permits: 2 })).toThrow(LockConfigError);
+  });
+});
+
+describe('memory backend', () => {
+  it('behaves the same: limit, multi-permit, wake on release and on a raised limit, lapse', async () => {
+    const backend = new MemoryLockBackend();
+    const events = new EventLog();
+    const options = { shutdownGraceMs: 1, onEvent: events.listener };
+    const a = new LockEngine({ instanceId: 'a', ...options }, undefined, backend);
+    const b = new LockEngine({ instanceId: 'b', ...options }, undefined, backend);
+    try {
+      const semA = a.semaphore('mem', { permits: 2 });
+      const semB = b.semaphore('mem', { permits: 2 });
+      expect(semA).toBeInstanceOf(SemaphoreObject);
+      const two = await semA.acquire({ permits: 2 });
+      expect(await semB.tryAcquire()).toBeNull();
+      const waiting = semB.acquire({ waitMs: 30_000 });
+      await parked(events, 'mem');
+      await two.release();
+      const one = await waiting;
+      expect(one.fencingToken).toBeGreaterThan(two.fencingToken);
+      const waitingTwo = semB.acquire({ permits: 2, waitMs: 30_000 });
+      await parked(events, 'mem');
+      await semA.setPermits(3);
+      const three = await waitingTwo;
+      expect(one.isHeld()).toBe(true);
+      await Promise.all([one.release(), three.release()]);
+      const lapsing = await semA.acquire({ permits: 3, leaseMs: 200 });
+      a.watchdog.stop();
+      const semB3 = b.semaphore('mem', { permits: 3 });
+      expect((await semB3.acquire({ permits: 3, waitMs: 30_000 })).fencingToken).toBeGreaterThan(lapsing.fencingToken);
+    } finally {
+      await Promise.all([a.close(), b.close()]);
+    }
+  });
+});
+
+@Injectable()
+class Exports {
+  inside = 0;
+  maxInside = 0;
+  seen: number[] = [];
+
+  constructor(readonly locks: LockService) {}
+
+  @Semaphore('exports:{0}', { permits: 2, waitMs: 30_000 })
+  async run(region: string): Promise<string> {
+    this.inside++;
+    this.maxInside = Math.max(this.maxInside, this.inside);
+    this.seen.push(this.locks.current()!.fencingToken);
+    await admin.ping();
+    this.inside--;
+    return `exported ${region}`;
+  }
+
+  @Semaphore('exports:{0}', { permits: 2, onBusy: 'skip' })
+  async tryRun(region: string): Promise<string> {
+    return `ran ${region}`;
+  }
+}
+
+describe('LockService.semaphore and @Semaphore', () => {
+  it('runs at most `permits` decorated calls at once, skips when full, and shares the semaphore with LockService', async () => {
+    const moduleRef = await Test.createTestingModule({
+      imports: [LockModule.forRoot({ redis: redis.url, keyPrefix: uniquePrefix('sem-nest'), shutdownGraceMs: 1 })],
+      providers: [Exports],
+    }).compile();
+    const app = await moduleRef.init();
+    try {
+      const exportsService = app.get(Exports);
+      const results = await Promise.all(Array.from({ length: 12 }, () => exportsService.run('eu')));
+      expect(results).toEqual(Array.from({ length: 12 }, () => 'exported eu'));
+      expect(exportsService.maxInside).toBeLessThanOrEqual(2);
+      expect(new Set(exportsService.seen).size).toBe(12);
+      const sem: Semaphore = app.get(LockService).semaphore('exports:eu', { permits: 2 });
+      const both = await sem.acquire({ permits: 2 });
+      expect(await exportsService.tryRun('eu')).toBeUndefined();
+      expect(await exportsService.tryRun('us')).toBe('ran us');
+      await both.release();
+      expect(await exportsService.tryRun('eu')).toBe('ran eu');
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('rejects bad decorator options where the decorator is applied', () => {
+    const declare = (options: object): void => {
+      class Bad {
+        @Semaphore('k', options as { permits: number })
+        async m(): Promise<void> {}
+      }
+      void Bad;
+    };
+    expect(() => declare({})).toThrow(LockConfigError);
+    expect(() => declare({ permits: 0 })).toThrow(LockConfigError);
+    expect(() => declare({ permits: 2, fair: true })).toThrow(LockConfigError);
+    expect(() => declare({ permits: 2, leaseMs: 1 })).toThrow(LockConfigError);
+    expect(() => declare({ permits: 2, onBusy: 'never' })).toThrow(LockConfigError);
+    expect(() => declare({ permits: 2, onBusy: 'skip', waitMs: 10 })).not.toThrow();
+  });
+});
+
+describe('multi-process', () => {
+  let observer: RedisTarget;
+  let obs: Redis;
+  const children: ChildScript[] = [];
+
+  beforeAll(async () => {
+    observer = await startRedis({ own: true });
+    obs = observer.client();
+  });
+
+  afterEach(() => {
+    for (const c of children.splice(0)) c.kill();
+  });
+
+  afterAll(async () => {
+    await obs.quit();
+    await observer.stop();
+  });
+
+  const spawn = (env: Record<string, string>): ChildScript => {
+    const child = runWorker('sem-worker', { REDIS: redis.url, OBS: observer.url, PERMITS: '3', ...env });
+    children.push(child);
+    return child;
+  };
+
+  it('4 processes with 3 flows each never hold more than 3 permits at once', async () => {
+    const PREFIX = uniquePrefix('sem-mp');
+    const workers = Array.from({ length: 4 }, (_, i) => spawn({ PREFIX, FLOWS: '3', OPS: '15', NAME: `p${i}` }));
+    await Promise.all(workers.map((w) => w.succeeded()));
+    expect(Number(await obs.get(`${PREFIX}entries`))).toBe(4 * 3 * 15);
+    expect(Number(await obs.get(`${PREFIX}max`))).toBeLessThanOrEqual(3);
+    expect(Number(await obs.get(`${PREFIX}max`))).toBeGreaterThan(1);
+    expect(Number(await obs.get(`${PREFIX}inside`))).toBe(0);
+  });
+
+  it("a SIGKILLed holder's permits come back, and the other processes' workers get in", async () => {
+    const PREFIX = uniquePrefix('sem-kill');
+    const hog = spawn({ PREFIX, HOG: '1' });
+    const [, fence] = await hog.waitFor(/^holding (\d+)$/);
+    const workers = Array.from({ length: 3 }, (_, i) => spawn({ PREFIX, FLOWS: '3', OPS: '5', NAME: `p${i}` }));
+    hog.kill('SIGKILL');
+    await hog.exited;
+    await Promise.all(workers.map((w) => w.succeeded()));
+    expect(Number(await obs.get(`${PREFIX}entries`))).toBe(3 * 3 * 5);
+    expect(Number(await obs.get(`${PREFIX}max`))).toBeLessThanOrEqual(3);
+    // Every grant after the hog's has a higher token.
+    const sem = engine({ keyPrefix: PREFIX }).semaphore('sem', { permits: 3 });
+    const after = await sem.acquire({ permits: 3 });
+    expect(after.fencingToken).toBeGreaterThan(Number(fence));
+  });
+});
