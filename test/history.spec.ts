@@ -53,7 +53,7 @@ describe('history check: 10 000 sections over 4 processes', () => {
     } finally {
       await redis.stop();
     }
-  });
+  }, 180_000);
 
   it('on a 3-master Cluster', async () => {
     const cluster = await RedisCluster.start({ masters: 3 });
@@ -63,7 +63,7 @@ describe('history check: 10 000 sections over 4 processes', () => {
     } finally {
       await cluster.stop();
     }
-  });
+  }, 180_000);
 
   it('on a Redlock quorum of 5 masters', async () => {
     const masters = await Promise.all(Array.from({ length: 5 }, () => RedisProcess.start()));
@@ -76,5 +76,5 @@ describe('history check: 10 000 sections over 4 processes', () => {
     } finally {
       await Promise.all(masters.map((m) => m.destroy()));
     }
-  });
+  }, 180_000);
 });

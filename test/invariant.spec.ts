@@ -29,6 +29,7 @@ const PATHS = [
   'read',
   'write',
   'leader',
+  'permit',
 ] as const;
 type Path = (typeof PATHS)[number];
 
@@ -106,6 +107,7 @@ function keysOf(op: Op, run: number): string[] {
   if (op.path === 'multi') return [k('a'), k('b')];
   if (rw(op)) return [k(`rw-${op.key}`)];
   if (op.path === 'leader') return [`leader:${k(op.key)}`];
+  if (op.path === 'permit') return [k(`sem-${op.key}`)];
   return [k(op.key)];
 }
 
@@ -165,7 +167,9 @@ async function inject(op: Op, keys: string[]): Promise<void> {
     case 'force-unlock':
       for (const key of keys) {
         await observer.revoking(key, async () => {
-          await engine.forceUnlock(key);
+          // forceUnlock knows mutexes and read/write locks; a semaphore's holders are deleted.
+          if (op.path === 'permit') await admin.del(`${prefix}{${key}}:sem:holders`, `${prefix}{${key}}:sem:permits`);
+          else await engine.forceUnlock(key);
           return fenceOf(op, key);
         });
       }
@@ -175,6 +179,8 @@ async function inject(op: Op, keys: string[]): Promise<void> {
         await observer.revoking(key, async () => {
           // The mutex's own key; a read/write key falls back to forceUnlock, which knows its layout.
           if (rw(op)) await engine.forceUnlock(key);
+          else if (op.path === 'permit')
+            await admin.del(`${prefix}{${key}}:sem:holders`, `${prefix}{${key}}:sem:permits`);
           else await admin.del(`${prefix}{${key}}`);
           return fenceOf(op, key);
         });
@@ -212,7 +218,8 @@ function rw(op: Op): boolean {
 
 /** The fencing counter of a lock right after it was taken away: every holder up to it was revoked. */
 async function fenceOf(op: Op, key: string): Promise<number> {
-  return Number((await admin.get(`${prefix}{${key}}${rw(op) ? ':rw' : ''}:fence`)) ?? '0');
+  const space = rw(op) ? ':rw' : op.path === 'permit' ? ':sem' : '';
+  return Number((await admin.get(`${prefix}{${key}}${space}:fence`)) ?? '0');
 }
 
 async function runOp(op: Op, run: number): Promise<string> {

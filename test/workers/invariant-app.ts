@@ -257,6 +257,12 @@ class Routes {
     return turn;
   }
 
+  /** A one-permit semaphore's section: a permit is a lease like a lock, so it must keep them apart too. */
+  @Get('permit/:key')
+  permit(@Param('key') key: string, @Query('ms') ms?: string, @Query('throw') fail?: string): Promise<string> {
+    return this.locks.semaphore(key, { permits: 1 }).withPermit((permit) => section([permit], 'w', ms, fail));
+  }
+
   @Get('acquire/:key')
   async acquire(@Param('key') key: string, @Query('ms') ms?: string, @Query('throw') fail?: string): Promise<string> {
     const lock = await this.locks.acquire(key);
