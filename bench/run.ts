@@ -12,6 +12,7 @@ import { multiProcessContention } from './multi-process';
 import { contention, distinct, pingRoundTrip, serial, serverMicros } from './scenarios';
 import type { ContentionResult } from './scenarios';
 import { leaderFailover } from './leadership';
+import { lockwardenPermits, peerPermits } from './semaphores';
 import { decoratorOverhead, lockwardenScale, readWrite, semaphoreScale } from './scale';
 import { median } from './stats';
 
@@ -80,7 +81,7 @@ async function main(): Promise<void> {
   const redisVersion = await serverVersion(url);
   const adapters = new Map<string, Adapter>(MAIN.map((name) => [name, makeAdapter(name, url)]));
   const fair = makeAdapter('lockwarden fair', url);
-  steps = CFG.rounds * (MAIN.length * 3 + 3) + MULTI.length + 5;
+  steps = CFG.rounds * (MAIN.length * 3 + 4) + MULTI.length + 5;
   const admin = new Redis(url);
   try {
     for (let round = 0; round < CFG.rounds; round++) {
@@ -128,6 +129,12 @@ async function main(): Promise<void> {
     record('s8.direct', 'lockwarden', deco.direct);
     record('s8.decorated', 'lockwarden', deco.decorated);
     record('s8.overhead', 'lockwarden', (deco.direct / deco.decorated - 1) * 100);
+    for (let round = 0; round < CFG.rounds; round++) {
+      progress(`round ${round + 1}/${CFG.rounds} · permits, 16 workers, 4 permits`);
+      record('s10.ops', 'lockwarden', await lockwardenPermits(url, 16, 4, CFG.distinctMs));
+      record('s10.ops', 'semaphore', await peerPermits(url, 16, 4, CFG.distinctMs, false));
+      record('s10.ops', 'semaphore tuned', await peerPermits(url, 16, 4, CFG.distinctMs, true));
+    }
     progress('leader failover');
     for (let round = 0; round < CFG.rounds; round++) {
       const failover = await leaderFailover(url, LEADER_LEASE_MS);
@@ -204,6 +211,7 @@ const ROWS: Row[] = [
   { label: '7 round trips to renew all locks once', metric: 's7.calls', higherIsBetter: false, unit: 'n' },
   { label: '7 CPU while renewing', metric: 's7.cpu', higherIsBetter: false, unit: '%' },
   { label: '8 @Locked overhead vs withLock', metric: 's8.overhead', higherIsBetter: false, unit: '%' },
+  { label: '10 permits: 16 workers, 4 permits', metric: 's10.ops', higherIsBetter: true, unit: 'k/s' },
   { label: '9 leader hand-over after resign()', metric: 's9.resign', higherIsBetter: false, unit: 'ms' },
   {
     label: `9 leader failover after a crash (lease ${LEADER_LEASE_MS} ms)`,

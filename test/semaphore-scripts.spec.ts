@@ -158,7 +158,7 @@ describe('sem-acquire.lua', () => {
 });
 
 describe('sem-release.lua', () => {
-  it("removes the holder and publishes 'a'; a second release returns 0 and publishes nothing", async () => {
+  it("removes the holder and publishes one 'r' per permit; a second release returns 0 and publishes nothing", async () => {
     const s = fresh('release');
     const l = await listen(s.channel);
     await acquire(s, 'a', 2, 3);
@@ -166,7 +166,7 @@ describe('sem-release.lua', () => {
     expect(await client.zscore(s.holders, 'a')).toBeNull();
     expect(await client.hexists(s.permits, 'a')).toBe(0);
     expect(await release(s, 'a')).toBe(0);
-    expect(await l.messages()).toEqual([WIRE.rwChanged]);
+    expect(await l.messages()).toEqual([WIRE.released, WIRE.released]);
   });
 
   it("a lapsed holder's release returns 0 but still wakes the waiters", async () => {
@@ -175,7 +175,7 @@ describe('sem-release.lua', () => {
     await acquire(s, 'a', 1, 3);
     await client.zadd(s.holders, (await serverMs()) - 10, 'a');
     expect(await release(s, 'a')).toBe(0);
-    expect(await l.messages()).toEqual([WIRE.rwChanged]);
+    expect(await l.messages()).toEqual([WIRE.released]);
   });
 });
 
