@@ -1,15 +1,14 @@
-import { readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
 import type { Redis } from 'ioredis';
+import { LUA_SOURCES, type LuaScriptName } from '../libs/lockwarden/src/core/scripts/lua-sources.generated';
 import { WIRE } from '../libs/lockwarden/src/core/scripts/wire';
 import { startRedis, uniquePrefix } from './harness/redis';
 import type { RedisTarget } from './harness/redis';
 
-// The semaphore scripts run as Lua: the file text goes to EVAL with raw KEYS and ARGV, against a
+// The semaphore scripts run as Lua: the script's text goes to EVAL with raw KEYS and ARGV, against a
 // real Redis, and each test checks the reply and the raw state the script leaves behind.
 
-const SCRIPTS = 'libs/lockwarden/src/core/scripts';
-const lua = (name: string): string => readFileSync(resolve(`${SCRIPTS}/${name}.lua`), 'utf8');
+// The text as it ships: the .lua file with its `-- #include` lines filled in (npm run gen).
+const lua = (name: LuaScriptName): string => LUA_SOURCES[name];
 const SEM_ACQUIRE = lua('sem-acquire');
 const SEM_RELEASE = lua('sem-release');
 const SEM_LIMIT = lua('sem-limit');

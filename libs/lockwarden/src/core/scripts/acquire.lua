@@ -11,18 +11,7 @@
 -- Fair only: ARGV[5] waiter id   ARGV[6] waiter record ttl ms
 --            ARGV[7] the lease a hand-off to this waiter starts with (short: the waiter confirms it)
 -- Returns the fencing token (> 0) when the caller owns the lock, else -(ms worth waiting).
--- The next fencing token, as a string (Lua prints numbers with 14 digits, too few for these).
--- A counter that is missing (a key never locked, or one a restart without persistence
--- wiped) starts from the server clock in microseconds: above every token it handed out
--- before, while the clock does not go back and grants never outpaced one per microsecond.
-local function nextFence(counter)
-  local f = redis.call('incr', counter)
-  if f > 1 then return string.format('%d', f) end
-  local t = redis.call('time')
-  local seed = t[1] .. string.format('%06d', tonumber(t[2]))
-  redis.call('set', counter, seed)
-  return seed
-end
+-- #include next-fence
 local token = ARGV[1]
 local mark = ARGV[4] == 'w' and '|w' or ''
 local held = redis.call('get', KEYS[1])

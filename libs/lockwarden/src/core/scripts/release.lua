@@ -5,18 +5,7 @@
 -- KEYS[4] waiter records   KEYS[5] wake-up channel (named here so it shares the lock's slot)
 -- ARGV[1] owner token   ARGV[2] 'publish' or 'spublish'
 -- Returns 1 when it released the caller's lock, 0 when the caller did not hold it.
--- The next fencing token, as a string (Lua prints numbers with 14 digits, too few for these).
--- A counter that is missing (a key never locked, or one a restart without persistence
--- wiped) starts from the server clock in microseconds: above every token it handed out
--- before, while the clock does not go back and grants never outpaced one per microsecond.
-local function nextFence(counter)
-  local f = redis.call('incr', counter)
-  if f > 1 then return string.format('%d', f) end
-  local t = redis.call('time')
-  local seed = t[1] .. string.format('%06d', tonumber(t[2]))
-  redis.call('set', counter, seed)
-  return seed
-end
+-- #include next-fence
 local held = redis.call('get', KEYS[1])
 local token = ARGV[1]
 if not held or string.sub(held, 1, #token + 1) ~= token .. '|' then

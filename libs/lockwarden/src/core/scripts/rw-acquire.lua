@@ -9,18 +9,7 @@
 --         writes: how long a waiting writer keeps its place without checking back (ms)
 -- ARGV[6] reads: '1' = writer preference (wait behind waiting writers)
 -- Returns the fencing token (>= 0) when granted, else -(ms worth waiting).
--- The next fencing token, as a string (Lua prints numbers with 14 digits, too few for these).
--- A counter that is missing (a key never locked, or one a restart without persistence
--- wiped) starts from the server clock in microseconds: above every token it handed out
--- before, while the clock does not go back and grants never outpaced one per microsecond.
-local function nextFence(counter)
-  local f = redis.call('incr', counter)
-  if f > 1 then return string.format('%d', f) end
-  local t = redis.call('time')
-  local seed = t[1] .. string.format('%06d', tonumber(t[2]))
-  redis.call('set', counter, seed)
-  return seed
-end
+-- #include next-fence
 local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local token, lease, mode = ARGV[1], tonumber(ARGV[2]), ARGV[4]

@@ -8,16 +8,7 @@
 -- Returns the fencing token (> 0) when granted, else -(ms until the earliest live holder's
 -- deadline, at least 1; the lease when nobody holds anything, as a limit lowered below the
 -- permits asked is raised only by a message).
--- The next fencing token, as a string (Lua prints numbers with 14 digits, too few for these).
--- A missing counter starts from the server clock in microseconds, as in acquire.lua.
-local function nextFence(counter)
-  local f = redis.call('incr', counter)
-  if f > 1 then return string.format('%d', f) end
-  local t = redis.call('time')
-  local seed = t[1] .. string.format('%06d', tonumber(t[2]))
-  redis.call('set', counter, seed)
-  return seed
-end
+-- #include next-fence
 local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local token, lease, asked = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[4])
