@@ -138,7 +138,8 @@ describe('leases', () => {
     const events = new EventLog();
     const e = engine({}, events);
     const sem = e.semaphore('renewed', { permits: 1 });
-    const permit = await sem.acquire({ leaseMs: 300 });
+    // Short enough for several renewals here, long enough that a loaded machine's late timers don't let it lapse.
+    const permit = await sem.acquire({ leaseMs: 1_200 });
     await events.next({ type: 'renewed', key: 'renewed' }, 4); // over a lease's worth of renewals
     expect(permit.isHeld()).toBe(true);
     expect(permit.signal.aborted).toBe(false);
@@ -197,9 +198,9 @@ describe('setPermits', () => {
     const e = engine({}, events);
     const sem = e.semaphore('lower', { permits: 3 });
     const holders = [
-      await sem.acquire({ leaseMs: 300 }),
-      await sem.acquire({ leaseMs: 300 }),
-      await sem.acquire({ leaseMs: 300 }),
+      await sem.acquire({ leaseMs: 1_200 }),
+      await sem.acquire({ leaseMs: 1_200 }),
+      await sem.acquire({ leaseMs: 1_200 }),
     ];
     expect(await sem.setPermits(1)).toBe(3);
     await events.next({ type: 'renewed', key: 'lower' }, 6);
