@@ -148,8 +148,9 @@ export class LeaseGranter {
 
   /**
    * A new holder of `permits` of a semaphore, or how many ms until its earliest holder's
-   * lease ends. Waiters have no place on the server: every release or raised limit wakes
-   * them all ('a'), and those that fit take their permits.
+   * lease ends. Waiters have no place on the server: a release wakes one waiter per process
+   * for each permit it gives back, a raised limit wakes them all, and those that fit take
+   * their permits.
    */
   permits(req: ResolvedAcquire, keys: SemKeys, permits: number, initialLimit: number): Promise<LeaseHandle | number> {
     const token = newOwnerToken();

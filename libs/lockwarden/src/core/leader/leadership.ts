@@ -13,7 +13,8 @@ import type { LockHandle } from '../lease/lock-handle';
 import { watchLeader } from './leader-changes';
 import { checkSignalOptions } from './leadership-options';
 import type { CampaignOptions, ChangesOptions, LeadershipListener } from './leadership-options';
-import { raceSignal, settlesWithin, sleep, timeAware, whenAborted } from './term-signals';
+import { timeAwareSignal } from '../lease/lease';
+import { raceSignal, settlesWithin, sleep, whenAborted } from './term-signals';
 import type { LeaderChange, WatchContext } from './leader-changes';
 import type { LeaderTerm, TermLog } from './term-log';
 
@@ -351,7 +352,14 @@ export class Leadership {
 
   private beginTerm(handle: LockHandle, info: LeaderTerm): void {
     const controller = new AbortController();
-    const term: Term = { info, handle, controller, signal: timeAware(controller.signal, handle), running: new Set() };
+    const term: Term = {
+      info,
+      handle,
+      controller, // A term's signal reads the lease's deadline first, as a lock handle's does: a leader
+      // that resumes from a pause sees its leadership gone before it acts.
+      signal: timeAwareSignal(controller.signal, () => handle.isHeld()),
+      running: new Set(),
+    };
     this.term = term;
     handle.signal.addEventListener(
       'abort',

@@ -1,5 +1,4 @@
 import { LockAbortedError } from '../../errors';
-import type { LockHandle } from '../lease/lock-handle';
 
 /** `work`, or LockAbortedError as soon as `signal` fires. */
 export function raceSignal(work: Promise<void>, signal: AbortSignal | undefined, key: string): Promise<void> {
@@ -34,29 +33,4 @@ export async function settlesWithin(work: Promise<unknown>, ms: number): Promise
   const result = await Promise.race([work.then(() => true as const), timeout]);
   clearTimeout(timer);
   return result;
-}
-
-const abortedOf = Object.getOwnPropertyDescriptor(AbortSignal.prototype, 'aborted')!.get!;
-const throwIfAbortedOf = AbortSignal.prototype.throwIfAborted;
-
-/**
- * A term's signal reads the lease's deadline first, as a lock handle's does: a leader that
- * resumes from a pause sees its leadership gone before it acts, not at the watchdog's next round.
- */
-export function timeAware(signal: AbortSignal, handle: LockHandle): AbortSignal {
-  Object.defineProperty(signal, 'aborted', {
-    configurable: true,
-    get(this: AbortSignal): boolean {
-      handle.isHeld();
-      return abortedOf.call(this) as boolean;
-    },
-  });
-  Object.defineProperty(signal, 'throwIfAborted', {
-    configurable: true,
-    value(this: AbortSignal): void {
-      handle.isHeld();
-      throwIfAbortedOf.call(this);
-    },
-  });
-  return signal;
 }

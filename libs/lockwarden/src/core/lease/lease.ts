@@ -65,7 +65,7 @@ export class Lease {
   get signal(): AbortSignal {
     if (!this.controller) {
       this.controller = new AbortController();
-      timeAware(this.controller.signal, this);
+      timeAwareSignal(this.controller.signal, () => this.check());
       if (this.abortReason !== undefined) this.controller.abort(this.abortReason);
     }
     return this.controller.signal;
@@ -179,22 +179,24 @@ const abortedOf = Object.getOwnPropertyDescriptor(AbortSignal.prototype, 'aborte
 const throwIfAbortedOf = AbortSignal.prototype.throwIfAborted;
 
 /**
- * `aborted` and `throwIfAborted()` of a lease's signal check the lease's deadline first, so a
- * holder that cached the signal still reads it as aborted the moment its lease is overdue.
+ * Makes `aborted` and `throwIfAborted()` of `signal` run `check` first (a lease's deadline
+ * check), so a holder that cached the signal still reads it as aborted the moment its lease
+ * is overdue, even before the watchdog's next round. Used by leases and leadership terms.
  */
-function timeAware(signal: AbortSignal, lease: Lease): void {
+export function timeAwareSignal<S extends AbortSignal>(signal: S, check: () => unknown): S {
   Object.defineProperty(signal, 'aborted', {
     configurable: true,
     get(this: AbortSignal): boolean {
-      lease.check();
+      check();
       return abortedOf.call(this) as boolean;
     },
   });
   Object.defineProperty(signal, 'throwIfAborted', {
     configurable: true,
     value(this: AbortSignal): void {
-      lease.check();
+      check();
       throwIfAbortedOf.call(this);
     },
   });
+  return signal;
 }

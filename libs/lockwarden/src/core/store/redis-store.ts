@@ -8,6 +8,7 @@ import type { MutexKeys, RwKeys, SemKeys } from './lock-keys';
 import type { RedisClient } from './redis-client';
 import type { ReplicaAck } from './replica-ack';
 import { SCRIPTS } from '../scripts/lua-script';
+import type { LuaScript } from '../scripts/lua-script';
 import { WriteCoalescer } from './write-coalescer';
 import type { LeaseKind, LockStore, RenewItem, StoreAcquire, StoreRwAcquire, StoreSemAcquire } from './lock-store';
 
@@ -44,47 +45,31 @@ export class RedisLockStore implements LockStore {
     return this.ack === undefined;
   }
 
-  async acquire(req: StoreAcquire): Promise<number> {
-    for (let attempt = 1; ; attempt++) {
-      this.writes.hold();
-      // A plain attempt sends two keys and three arguments: the fewer bytes and Lua table
-      // entries per call, the cheaper the uncontended cycle on both sides.
-      const fence = Number(
-        req.fair
-          ? await SCRIPTS.acquire.run(this.client, req.keys.acquireKeys, [
-              req.token,
-              req.leaseMs,
-              this.instanceId,
-              req.waited ? 'w' : '',
-              req.waiterId,
-              req.waiterTtlMs,
-              req.grantMs,
-            ])
-          : await SCRIPTS.acquire.run(
-              this.client,
-              req.keys.plainAcquireKeys,
-              req.waited ? [req.token, req.leaseMs, this.instanceId, 'w'] : [req.token, req.leaseMs, this.instanceId],
-            ),
-      );
-      if (fence < 0 || !this.ack) return fence;
-      const short = await this.ack.check([req.keys.lock]);
-      if (!short) return fence;
-      // Too few replicas have it: a failover now could lose it. Give it back, and try again.
-      await this.release(req.keys, req.token);
-      if (attempt >= ACK_ATTEMPTS) throw short;
-    }
+  acquire(req: StoreAcquire): Promise<number> {
+    const plain = [req.token, req.leaseMs, this.instanceId];
+    // A plain attempt sends two keys and three arguments: the fewer bytes and Lua table
+    // entries per call, the cheaper the uncontended cycle on both sides.
+    const args = req.fair
+      ? [...plain, req.waited ? 'w' : '', req.waiterId, req.waiterTtlMs, req.grantMs]
+      : req.waited
+        ? [...plain, 'w']
+        : plain;
+    const keys = req.fair ? req.keys.acquireKeys : req.keys.plainAcquireKeys;
+    return this.acknowledged(
+      () => this.run(SCRIPTS.acquire, keys, args),
+      req.keys.lock,
+      () => this.release(req.keys, req.token),
+    );
   }
 
   async release(keys: MutexKeys, token: string): Promise<boolean> {
-    this.writes.hold();
-    const reply = await SCRIPTS.release.run(this.client, keys.releaseKeys, [token, this.publishCommand]);
+    const reply = await this.run(SCRIPTS.release, keys.releaseKeys, [token, this.publishCommand]);
     return Number(reply) === 1;
   }
 
   /** Records the fencing token a quorum granted on this node (see fence-raise.lua). */
   async raiseFence(keys: MutexKeys, token: string, fencingToken: number): Promise<boolean> {
-    this.writes.hold();
-    const reply = await SCRIPTS.fenceRaise.run(this.client, [keys.lock, keys.fence], [token, fencingToken]);
+    const reply = await this.run(SCRIPTS.fenceRaise, [keys.lock, keys.fence], [token, fencingToken]);
     return Number(reply) === 1;
   }
 
@@ -106,8 +91,7 @@ export class RedisLockStore implements LockStore {
 
   async rwAcquire(req: StoreRwAcquire): Promise<number> {
     const read = req.mode === 'read';
-    this.writes.hold();
-    const reply = await SCRIPTS.rwAcquire.run(this.client, req.keys.acquireKeys, [
+    const reply = await this.run(SCRIPTS.rwAcquire, req.keys.acquireKeys, [
       req.token,
       req.leaseMs,
       this.instanceId,
@@ -119,8 +103,7 @@ export class RedisLockStore implements LockStore {
   }
 
   async rwRelease(keys: RwKeys, token: string, mode: 'read' | 'write'): Promise<boolean> {
-    this.writes.hold();
-    const reply = await SCRIPTS.rwRelease.run(this.client, keys.releaseKeys, [
+    const reply = await this.run(SCRIPTS.rwRelease, keys.releaseKeys, [
       token,
       mode === 'read' ? 'r' : 'w',
       this.publishCommand,
@@ -128,40 +111,52 @@ export class RedisLockStore implements LockStore {
     return Number(reply) === 1;
   }
 
-  async semAcquire(req: StoreSemAcquire): Promise<number> {
-    for (let attempt = 1; ; attempt++) {
-      this.writes.hold();
-      const fence = Number(
-        await SCRIPTS.semAcquire.run(this.client, req.keys.acquireKeys, [
-          req.token,
-          req.leaseMs,
-          this.instanceId,
-          req.permits,
-          req.initialLimit,
-        ]),
-      );
-      if (fence < 0 || !this.ack) return fence;
-      const short = await this.ack.check([req.keys.lock]);
-      if (!short) return fence;
-      await this.semRelease(req.keys, req.token);
-      if (attempt >= ACK_ATTEMPTS) throw short;
-    }
+  semAcquire(req: StoreSemAcquire): Promise<number> {
+    const args = [req.token, req.leaseMs, this.instanceId, req.permits, req.initialLimit];
+    return this.acknowledged(
+      () => this.run(SCRIPTS.semAcquire, req.keys.acquireKeys, args),
+      req.keys.lock,
+      () => this.semRelease(req.keys, req.token),
+    );
   }
 
   async semRelease(keys: SemKeys, token: string): Promise<boolean> {
-    this.writes.hold();
-    const reply = await SCRIPTS.semRelease.run(this.client, keys.releaseKeys, [token, this.publishCommand]);
+    const reply = await this.run(SCRIPTS.semRelease, keys.releaseKeys, [token, this.publishCommand]);
     return Number(reply) === 1;
   }
 
   async semLimit(keys: SemKeys, limit: number): Promise<number> {
-    this.writes.hold();
-    const reply = await SCRIPTS.semLimit.run(this.client, keys.limitKeys, [limit, this.publishCommand]);
+    const reply = await this.run(SCRIPTS.semLimit, keys.limitKeys, [limit, this.publishCommand]);
     if (this.ack) {
       const short = await this.ack.check([keys.limit]);
       if (short) throw short;
     }
     return Number(reply);
+  }
+
+  /** Every script call goes through here, so the write coalescer sees each one. */
+  private run(script: LuaScript, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
+    this.writes.hold();
+    return script.run(this.client, keys, args);
+  }
+
+  /**
+   * A grant (a fencing token >= 0), acknowledged by enough replicas under replicaAck.
+   * When too few have it, a failover now could lose it: give it back, and try again.
+   */
+  private async acknowledged(
+    grant: () => Promise<unknown>,
+    lockKey: string,
+    giveBack: () => Promise<unknown>,
+  ): Promise<number> {
+    for (let attempt = 1; ; attempt++) {
+      const fence = Number(await grant());
+      if (fence < 0 || !this.ack) return fence;
+      const short = await this.ack.check([lockKey]);
+      if (!short) return fence;
+      await giveBack();
+      if (attempt >= ACK_ATTEMPTS) throw short;
+    }
   }
 
   async renew(items: readonly RenewItem[]): Promise<boolean[]> {
@@ -193,10 +188,9 @@ export class RedisLockStore implements LockStore {
     for (let i = 0; i < items.length; i += RENEW_BATCH) {
       const batch = items.slice(i, i + RENEW_BATCH);
       const packed = batch.map((item) => `${KIND_CODE[item.kind]}${item.leaseMs}:${item.token}`).join(' ');
-      this.writes.hold();
       calls.push(
-        SCRIPTS.renew.run(
-          this.client,
+        this.run(
+          SCRIPTS.renew,
           // A semaphore holder's permits hash keeps pace with its holders zset (see renew.lua).
           batch.flatMap((item) =>
             item.kind === 'permit' ? [item.lockKey, semPermitsKey(item.lockKey)] : [item.lockKey],
