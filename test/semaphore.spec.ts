@@ -13,6 +13,7 @@ import {
 import type { LockHandle } from 'lockwarden';
 import { MemoryLockBackend } from 'lockwarden/testing';
 import { Semaphore as SemaphoreObject } from '../libs/lockwarden/src/core';
+import { semKeys } from '../libs/lockwarden/src/core/store/lock-keys';
 import { runWorker } from './harness/child';
 import type { ChildScript } from './harness/child';
 import { EventLog } from './harness/event-log';
@@ -383,6 +384,57 @@ describe('multi-process', () => {
     expect(Number(await obs.get(`${PREFIX}max`))).toBeLessThanOrEqual(3);
     expect(Number(await obs.get(`${PREFIX}max`))).toBeGreaterThan(1);
     expect(Number(await obs.get(`${PREFIX}inside`))).toBe(0);
+  });
+
+  it('setPermits up and down under load: every grant respects the limit in force when it was made', async () => {
+    const PREFIX = uniquePrefix('sem-limit');
+    const keys = semKeys(PREFIX, 'sem');
+    const workers = Array.from({ length: 4 }, (_, i) =>
+      spawn({ PREFIX, FLOWS: '3', UNTIL_STOP: '1', TWO_PERMIT_FLOWS: '1', NAME: `p${i}` }),
+    );
+    const control = engine({ keyPrefix: PREFIX }).semaphore('sem', { permits: 3 });
+    const stats = async (): Promise<Record<string, string>> => obs.hgetall(`${PREFIX}phase-stats`);
+    const enteredIn = async (phase: string, n: number): Promise<void> => {
+      // Polls the observer, which the workers write to; the condition is a count, not a time.
+      while (Number((await stats())[`${phase}:entries`] ?? 0) < n) {
+        await Promise.race([workers[0].exited, new Promise((r) => setTimeout(r, 20))]);
+        if (workers.some((w) => w.child.exitCode !== null)) throw new Error('a worker exited early');
+      }
+    };
+    // A phase's floor is a fencing token: a grant above it was made under that phase's limit.
+    // Raising: read the floor before the change, so a grant under either limit is checked
+    // against the higher one. Lowering: read it after the change resolved, so every grant
+    // above it was made under the lower limit.
+    const floor = async (): Promise<number> => Number(await admin.get(keys.fence));
+    const phase = async (name: string, limit: number): Promise<void> => {
+      const raising = limit > control.permits;
+      const before = await floor();
+      await control.setPermits(limit);
+      const at = raising ? before : await floor();
+      await obs.zadd(`${PREFIX}phases`, at, `${name}|${limit}`);
+      await enteredIn(name, 40);
+    };
+    await obs.zadd(`${PREFIX}phases`, 0, 'start|3');
+    await enteredIn('start', 40);
+    await phase('up5', 5);
+    // Under a limit of 1 the flows that ask 2 permits wait (their ask never fits) until the next raise.
+    await phase('down1', 1);
+    await phase('up4', 4);
+    await phase('down2', 2);
+    await obs.set(`${PREFIX}stop`, '1');
+    await Promise.all(workers.map((w) => w.succeeded()));
+
+    expect(await obs.lrange(`${PREFIX}violations`, 0, -1)).toEqual([]);
+    const s = await stats();
+    expect(Number(s['down1:max'])).toBe(1);
+    expect(s['up4:twos']).toBeDefined(); // a flow waiting on 2 permits through the limit of 1 got in after the raise
+    expect(Number(s['down2:max'])).toBeLessThanOrEqual(2);
+    // The raises took effect: more permits were inside at once than the limit before them.
+    expect(Number(s['up5:max'])).toBeGreaterThan(3);
+    expect(Number(s['up4:max'])).toBeGreaterThan(1);
+    expect(Number(await obs.get(`${PREFIX}inside`))).toBe(0);
+    const done = workers.map((w) => Number(w.lines.find((l) => l.startsWith('done'))!.split(' ')[2]));
+    expect(done.reduce((a, b) => a + b, 0)).toBe(Number(await obs.get(`${PREFIX}entries`)));
   });
 
   it("a SIGKILLed holder's permits come back, and the other processes' workers get in", async () => {

@@ -2,15 +2,34 @@
 // each take OPS permits (1 or 2 at random) of one semaphore and report entry and exit to an
 // observer Redis the library never sees, where a Lua counter records the most permits inside
 // at once. HOG=1 instead takes every permit, says "holding <fence>" and waits to be killed.
+// UNTIL_STOP=1 keeps the flows going until the observer has a `<PREFIX>stop` key, and
+// TWO_PERMIT_FLOWS=n makes the first n flows always ask 2 permits and the rest 1.
+//
+// The test that changes the limit under load records phases in the observer: a zset of
+// fencing-token floors, each with the limit every grant above that floor must respect. The
+// entry script checks each entry against the phase of its token.
 import { Redis } from 'ioredis';
 import { lockRedis } from './connect';
 import { LockEngine } from '../../libs/lockwarden/src/core';
 
-/** KEYS inside counter, max gauge, entries; ARGV permits. */
+/**
+ * KEYS inside counter, max gauge, entries, phases zset (member "<phase>|<limit>", score the
+ * token floor), per-phase hash of entries and max, violations list; ARGV permits, token.
+ */
 export const OBSERVE_ENTER = `
 local n = redis.call('incrby', KEYS[1], ARGV[1])
 if n > tonumber(redis.call('get', KEYS[2]) or '0') then redis.call('set', KEYS[2], n) end
 redis.call('incr', KEYS[3])
+local phase = redis.call('zrevrangebyscore', KEYS[4], '(' .. ARGV[2], '-inf', 'LIMIT', 0, 1)[1]
+if phase then
+  local name, limit = string.match(phase, '^(.-)|(%d+)$')
+  redis.call('hincrby', KEYS[5], name .. ':entries', 1)
+  if ARGV[1] == '2' then redis.call('hincrby', KEYS[5], name .. ':twos', 1) end
+  if n > tonumber(redis.call('hget', KEYS[5], name .. ':max') or '0') then redis.call('hset', KEYS[5], name .. ':max', n) end
+  if n > tonumber(limit) then
+    redis.call('rpush', KEYS[6], 'token ' .. ARGV[2] .. ' entered with ' .. n .. ' permits inside, limit ' .. limit)
+  end
+end
 return n
 `;
 
@@ -24,21 +43,26 @@ async function main(): Promise<void> {
     await new Promise(() => undefined);
   }
   const observer = new Redis(OBS!);
-  const flow = async (): Promise<void> => {
-    for (let i = 0; i < Number(OPS); i++) {
-      const permits = Math.random() < 0.3 ? 2 : 1;
+  const observed = ['inside', 'max', 'entries', 'phases', 'phase-stats', 'violations'].map((k) => `${PREFIX}${k}`);
+  const untilStop = process.env.UNTIL_STOP === '1';
+  let entered = 0;
+  const twoPermitFlows = process.env.TWO_PERMIT_FLOWS === undefined ? undefined : Number(process.env.TWO_PERMIT_FLOWS);
+  const flow = async (index: number): Promise<void> => {
+    for (let i = 0; untilStop ? !(await observer.exists(`${PREFIX}stop`)) : i < Number(OPS); i++) {
+      const permits = twoPermitFlows === undefined ? (Math.random() < 0.3 ? 2 : 1) : index < twoPermitFlows ? 2 : 1;
       await semaphore.withPermit(
-        async () => {
-          await observer.eval(OBSERVE_ENTER, 3, `${PREFIX}inside`, `${PREFIX}max`, `${PREFIX}entries`, permits);
+        async (permit) => {
+          await observer.eval(OBSERVE_ENTER, observed.length, ...observed, permits, permit.fencingToken);
           await observer.ping();
           await observer.decrby(`${PREFIX}inside`, permits);
+          entered++;
         },
         { permits },
       );
     }
   };
-  await Promise.all(Array.from({ length: Number(FLOWS) }, () => flow()));
-  console.log(`done ${NAME} ${Number(FLOWS) * Number(OPS)}`);
+  await Promise.all(Array.from({ length: Number(FLOWS) }, (_, i) => flow(i)));
+  console.log(`done ${NAME} ${entered}`);
   await observer.quit();
   await engine.close();
 }
