@@ -6,6 +6,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { fencedWrite, PENDING_KEY, readDraw, USERS_KEY } from '../src/draw-store';
 import type { DrawResult, RecordOutcome } from '../src/draw-store';
+import { UNANNOUNCED_KEY } from '../src/prize-office';
+import { PrizeOfficeServer } from './prize-office-server';
 
 /** One line an instance reported (LOTTERY_REPORT=1). */
 export interface InstanceEvent {
@@ -51,6 +53,19 @@ export interface ClusterOptions {
   readonly users?: number;
   /** LOTTERY_SCHEDULER: 'lock' (default) or 'leader'. */
   readonly scheduler?: 'lock' | 'leader';
+  /** LOTTERY_PRIZE_OFFICE_PERMITS: how many calls the prize office takes at once (default 3). */
+  readonly prizeOfficePermits?: number;
+}
+
+/** What the prize office saw when several draws announced their winners at once. */
+export interface PrizeRound {
+  readonly rows: RoundRow[];
+  readonly drawIds: string[];
+  /** Winners announced for those draws, each once. */
+  readonly announced: number;
+  /** The most calls the office had in flight at once, over the whole run so far. */
+  readonly peak: number;
+  readonly permits: number;
 }
 
 /** How long a round may take before it fails with a report; far above a healthy round's few seconds. */
@@ -148,11 +163,16 @@ export class LotteryCluster {
     readonly instances: LotteryInstance[],
     private readonly data: Redis,
     readonly startedAt: number,
+    /** The stand-in prize office every instance announces winners to. */
+    readonly prizeOffice: PrizeOfficeServer,
+    readonly prizeOfficePermits: number,
   ) {}
 
   static async start(options: ClusterOptions): Promise<LotteryCluster> {
     const count = options.instances ?? 3;
     const startedAt = Date.now();
+    const prizeOffice = await PrizeOfficeServer.start();
+    const permits = options.prizeOfficePermits ?? 3;
     const instances = Array.from({ length: count }, (_, i) => {
       const id = `lottery-${i + 1}`;
       const child = spawn(
@@ -172,13 +192,15 @@ export class LotteryCluster {
             LOTTERY_USERS: String(options.users ?? 1000),
             LOTTERY_REPORT: '1',
             LOTTERY_SCHEDULER: options.scheduler ?? 'lock',
+            LOTTERY_PRIZE_OFFICE_URL: prizeOffice.url,
+            LOTTERY_PRIZE_OFFICE_PERMITS: String(permits),
           },
           stdio: ['ignore', 'pipe', 'pipe'],
         },
       );
       return new LotteryInstance(id, child);
     });
-    const cluster = new LotteryCluster(instances, new Redis(options.redisUrl), startedAt);
+    const cluster = new LotteryCluster(instances, new Redis(options.redisUrl), startedAt, prizeOffice, permits);
     try {
       await Promise.all(
         instances.map(async (instance) => {
@@ -244,6 +266,24 @@ export class LotteryCluster {
   }
 
   /**
+   * Fires POST /draws/<prefix>-<n> at each instance at the same moment, a different draw each:
+   * every instance draws, and all announce their winners together, through the one semaphore.
+   */
+  async prizeRound(prefix: string): Promise<PrizeRound> {
+    const alive = this.alive;
+    const drawIds = alive.map((_, i) => `${prefix}-${i + 1}`);
+    const rows = await Promise.all(alive.map((instance, i) => this.post(instance, drawIds[i])));
+    const announced = drawIds.reduce((n, id) => n + this.prizeOffice.announced(id).length, 0);
+    return {
+      rows: rows.map((r) => r.row),
+      drawIds,
+      announced,
+      peak: this.prizeOffice.peak,
+      permits: this.prizeOfficePermits,
+    };
+  }
+
+  /**
    * Kills the instance drawing `drawId` mid-draw. Another instance is refused
    * (409) while the dead holder's lease runs, takes over once it ends (honouring
    * Retry-After), and a late write with the dead holder's fencing token is refused.
@@ -266,10 +306,25 @@ export class LotteryCluster {
       if (row.action === 'drew') {
         takeoverToken = row.fencingToken ?? 0;
         rows.push({ ...row, action: 'took over, drew' });
-      } else {
-        rows.push({ ...row, action: `${row.action}, retry in ${retryAfterS}s` });
-        await sleep(retryAfterS * 1000); // an HTTP client honouring Retry-After
+        break;
       }
+      rows.push({ ...row, action: `${row.action}, retry in ${retryAfterS}s` });
+      // A scheduled tick may catch the draw up first (it was left pending); then that instance took over.
+      const caughtUp = this.alive
+        .flatMap((i) => i.events)
+        .find((e) => e.event === 'draw' && e.drawId === drawId && e.action === 'drew');
+      if (caughtUp) {
+        takeoverToken = Number(caughtUp.fencingToken);
+        const ms = Date.now() - started;
+        rows.push({
+          instance: String(caughtUp.instanceId),
+          action: 'took over at a tick, drew',
+          fencingToken: takeoverToken,
+          ms,
+        });
+        break;
+      }
+      await sleep(retryAfterS * 1000); // an HTTP client honouring Retry-After
     }
 
     // The dead holder "wakes up" and writes with its old token: refused by the fenced write.
@@ -293,22 +348,25 @@ export class LotteryCluster {
   }
 
   /**
-   * Waits until no draw is pending (a crashed drawer's draw is caught up at a
-   * later tick), then cross-checks every draw any instance started: exactly one
-   * instance drew it, and Redis holds exactly that result, with 10 distinct
-   * eligible winners.
+   * Waits until no draw is pending or unannounced (a crashed drawer's draw is
+   * caught up at a later tick), then cross-checks every draw any instance
+   * started: exactly one instance drew it, Redis holds exactly that result, with
+   * 10 distinct eligible winners, and the prize office was told exactly those
+   * winners, never with more calls at once than its permits.
    */
   async verify(): Promise<Verification> {
     return this.within(ROUND_DEADLINE_MS, 'verification', () => this.verifyNow());
   }
 
   private async verifyNow(): Promise<Verification> {
-    for (const drawId of await this.data.smembers(PENDING_KEY)) {
-      await Promise.any(
-        this.alive.map((i) =>
-          i.waitFor((e) => e.event === 'draw' && e.drawId === drawId && e.action === 'drew', `catching up ${drawId}`),
-        ),
-      );
+    const pending = await this.data.smembers(PENDING_KEY);
+    const unannounced = await this.data.smembers(UNANNOUNCED_KEY);
+    const reported = (drawId: string, what: string, match: (e: InstanceEvent) => boolean): Promise<InstanceEvent> =>
+      Promise.any(this.alive.map((i) => i.waitFor((e) => e.drawId === drawId && match(e), `${what} ${drawId}`)));
+    for (const drawId of pending)
+      await reported(drawId, 'catching up', (e) => e.event === 'draw' && e.action === 'drew');
+    for (const drawId of new Set([...pending, ...unannounced])) {
+      await reported(drawId, 'announcing', (e) => e.event === 'announced' && e.error === undefined);
     }
     const started = new Set<string>();
     const drew = new Map<string, InstanceEvent[]>();
@@ -334,6 +392,13 @@ export class LotteryCluster {
       if (new Set(result.winners).size !== 10) problems.push(`${drawId}: not 10 distinct winners`);
       const eligible = await this.data.smismember(USERS_KEY, ...result.winners);
       if (eligible.some((x) => x !== 1)) problems.push(`${drawId}: a winner is not an eligible user`);
+      const announced = this.prizeOffice.announced(drawId).sort();
+      if (announced.join() !== [...result.winners].sort().join()) {
+        problems.push(`${drawId}: the prize office was told ${announced.length} winners, not the 10 drawn`);
+      }
+    }
+    if (this.prizeOffice.peak > this.prizeOfficePermits) {
+      problems.push(`the prize office had ${this.prizeOffice.peak} calls at once, over its ${this.prizeOfficePermits}`);
     }
     return { draws: [...started].sort(), problems };
   }
@@ -341,6 +406,7 @@ export class LotteryCluster {
   async stop(): Promise<void> {
     await Promise.all(this.instances.map((i) => i.stop()));
     this.data.disconnect();
+    await this.prizeOffice.stop();
   }
 
   /**

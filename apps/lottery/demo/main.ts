@@ -1,5 +1,5 @@
 // npm run demo: three lottery instances race for the same draws, and every draw is
-// recorded exactly once. Starts its own throwaway Redis unless REDIS_URL is set.
+// recorded exactly once; winners go to a prize office that takes 3 calls at a time. Starts its own throwaway Redis unless REDIS_URL is set.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { Redis } from 'ioredis';
 import { resolve } from 'node:path';
@@ -102,8 +102,32 @@ async function main(): Promise<void> {
   check(http.rows.filter((r) => r.action === 'drew').length === 1, 'one 201 Created', failures);
   check(http.rows.filter((r) => r.action === '409 busy').length === 2, 'two 409 Conflict', failures);
 
+  const prize = await cluster.prizeRound(`prize-${run}`);
+  say(`\nRound 3: three different draws at once, one per instance; all announce their winners together`);
+  say(
+    table(
+      ['instance', 'action', 'fencing token', 'ms'],
+      prize.rows.map((r) => [r.instance, r.action, r.fencingToken, r.ms]),
+    ),
+  );
+  check(
+    prize.rows.every((r) => r.action === 'drew'),
+    'three 201 Created',
+    failures,
+  );
+  check(
+    prize.announced === 10 * prize.drawIds.length,
+    `the prize office was told all ${prize.announced} winners`,
+    failures,
+  );
+  check(
+    prize.peak <= prize.permits,
+    `it never had more than ${prize.permits} calls at once (the semaphore's permits; peak ${prize.peak})`,
+    failures,
+  );
+
   const crash = await cluster.crashRound(`crash-${run}`);
-  printRound('Round 3: the instance drawing is SIGKILLed mid-draw', crash);
+  printRound('Round 4: the instance drawing is SIGKILLed mid-draw', crash);
   check(
     crash.takeoverToken > crash.victimToken,
     `another instance took over with a newer fencing token (${crash.takeoverToken} > ${crash.victimToken})`,
@@ -134,9 +158,11 @@ async function main(): Promise<void> {
     say(`\nFAILED: ${failures.length} check(s) did not hold.`);
     process.exitCode = 1;
   } else {
-    const extra = verification.draws.length - 3;
+    const extra = verification.draws.length - 6;
     const more = extra > 0 ? `, plus ${extra} scheduled tick(s) that fired meanwhile` : '';
-    say(`\nverified: ${verification.draws.length} draws (the 3 rounds above${more}), each recorded exactly once`);
+    say(
+      `\nverified: ${verification.draws.length} draws (the rounds above${more}), each recorded exactly once and its winners announced once`,
+    );
   }
 }
 

@@ -11,9 +11,10 @@ import { DrawService } from './draw.service';
 import { DrawsController } from './draws.controller';
 import { LeaderDrawScheduler } from './leader-draw.scheduler';
 import { LOTTERY_CONFIG, LOTTERY_DATA } from './lottery.tokens';
+import { PrizeOffice } from './prize-office';
 import { Reporter } from './reporter';
 
-/** The lottery sample: scheduled and on-demand draws, each recorded once across instances. */
+/** The lottery sample: scheduled and on-demand draws, each recorded once across instances, winners announced a few calls at a time. */
 @Module({})
 export class AppModule implements OnApplicationShutdown {
   constructor(@Inject(LOTTERY_DATA) private readonly data: Redis) {}
@@ -35,6 +36,7 @@ export class AppModule implements OnApplicationShutdown {
         { provide: LOTTERY_CONFIG, useValue: config },
         { provide: LOTTERY_DATA, useFactory: () => new Redis(config.dataUrl) },
         Reporter,
+        PrizeOffice,
         DrawService,
         DrawTicker,
         config.scheduler === 'leader' ? LeaderDrawScheduler : DrawScheduler,

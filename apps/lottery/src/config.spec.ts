@@ -7,6 +7,7 @@ describe('lottery configuration', () => {
   it('reads the defaults', () => {
     const c = loadConfig(base);
     expect(c).toMatchObject({ port: 3000, cron: '0 0 12 * * *', users: 1000, dataUrl: base.REDIS_URL });
+    expect(c).toMatchObject({ prizeOfficeUrl: undefined, prizeOfficePermits: 3 });
   });
 
   it.each([
@@ -17,6 +18,11 @@ describe('lottery configuration', () => {
     [{ ...base, LOTTERY_CRON: 'at noon' }, /LOTTERY_CRON must be a cron expression/],
     [{ ...base, INSTANCE_ID: 'has spaces' }, /INSTANCE_ID must be/],
     [{ ...base, LOTTERY_USERS: '5' }, /LOTTERY_USERS must be a whole number from 10/],
+    [
+      { ...base, LOTTERY_PRIZE_OFFICE_URL: 'ftp://office' },
+      /LOTTERY_PRIZE_OFFICE_URL must be an http:\/\/ or https:\/\/ URL/,
+    ],
+    [{ ...base, LOTTERY_PRIZE_OFFICE_PERMITS: '0' }, /LOTTERY_PRIZE_OFFICE_PERMITS must be a whole number from 1/],
   ])('rejects %p with a clear message', (env, message) => {
     expect(() => loadConfig(env as NodeJS.ProcessEnv)).toThrow(LotteryConfigError);
     expect(() => loadConfig(env as NodeJS.ProcessEnv)).toThrow(message);

@@ -29,6 +29,16 @@ export interface LotteryConfig {
    * cron, still through the same per-draw lock and fence. README.md compares the two.
    */
   readonly scheduler: 'lock' | 'leader';
+  /**
+   * The prize office that winners are announced to (LOTTERY_PRIZE_OFFICE_URL, an http(s)
+   * URL taking one POST per winner). Unset: winners are not announced.
+   */
+  readonly prizeOfficeUrl: string | undefined;
+  /**
+   * How many calls the prize office takes at once, across all instances
+   * (LOTTERY_PRIZE_OFFICE_PERMITS, default 3): the permits of the `lottery:prize-office` semaphore.
+   */
+  readonly prizeOfficePermits: number;
 }
 
 export const DEFAULT_CRON = '0 0 12 * * *';
@@ -71,6 +81,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): LotteryConfig 
     leaseMs: integer(env, 'LOTTERY_LEASE_MS', 30_000, 100, 600_000),
     report: env.LOTTERY_REPORT === '1',
     scheduler: scheduler(env.LOTTERY_SCHEDULER),
+    prizeOfficeUrl: httpUrl('LOTTERY_PRIZE_OFFICE_URL', env.LOTTERY_PRIZE_OFFICE_URL),
+    prizeOfficePermits: integer(env, 'LOTTERY_PRIZE_OFFICE_PERMITS', 3, 1, 1000),
   };
 }
 
@@ -78,6 +90,14 @@ function scheduler(raw: string | undefined): LotteryConfig['scheduler'] {
   if (raw === undefined || raw === '' || raw === 'lock') return 'lock';
   if (raw === 'leader') return 'leader';
   throw new LotteryConfigError(`LOTTERY_SCHEDULER must be "lock" or "leader", got ${JSON.stringify(raw)}.`);
+}
+
+function httpUrl(name: string, raw: string | undefined): string | undefined {
+  if (raw === undefined || raw === '') return undefined;
+  if (!/^https?:\/\/[^\s]+$/.test(raw)) {
+    throw new LotteryConfigError(`${name} must be an http:// or https:// URL, got ${JSON.stringify(raw)}.`);
+  }
+  return raw;
 }
 
 function checkUrl(name: string, value: string): void {

@@ -2,10 +2,11 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { LotteryConfig } from './config';
 import { tickDrawId } from './config';
 import { DrawService } from './draw.service';
+import { PrizeOffice } from './prize-office';
 import { LOTTERY_CONFIG } from './lottery.tokens';
 import { Reporter } from './reporter';
 
-/** What one scheduled tick does, whichever scheduler fired it: draw it, then any draw a crash left pending. */
+/** What one scheduled tick does, whichever scheduler fired it: draw it, then any draw a crash left unfinished. */
 @Injectable()
 export class DrawTicker {
   private readonly logger = new Logger('DrawScheduler');
@@ -13,6 +14,7 @@ export class DrawTicker {
   constructor(
     private readonly draws: DrawService,
     private readonly reporter: Reporter,
+    private readonly prizeOffice: PrizeOffice,
     @Inject(LOTTERY_CONFIG) private readonly config: LotteryConfig,
   ) {}
 
@@ -26,8 +28,10 @@ export class DrawTicker {
     await this.run(drawId, 'cron');
     // A drawer that crashed mid-draw left its draw pending; its lock lapses with the lease,
     // so the next tick, on whichever instance gets the lock, draws it (once, thanks to the fence).
-    for (const missed of await this.draws.pending().catch(() => [])) {
-      if (missed !== drawId) await this.run(missed, 'catch-up');
+    // The same goes for a draw recorded but not fully announced to the prize office.
+    const missed = await Promise.all([this.draws.pending(), this.prizeOffice.unannounced()]).catch(() => [[], []]);
+    for (const id of [...new Set(missed.flat())].sort()) {
+      if (id !== drawId) await this.run(id, 'catch-up');
     }
   }
 

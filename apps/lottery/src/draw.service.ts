@@ -8,6 +8,7 @@ import { fencedWrite, PENDING_KEY, readDraw, USERS_KEY } from './draw-store';
 import type { DrawResult, RecordOutcome } from './draw-store';
 import { LOTTERY_CONFIG, LOTTERY_DATA } from './lottery.tokens';
 import { pickWinners } from './pick-winners';
+import { PrizeOffice } from './prize-office';
 import { Reporter } from './reporter';
 
 /** What one call of draw() did. */
@@ -25,12 +26,15 @@ export interface DrawOutcome {
  * instances whose clocks lag from drawing the same scheduled tick again; the
  * fenced write makes sure that a holder which lost its lock (a long pause, a
  * network cut) can never record over, or beside, the holder that replaced it.
+ * The winners are then announced to the prize office (PrizeOffice), a few calls
+ * at a time across all instances.
  */
 @Injectable()
 export class DrawService {
   constructor(
     private readonly locks: LockService,
     private readonly reporter: Reporter,
+    private readonly prizeOffice: PrizeOffice,
     @Inject(LOTTERY_CONFIG) private readonly config: LotteryConfig,
     @Inject(LOTTERY_DATA) private readonly data: Redis,
   ) {}
@@ -47,11 +51,15 @@ export class DrawService {
     const fencingToken = lock.fencingToken;
     const claim = await fencedWrite(this.data, drawId, fencingToken, 'claim');
     this.reporter.emit('drawing', { drawId, fencingToken, instanceId: this.config.instanceId, claim });
-    if (claim === 'duplicate') await this.data.srem(PENDING_KEY, drawId);
+    if (claim === 'duplicate') {
+      await this.data.srem(PENDING_KEY, drawId);
+      await this.prizeOffice.catchUp(drawId); // its drawer recorded it but may have died announcing
+    }
     if (claim === 'stale' || claim === 'duplicate') {
       return { outcome: claim, result: await readDraw(this.data, drawId), fencingToken };
     }
     await this.data.sadd(PENDING_KEY, drawId);
+    await this.prizeOffice.expect(drawId);
 
     if (this.config.drawDelayMs > 0) await sleep(this.config.drawDelayMs, undefined, { signal: lock.signal });
     const winners = pickWinners(await this.data.smembers(USERS_KEY), WINNERS);
@@ -64,6 +72,8 @@ export class DrawService {
     };
     const outcome = await fencedWrite(this.data, drawId, fencingToken, 'record', result);
     if (outcome !== 'stale') await this.data.srem(PENDING_KEY, drawId);
+    // Still holding the draw's lock, so no other instance announces this draw at the same time.
+    if (outcome === 'recorded') await this.prizeOffice.announce(result);
     return { outcome, result: outcome === 'recorded' ? result : await readDraw(this.data, drawId), fencingToken };
   }
 }
