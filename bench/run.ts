@@ -13,6 +13,7 @@ import { contention, distinct, pingRoundTrip, serial, serverMicros } from './sce
 import type { ContentionResult } from './scenarios';
 import { leaderFailover } from './leadership';
 import { lockwardenPermits, peerPermits } from './semaphores';
+import type { PermitsResult } from './semaphores';
 import { decoratorOverhead, lockwardenScale, readWrite, semaphoreScale } from './scale';
 import { median } from './stats';
 
@@ -62,6 +63,12 @@ let steps = 0;
 function progress(what: string): void {
   step++;
   process.stderr.write(`\r[${String(Math.round((step / steps) * 100)).padStart(3)}%] ${what}`.padEnd(78));
+}
+
+function recordPermits(lib: string, r: PermitsResult): void {
+  record('s10.ops', lib, r.opsPerSec);
+  record('s10.waitP99', lib, r.waitP99);
+  record('s10.fair', lib, r.fairness);
 }
 
 function recordContention(prefix: string, lib: string, r: ContentionResult): void {
@@ -131,9 +138,9 @@ async function main(): Promise<void> {
     record('s8.overhead', 'lockwarden', (deco.direct / deco.decorated - 1) * 100);
     for (let round = 0; round < CFG.rounds; round++) {
       progress(`round ${round + 1}/${CFG.rounds} · permits, 16 workers, 4 permits`);
-      record('s10.ops', 'lockwarden', await lockwardenPermits(url, 16, 4, CFG.distinctMs));
-      record('s10.ops', 'semaphore', await peerPermits(url, 16, 4, CFG.distinctMs, false));
-      record('s10.ops', 'semaphore tuned', await peerPermits(url, 16, 4, CFG.distinctMs, true));
+      recordPermits('lockwarden', await lockwardenPermits(url, 16, 4, CFG.distinctMs));
+      recordPermits('semaphore', await peerPermits(url, 16, 4, CFG.distinctMs, false));
+      recordPermits('semaphore tuned', await peerPermits(url, 16, 4, CFG.distinctMs, true));
     }
     progress('leader failover');
     for (let round = 0; round < CFG.rounds; round++) {
@@ -212,6 +219,8 @@ const ROWS: Row[] = [
   { label: '7 CPU while renewing', metric: 's7.cpu', higherIsBetter: false, unit: '%' },
   { label: '8 @Locked overhead vs withLock', metric: 's8.overhead', higherIsBetter: false, unit: '%' },
   { label: '10 permits: 16 workers, 4 permits', metric: 's10.ops', higherIsBetter: true, unit: 'k/s' },
+  { label: '10 permits: wait p99', metric: 's10.waitP99', higherIsBetter: false, unit: 'ms' },
+  { label: '10 permits: fairness (min/max)', metric: 's10.fair', higherIsBetter: true, unit: 'x' },
   { label: '9 leader hand-over after resign()', metric: 's9.resign', higherIsBetter: false, unit: 'ms' },
   {
     label: `9 leader failover after a crash (lease ${LEADER_LEASE_MS} ms)`,

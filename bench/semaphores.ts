@@ -1,30 +1,58 @@
 import { Redis } from 'ioredis';
 import { Semaphore as PeerSemaphore } from 'redis-semaphore';
 import { LockEngine } from '../libs/lockwarden/src/core/engine/lock-engine';
+import { percentile } from './stats';
 
 const TTL = 10_000;
 
 /** A permit taken and given back, whichever library took it. */
 type TakePermit = () => Promise<{ release(): Promise<unknown> }>;
 
-/** `workers` flows loop acquire+release of one permit of a `permits`-permit semaphore: cycles per second. */
-async function cycles(take: TakePermit, workers: number, ms: number): Promise<number> {
-  let count = 0;
-  const loop = async (until: number): Promise<void> => {
+/** Scenario 10's figures: cycles per second, and how evenly the waiting went. */
+export interface PermitsResult {
+  readonly opsPerSec: number;
+  /** p99 of the time from asking for a permit to holding it, ms. */
+  readonly waitP99: number;
+  /** The fewest cycles any worker made over the most: 1 is even, 0 is a worker starved. */
+  readonly fairness: number;
+}
+
+/** `workers` flows loop acquire+release of one permit of a `permits`-permit semaphore. */
+async function cycles(take: TakePermit, workers: number, ms: number): Promise<PermitsResult> {
+  let waits: number[] = [];
+  let counts: number[] = [];
+  const loop = async (worker: number, until: number): Promise<void> => {
     while (performance.now() < until) {
-      await (await take()).release();
-      count++;
+      const asked = performance.now();
+      const permit = await take();
+      waits.push(performance.now() - asked);
+      await permit.release();
+      counts[worker]++;
     }
   };
-  await Promise.all(Array.from({ length: workers }, () => loop(performance.now() + Math.min(200, ms / 4))));
-  count = 0;
+  const run = async (until: number): Promise<void> => {
+    waits = [];
+    counts = Array.from({ length: workers }, () => 0);
+    await Promise.all(Array.from({ length: workers }, (_, w) => loop(w, until)));
+  };
+  await run(performance.now() + Math.min(200, ms / 4));
   const start = performance.now();
-  await Promise.all(Array.from({ length: workers }, () => loop(start + ms)));
-  return (count * 1000) / (performance.now() - start);
+  await run(start + ms);
+  const total = counts.reduce((a, b) => a + b, 0);
+  return {
+    opsPerSec: (total * 1000) / (performance.now() - start),
+    waitP99: percentile(waits, 99),
+    fairness: Math.min(...counts) / Math.max(...counts),
+  };
 }
 
 /** Scenario 10 for Lockwarden: a fixed 10 s lease per permit, as the peer's lockTimeout. */
-export async function lockwardenPermits(url: string, workers: number, permits: number, ms: number): Promise<number> {
+export async function lockwardenPermits(
+  url: string,
+  workers: number,
+  permits: number,
+  ms: number,
+): Promise<PermitsResult> {
   const engine = new LockEngine({ redis: url, keyPrefix: 'bench:sem:', waitMs: 60_000 });
   try {
     const semaphore = engine.semaphore(`permits-${Date.now()}`, { permits });
@@ -41,7 +69,7 @@ export async function peerPermits(
   permits: number,
   ms: number,
   tuned: boolean,
-): Promise<number> {
+): Promise<PermitsResult> {
   const client = new Redis(url);
   const key = `bench:rs-sem:${Date.now()}:${tuned}`;
   const options = tuned

@@ -142,11 +142,61 @@ describe('sem-acquire.lua', () => {
     expect(await client.get(s.limit)).toBe('1');
   });
 
-  it('a holder without its record counts as holding every permit', async () => {
+  it('keeps the sum of held permits in "#used": up on a grant, down on a release and on a lapsed holder', async () => {
+    const s = fresh('used');
+    const used = async (): Promise<string | null> => client.hget(s.permits, '#used');
+    await acquire(s, 'a', 2, 5);
+    await acquire(s, 'd', 1, 5);
+    expect(await used()).toBe('3');
+    expect(await acquire(s, 'c', 3, 5)).toBeLessThan(0); // 3 held of 5
+    await release(s, 'a');
+    expect(await used()).toBe('1');
+    await release(s, 'd');
+    expect(await client.exists(s.permits)).toBe(0); // the count went with the last holder
+    await acquire(s, 'b', 1, 5, 1_000);
+    await acquire(s, 'e', 1, 5, 30_000); // keeps the holders zset alive past b's lease
+    const deadline = Number(await client.zscore(s.holders, 'b'));
+    while ((await serverMs()) <= deadline); // b's lease ends by server time
+    expect(await used()).toBe('2'); // nothing swept yet
+    expect(await acquire(s, 'c', 4, 5)).toBeGreaterThan(0); // b's permit came back in the sweep
+    expect(await used()).toBe('5');
+    expect(await client.hexists(s.permits, 'b')).toBe(0);
+  });
+
+  it('rebuilds a missing count from the holders, where a holder without its record holds every permit', async () => {
     const s = fresh('norecord');
     await acquire(s, 'a', 1, 3);
-    await client.hdel(s.permits, 'a');
-    expect(await acquire(s, 'b', 1, 3)).toBeLessThan(0);
+    await acquire(s, 'b', 1, 3);
+    await client.hdel(s.permits, '#used');
+    expect(await acquire(s, 'c', 2, 3)).toBeLessThan(0);
+    expect(await client.hget(s.permits, '#used')).toBe('2');
+    await client.hdel(s.permits, 'a', '#used');
+    expect(await acquire(s, 'c', 1, 3)).toBeLessThan(0); // a counts as 3
+  });
+
+  it('a count or record left over with nobody holding anything neither blocks a grant nor stays behind', async () => {
+    const s = fresh('stale');
+    await client.hset(s.permits, '#used', 3, 'gone', '1|1|i');
+    expect(await acquire(s, 'a', 3, 3)).toBeGreaterThan(0);
+    expect(await client.hexists(s.permits, 'gone')).toBe(0);
+    expect(await release(s, 'a')).toBe(1);
+    await client.hset(s.permits, '#used', 3, 'gone', '1|1|i');
+    await client.set(s.limit, '1');
+    expect(await acquire(s, 'b', 2, 3, 7_000)).toBe(-7_000);
+    expect(await client.exists(s.permits)).toBe(0);
+  });
+
+  it("a holder's zset that expired whole leaves no record that could later take a permit off the count", async () => {
+    const s = fresh('expired');
+    await acquire(s, 'a', 1, 2, 30_000);
+    await release(s, 'a');
+    await acquire(s, 'b', 1, 2, 50);
+    const deadline = Number(await client.zscore(s.holders, 'b'));
+    while ((await serverMs()) <= deadline + 60 && (await client.exists(s.holders)) === 1);
+    expect(await client.exists(s.holders)).toBe(0); // the zset ran out with b's lease
+    expect(await acquire(s, 'c', 2, 2)).toBeGreaterThan(0);
+    expect(await release(s, 'b')).toBe(0); // b's late release takes nothing off c's count
+    expect(await acquire(s, 'd', 1, 2)).toBeLessThan(0);
   });
 
   it('with nobody holding and the limit below the ask, waits a lease (only a raised limit helps)', async () => {

@@ -1,6 +1,8 @@
 -- Take permits of a counting semaphore, or learn how long to wait for them.
 -- KEYS[1] holders: zset owner token -> lease deadline (server ms)
--- KEYS[2] permits: hash owner token -> "permits|fence|instance"
+-- KEYS[2] permits: hash owner token -> "permits|fence|instance", and the field "#used", the
+--         sum of the permits of every record in the hash (kept by this script and
+--         sem-release.lua, so an attempt reads one field rather than every holder's record)
 -- KEYS[3] limit: the number of permits (a string, kept; set here on first use)
 -- KEYS[4] fencing counter (kept after release, so tokens only ever rise; seeded from TIME)
 -- ARGV[1] owner token   ARGV[2] lease ms   ARGV[3] instance id   ARGV[4] permits asked
@@ -12,16 +14,28 @@
 local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local token, lease, asked = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[4])
+local function permitsOf(record) return tonumber(string.match(record, '^(%d+)')) end
 
+local used = tonumber(redis.call('hget', KEYS[2], '#used'))
+local counted = used
 -- Holders whose own deadline passed (crashed processes) give their permits back first.
 local expired = redis.call('zrangebyscore', KEYS[1], '-inf', '(' .. now)
-for _, gone in ipairs(expired) do redis.call('hdel', KEYS[2], gone) end
-if #expired > 0 then redis.call('zremrangebyscore', KEYS[1], '-inf', '(' .. now) end
+if #expired > 0 then
+  for _, gone in ipairs(expired) do
+    local record = redis.call('hget', KEYS[2], gone)
+    if record and used then used = used - permitsOf(record) end
+    redis.call('hdel', KEYS[2], gone)
+  end
+  redis.call('zremrangebyscore', KEYS[1], '-inf', '(' .. now)
+end
 
 -- A retry whose first grant landed (a reply lost on the way) gets that grant back.
-local mine = redis.call('hget', KEYS[2], token)
-if mine and redis.call('zscore', KEYS[1], token) then
-  return tonumber(string.match(mine, '^%d+|(%d+)|'))
+if redis.call('zscore', KEYS[1], token) then
+  local mine = redis.call('hget', KEYS[2], token)
+  if mine then
+    if used ~= counted then redis.call('hset', KEYS[2], '#used', used) end
+    return tonumber(string.match(mine, '^%d+|(%d+)|'))
+  end
 end
 
 local limit = tonumber(redis.call('get', KEYS[3]))
@@ -30,24 +44,36 @@ if not limit then
   redis.call('set', KEYS[3], limit)
 end
 
-local used = 0
-local holders = redis.call('zrange', KEYS[1], 0, -1)
-for _, holder in ipairs(holders) do
-  local record = redis.call('hget', KEYS[2], holder)
-  -- A holder without its record is counted as holding everything: never grant past it.
-  used = used + (record and tonumber(string.match(record, '^(%d+)')) or limit)
+-- No count (a semaphore last used before the count existed): add up the live holders once.
+-- A holder without its record is counted as holding everything: never grant past it.
+if not used then
+  used = 0
+  for _, holder in ipairs(redis.call('zrange', KEYS[1], 0, -1)) do
+    local record = redis.call('hget', KEYS[2], holder)
+    used = used + (record and permitsOf(record) or limit)
+  end
+end
+
+local first = redis.call('zrange', KEYS[1], 0, 0, 'WITHSCORES')
+if not first[1] then
+  -- Nobody holds anything, whatever the count says: a record left here has no holder (its
+  -- zset expired as a whole), and must not be taken off the count of holders to come.
+  used = 0
+  redis.call('del', KEYS[2])
 end
 
 if used + asked <= limit then
   local f = nextFence(KEYS[4])
   redis.call('zadd', KEYS[1], now + lease, token)
-  redis.call('hset', KEYS[2], token, asked .. '|' .. f .. '|' .. ARGV[3])
+  redis.call('hset', KEYS[2], token, asked .. '|' .. f .. '|' .. ARGV[3], '#used', used + asked)
   for i = 1, 2 do
     if redis.call('pttl', KEYS[i]) < lease then redis.call('pexpire', KEYS[i], lease) end
   end
   return tonumber(f)
 end
 
-local first = redis.call('zrange', KEYS[1], 0, 0, 'WITHSCORES')
-if first[1] then return -math.max(1, tonumber(first[2]) - now) end
+if first[1] then
+  if used ~= counted then redis.call('hset', KEYS[2], '#used', used) end
+  return -math.max(1, tonumber(first[2]) - now)
+end
 return -math.max(1, lease)
