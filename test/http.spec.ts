@@ -2,7 +2,7 @@ import { Controller, Get, Param } from '@nestjs/common';
 import type { INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import type { Redis } from 'ioredis';
-import { LockEngine, LockModule, LockService, Locked } from 'lockwarden';
+import { LockEngine, LockModule, LockService, Locked, Semaphore } from 'lockwarden';
 import { Subject } from 'rxjs';
 import type { Observable } from 'rxjs';
 import request from 'supertest';
@@ -46,6 +46,12 @@ class RouteController {
   @Locked('route:hinted', { onBusy: 'throw', retryAfterMs: 4_500 })
   async hinted(): Promise<string> {
     return 'ran';
+  }
+
+  @Get('pool/:region')
+  @Semaphore('route:pool:{0}', { permits: 2, onBusy: 'throw' })
+  async pool(@Param('region') region: string): Promise<{ region: string; token: number | undefined }> {
+    return { region, token: this.locks.current()?.fencingToken };
   }
 
   @Get('stream')
@@ -123,6 +129,22 @@ describe('@Locked controller routes over HTTP', () => {
     const ok = await request(app.getHttpServer()).get('/r/strict');
     expect(ok.status).toBe(200);
     expect(ok.text).toBe('ran');
+  });
+
+  it("@Semaphore routes: 409 with Retry-After while every permit is taken and onBusy is 'throw', 200 once one is back", async () => {
+    const pool = other.semaphore('route:pool:eu', { permits: 2 });
+    const held = [await pool.acquire({ leaseMs: 30_000 }), await pool.acquire({ leaseMs: 30_000 })];
+    const busy = await request(app.getHttpServer()).get('/r/pool/eu');
+    expect(busy.status).toBe(409);
+    expect(Number(busy.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    expect(JSON.stringify(busy.body)).not.toContain('route:pool');
+    expect((await request(app.getHttpServer()).get('/r/pool/us')).status).toBe(200); // another key
+    await held[0].release();
+    const ok = await request(app.getHttpServer()).get('/r/pool/eu');
+    expect(ok.status).toBe(200);
+    expect(ok.body.region).toBe('eu');
+    expect(ok.body.token).toBeGreaterThan(held[1].fencingToken);
+    await held[1].release();
   });
 
   it('sends a Retry-After hint, not the lease a renewing holder has left: decorator, module, default', async () => {

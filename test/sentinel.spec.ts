@@ -1,5 +1,5 @@
 import { Redis } from 'ioredis';
-import { LockBackendError, LockConfigError, LockEngine, LockError } from 'lockwarden';
+import { LeadershipRegistry, LockBackendError, LockConfigError, LockEngine, LockError } from 'lockwarden';
 import type { LockEngineOptions } from 'lockwarden';
 import { RedisSentinelGroup } from './harness/redis-sentinel';
 import { RedisProcess } from './harness/redis-process';
@@ -142,6 +142,63 @@ describe('on Redis with Sentinel', () => {
       replica.disconnect();
     }
   });
+
+  it('semaphores and leadership on Sentinel: replica-acknowledged permits, and both keep working after a failover', async () => {
+    const g = await group(2);
+    const keyPrefix = uniquePrefix('sentinel-sem');
+    const options: LockEngineOptions = {
+      redis: g.options,
+      keyPrefix,
+      leaseMs: 3_000,
+      instanceId: 'a',
+      replicaAck: { replicas: 1, timeoutMs: 1_000 },
+    };
+    const [a, b] = [engine(options), engine({ ...options, instanceId: 'b' })];
+    const [semA, semB] = [a.semaphore('pool', { permits: 2 }), b.semaphore('pool', { permits: 2 })];
+    const first = await semA.acquire();
+    const second = await semB.acquire();
+    expect(await semA.tryAcquire()).toBeNull();
+    // WAIT returned only once a replica had them: both holders are there.
+    const replica = new Redis(g.replicas[0].url);
+    try {
+      expect(await replica.zcard(`${keyPrefix}{pool}:sem:holders`)).toBe(2);
+    } finally {
+      replica.disconnect();
+    }
+    await first.release();
+    await second.release();
+
+    const registries = [new LeadershipRegistry(a), new LeadershipRegistry(b)];
+    try {
+      const [leadA, leadB] = registries.map((r) => r.leadership('jobs'));
+      await leadA.campaign();
+      expect(leadA.isLeader()).toBe(true);
+      expect((await leadB.leader())?.instanceId).toBe('a');
+      const term = leadA.currentTerm!;
+
+      await g.killMasterAndFailOver();
+      // After the failover: permits are granted and the limit holds on the promoted master.
+      const retry = async <T>(op: () => Promise<T>): Promise<T> => {
+        for (;;) {
+          try {
+            return await op();
+          } catch (err) {
+            if (!(err instanceof LockBackendError)) throw err;
+          }
+        }
+      };
+      const held = await retry(() => semB.acquire({ permits: 2, waitMs: 10_000 }));
+      expect(await retry(() => semA.tryAcquire())).toBeNull();
+      await held.release();
+      // A new term after a resign on the promoted master has a higher token than the old one.
+      await retry(() => leadA.resign());
+      await retry(() => leadB.campaign({ signal: AbortSignal.timeout(20_000) }));
+      expect(leadB.isLeader()).toBe(true);
+      expect(leadB.currentTerm!.fencingToken).toBeGreaterThan(term.fencingToken);
+    } finally {
+      await Promise.all(registries.map((r) => r.close()));
+    }
+  }, 90_000);
 
   it('turns replicaAck off with one warning where WAIT is not available', async () => {
     const server = await RedisProcess.start({ args: ['--rename-command', 'WAIT', ''] });
