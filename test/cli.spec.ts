@@ -79,6 +79,26 @@ describe('the lockwarden CLI', () => {
     expect((await cli('inspect', 'job', '--redis', redis.url, '--prefix', prefix)).code).toBe(1);
   });
 
+  it('shows one semaphore: permits in use of the limit and each holder, exit 1 when none is held, never an owner token', async () => {
+    const sem = engine.semaphore('exports', { permits: 3 });
+    const two = await sem.acquire({ permits: 2, leaseMs: 60_000 });
+    const json = await cli('semaphore', 'exports', '--redis', redis.url, '--prefix', prefix, '--json');
+    expect(json.code).toBe(0);
+    const info = JSON.parse(json.out);
+    expect(info).toMatchObject({ key: 'exports', permits: 3, used: 2, available: 1, fencingToken: two.fencingToken });
+    expect(info.holders).toEqual([{ instanceId: 'worker-7', permits: 2, ttlMs: expect.any(Number) }]);
+    const [token] = await admin.hkeys(`${prefix}{exports}:sem:permits`).then((f) => f.filter((k) => k !== '#used'));
+    expect(json.out).not.toContain(token);
+    const table = await cli('semaphore', 'exports', '--redis', redis.url, '--prefix', prefix);
+    expect(table.out).toMatch(/^Semaphore exports: 2 of 3 permits in use/);
+    expect(table.out).toMatch(/worker-7\s+2\s+/);
+    await two.release();
+    const free = await cli('semaphore', 'exports', '--redis', redis.url, '--prefix', prefix);
+    expect(free.code).toBe(1);
+    expect(free.out).toContain('No permits held.');
+    expect((await cli('semaphore', '--redis', redis.url)).code).toBe(2);
+  });
+
   it('unlocks only with --force, and says whether there was anything to remove', async () => {
     const lock = await engine.acquire('stuck', { ttlMs: 60_000 });
     const refused = await cli('unlock', 'stuck', '--redis', redis.url, '--prefix', prefix);

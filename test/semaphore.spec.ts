@@ -221,6 +221,26 @@ describe('setPermits', () => {
   });
 });
 
+describe('inspect', () => {
+  it('reports the stored limit, the live holders with their permits, and the last fencing token', async () => {
+    const [a, b] = pair();
+    const semA = a.semaphore('seen', { permits: 4 });
+    const before = await semA.inspect();
+    expect(before).toMatchObject({ key: 'seen', permits: 4, used: 0, available: 4, holders: [], fencingToken: 0 });
+    const two = await semA.acquire({ permits: 2, leaseMs: 30_000 });
+    const one = await b.semaphore('seen', { permits: 4 }).acquire({ leaseMs: 30_000 });
+    const info = await b.semaphore('seen', { permits: 9 }).inspect(); // the stored limit, not the object's
+    expect(info).toMatchObject({ permits: 4, used: 3, available: 1, fencingToken: one.fencingToken });
+    expect(info.holders.map((h) => h.permits).sort()).toEqual([1, 2]);
+    for (const h of info.holders) expect([a.options.instanceId, b.options.instanceId]).toContain(h.instanceId);
+    for (const h of info.holders) expect(h.ttlMs).toBeGreaterThan(0);
+    await semA.setPermits(2);
+    expect(await semA.inspect()).toMatchObject({ permits: 2, used: 3, available: 0 });
+    await Promise.all([two.release(), one.release()]);
+    expect(await semA.inspect()).toMatchObject({ used: 0, available: 2, holders: [] });
+  });
+});
+
 describe('refusals', () => {
   it('rejects bad input with LockConfigError before anything reaches Redis', async () => {
     // Nothing listens here: a call that reached the network would fail with a backend error instead.
@@ -276,7 +296,15 @@ describe('memory backend', () => {
       const three = await waitingTwo;
       expect(one.isHeld()).toBe(true);
       await Promise.all([one.release(), three.release()]);
+      expect(await semB.inspect()).toMatchObject({ permits: 3, used: 0, holders: [] });
       const lapsing = await semA.acquire({ permits: 3, leaseMs: 200 });
+      expect(await semB.inspect()).toMatchObject({
+        permits: 3,
+        used: 3,
+        available: 0,
+        holders: [{ instanceId: 'a', permits: 3 }],
+        fencingToken: lapsing.fencingToken,
+      });
       a.watchdog.stop();
       const semB3 = b.semaphore('mem', { permits: 3 });
       expect((await semB3.acquire({ permits: 3, waitMs: 30_000 })).fencingToken).toBeGreaterThan(lapsing.fencingToken);
@@ -401,17 +429,21 @@ describe('multi-process', () => {
         if (workers.some((w) => w.child.exitCode !== null)) throw new Error('a worker exited early');
       }
     };
-    // A phase's floor is a fencing token: a grant above it was made under that phase's limit.
-    // Raising: read the floor before the change, so a grant under either limit is checked
-    // against the higher one. Lowering: read it after the change resolved, so every grant
-    // above it was made under the lower limit.
+    // A phase's floor is a fencing token: a grant above it was made under that phase's limit
+    // or a lower one. A raise is recorded before it is made, with the floor read before, so a
+    // grant under either limit is checked against the higher one. A lowering is recorded once
+    // it resolved, with the floor read after, so every grant above it was made under the lower
+    // limit. An entry is checked against the highest limit from its phase on, since holders
+    // granted after a raise may be inside beside it.
     const floor = async (): Promise<number> => Number(await admin.get(keys.fence));
     const phase = async (name: string, limit: number): Promise<void> => {
-      const raising = limit > control.permits;
-      const before = await floor();
-      await control.setPermits(limit);
-      const at = raising ? before : await floor();
-      await obs.zadd(`${PREFIX}phases`, at, `${name}|${limit}`);
+      if (limit > control.permits) {
+        await obs.zadd(`${PREFIX}phases`, await floor(), `${name}|${limit}`);
+        await control.setPermits(limit);
+      } else {
+        await control.setPermits(limit);
+        await obs.zadd(`${PREFIX}phases`, await floor(), `${name}|${limit}`);
+      }
       await enteredIn(name, 40);
     };
     await obs.zadd(`${PREFIX}phases`, 0, 'start|3');

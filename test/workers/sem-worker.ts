@@ -20,13 +20,19 @@ export const OBSERVE_ENTER = `
 local n = redis.call('incrby', KEYS[1], ARGV[1])
 if n > tonumber(redis.call('get', KEYS[2]) or '0') then redis.call('set', KEYS[2], n) end
 redis.call('incr', KEYS[3])
-local phase = redis.call('zrevrangebyscore', KEYS[4], '(' .. ARGV[2], '-inf', 'LIMIT', 0, 1)[1]
-if phase then
-  local name, limit = string.match(phase, '^(.-)|(%d+)$')
+local phase = redis.call('zrevrangebyscore', KEYS[4], '(' .. ARGV[2], '-inf', 'WITHSCORES', 'LIMIT', 0, 1)
+if phase[1] then
+  local name = string.match(phase[1], '^(.-)|%d+$')
   redis.call('hincrby', KEYS[5], name .. ':entries', 1)
   if ARGV[1] == '2' then redis.call('hincrby', KEYS[5], name .. ':twos', 1) end
   if n > tonumber(redis.call('hget', KEYS[5], name .. ':max') or '0') then redis.call('hset', KEYS[5], name .. ':max', n) end
-  if n > tonumber(limit) then
+  -- Holders granted in a later phase may be inside too: the bound is the highest limit from
+  -- this entry's phase on (a raise is recorded before it is made, a lowering after).
+  local limit = 0
+  for _, later in ipairs(redis.call('zrangebyscore', KEYS[4], phase[2], '+inf')) do
+    limit = math.max(limit, tonumber(string.match(later, '|(%d+)$')))
+  end
+  if n > limit then
     redis.call('rpush', KEYS[6], 'token ' .. ARGV[2] .. ' entered with ' .. n .. ' permits inside, limit ' .. limit)
   end
 end

@@ -7,6 +7,7 @@ export { LOCK_MODULE_OPTIONS } from './nest/lock.module-definition';
 export type { LockModuleOptions } from './nest/lock-options.interface';
 export type { LockHandle } from './core/lease/lock-handle';
 export type { LockInfo, LockHolderInfo } from './core/store/inspect';
+export type { SemaphoreInfo, PermitHolderInfo } from './core/store/sem-inspect';
 export type { LockHealthReport } from './core/store/health-probe';
 export type { AcquireOptions, RwAcquireOptions } from './core/engine/options';
 export type { LockEngineOptions, QuorumOptions } from './core/engine/engine-options';

@@ -60,6 +60,8 @@ export const USAGE = `Usage: lockwarden <command> [options]
 Commands:
   list [pattern]        Locks whose name matches the glob pattern (default *), one line each
   inspect <key>         One lock: mode, holders, lease left, fencing token, waiters
+  semaphore <key>       One semaphore: permits in use of the limit, each holder's permits and
+                        lease left, the last fencing token
   unlock <key> --force  Delete a lock whoever holds it (dangerous: the holder runs on until
                         its next renewal, possibly beside the next holder)
   watch [pattern]       The list, refreshed every --interval ms until Ctrl-C (or --count times)
@@ -73,8 +75,9 @@ Options:
   -h, --help        This help
 
 Exit codes:
-  0  done (list, watch; inspect: the lock is held; unlock: a lock was removed)
-  1  inspect: the lock is free; unlock: there was nothing to remove
+  0  done (list, watch; inspect: the lock is held; semaphore: a permit is held;
+     unlock: a lock was removed)
+  1  inspect: the lock is free; semaphore: no permit is held; unlock: there was nothing to remove
   2  usage error (unknown command or option, missing argument, unlock without --force)
   3  Redis could not be reached or failed
   4  an unexpected internal error (please report it)

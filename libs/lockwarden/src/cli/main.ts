@@ -1,11 +1,13 @@
 import { Redis } from 'ioredis';
 import { forceUnlockKey, inspectLock } from '../core/store/inspect';
+import { semKeys } from '../core/store/lock-keys';
+import { inspectSemaphore } from '../core/store/sem-inspect';
 import type { LockInfo } from '../core/store/inspect';
 import { checkKey } from '../core/engine/options';
 import { parseArgs, UsageError, USAGE } from './args';
 import type { CliArgs } from './args';
 import { scanLockNames } from './scan';
-import { renderTable } from './table';
+import { renderSemaphore, renderTable } from './table';
 
 /** Exit codes a script can rely on (see USAGE). */
 export const EXIT = { ok: 0, negative: 1, usage: 2, redis: 3, internal: 4 } as const;
@@ -45,11 +47,15 @@ export async function runCli(argv: readonly string[], env: NodeJS.ProcessEnv, io
 
 function checkCommand(args: CliArgs): void {
   if (!args.redis) throw new UsageError('Say which Redis: --redis redis://host:6379, or set REDIS_URL.');
-  const needsKey = args.command === 'inspect' || args.command === 'unlock';
-  if (!['list', 'inspect', 'unlock', 'watch'].includes(args.command!)) {
+  const needsKey = args.command === 'inspect' || args.command === 'unlock' || args.command === 'semaphore';
+  if (!['list', 'inspect', 'semaphore', 'unlock', 'watch'].includes(args.command!)) {
     throw new UsageError(`Unknown command "${args.command}".`);
   }
-  if (needsKey && args.positional.length !== 1) throw new UsageError(`${args.command} needs exactly one lock key.`);
+  if (needsKey && args.positional.length !== 1) {
+    throw new UsageError(
+      `${args.command} needs exactly one ${args.command === 'semaphore' ? 'semaphore' : 'lock'} key.`,
+    );
+  }
   if (needsKey) {
     try {
       checkKey(args.positional[0]);
@@ -70,6 +76,12 @@ async function dispatch(args: CliArgs, redis: Redis, io: Io): Promise<number> {
       const info = await inspectLock(redis, args.prefix, args.positional[0]);
       io.out(args.json ? `${JSON.stringify(info)}\n` : renderTable([info]));
       return info.held ? EXIT.ok : EXIT.negative;
+    }
+    case 'semaphore': {
+      const key = args.positional[0];
+      const info = await inspectSemaphore(redis, semKeys(args.prefix, key), key);
+      io.out(args.json ? `${JSON.stringify(info)}\n` : renderSemaphore(info));
+      return info.holders.length > 0 ? EXIT.ok : EXIT.negative;
     }
     case 'unlock': {
       const removed = await forceUnlockKey(redis, args.prefix, args.positional[0]);

@@ -1,4 +1,5 @@
 import type { LockInfo } from '../core/store/inspect';
+import type { SemaphoreInfo } from '../core/store/sem-inspect';
 
 /** A plain-text table of locks for people; columns sized to their content. */
 export function renderTable(infos: readonly LockInfo[]): string {
@@ -14,6 +15,22 @@ export function renderTable(infos: readonly LockInfo[]): string {
       String(i.waiters),
     ]),
   ];
+  return columns(rows);
+}
+
+/** A semaphore's use of its limit, then one line per holder. */
+export function renderSemaphore(info: SemaphoreInfo): string {
+  const limit = info.permits === null ? 'no limit stored yet' : `${info.used} of ${info.permits} permits in use`;
+  const head = `Semaphore ${info.key}: ${limit}, last fencing token ${info.fencingToken}\n`;
+  if (info.holders.length === 0) return `${head}No permits held.\n`;
+  const rows = [
+    ['HOLDER', 'PERMITS', 'TTL'],
+    ...info.holders.map((h) => [h.instanceId, String(h.permits), formatMs(h.ttlMs)]),
+  ];
+  return head + columns(rows);
+}
+
+function columns(rows: readonly string[][]): string {
   const widths = rows[0].map((_, c) => Math.max(...rows.map((r) => r[c].length)));
   return (
     rows

@@ -89,6 +89,7 @@ export class LockEngine {
       orThrow: (req, got) => this.granter.orThrow(req, got),
       hold: (handle, fn) => this.held.hold([handle], fn),
       setLimit: (keys, limit) => store.semLimit(keys, limit),
+      inspect: (keys, key) => store.semInspect(keys, key),
     };
   }
 

@@ -47,6 +47,7 @@ export const SCRIPTS = {
   semAcquire: new LuaScript('sem-acquire'),
   semRelease: new LuaScript('sem-release'),
   semLimit: new LuaScript('sem-limit'),
+  semInspect: new LuaScript('sem-inspect'),
 } as const;
 
 /**

@@ -5,6 +5,7 @@ import type { LeaseHandle } from '../lease/lease';
 import type { LockHandle } from '../lease/lock-handle';
 import { semKeys } from '../store/lock-keys';
 import type { SemKeys } from '../store/lock-keys';
+import type { SemaphoreInfo } from '../store/sem-inspect';
 import { checkPermits, MAX_PERMITS, resolvePermitAcquire, resolveSemaphore } from './semaphore-options';
 import type { PermitOptions, SemaphoreOptions } from './semaphore-options';
 
@@ -19,6 +20,8 @@ export interface PermitGranter {
   hold<T>(handle: LeaseHandle, fn: () => T | Promise<T>): Promise<T>;
   /** Stores the limit and wakes waiters when it rose; the previous limit. */
   setLimit(keys: SemKeys, limit: number): Promise<number>;
+  /** The stored limit and the live holders. */
+  inspect(keys: SemKeys, key: string): Promise<SemaphoreInfo>;
 }
 
 /**
@@ -129,6 +132,27 @@ export class Semaphore {
    * await exports.setPermits(5); // more capacity: waiting exports start now
    * ```
    */
+  /**
+   * Who holds permits now, and how many are free, for dashboards and health checks; never an
+   * owner token. Before the first grant stored a limit, `permits` is this object's.
+   *
+   * @example
+   * ```ts
+   * const { used, permits, holders } = await exports.inspect();
+   * logger.log(`${used}/${permits} exports running on ${holders.map((h) => h.instanceId).join(', ')}`);
+   * ```
+   */
+  async inspect(): Promise<SemaphoreInfo> {
+    let info: SemaphoreInfo;
+    try {
+      info = await this.granter.inspect(this.keys, this.key);
+    } catch (err) {
+      throw err instanceof LockError ? err : new LockBackendError(this.key, 'inspect', err);
+    }
+    if (info.permits !== null) return info;
+    return { ...info, permits: this.limit, available: Math.max(0, this.limit - info.used) };
+  }
+
   async setPermits(permits: number): Promise<number> {
     const limit = checkPermits('permits', permits, MAX_PERMITS, this.key);
     try {

@@ -1,5 +1,6 @@
 import type { ServerProbe } from './health-probe';
 import type { LockInfo } from './inspect';
+import type { SemaphoreInfo } from './sem-inspect';
 import type { MutexKeys, RwKeys, SemKeys } from './lock-keys';
 
 /** What a lease is: a mutex, one side of a read/write lock, or a semaphore's permits. */
@@ -72,6 +73,8 @@ export interface LockStore {
   semRelease(keys: SemKeys, token: string): Promise<boolean>;
   /** Stores a semaphore's limit and wakes its waiters when it rose; resolves the previous one (0: none). */
   semLimit(keys: SemKeys, limit: number): Promise<number>;
+  /** One semaphore's stored limit and live holders, for operators; never an owner token. */
+  semInspect(keys: SemKeys, key: string): Promise<SemaphoreInfo>;
   /** Whether semaphores are available (not in quorum mode). */
   readonly semaphores: boolean;
   /** One result per item, in order: whether the lease was still ours and is now renewed. */

@@ -1,5 +1,7 @@
 import type { ServerProbe } from './health-probe';
 import type { LockInfo } from './inspect';
+import { semaphoreInfo } from './sem-inspect';
+import type { SemaphoreInfo } from './sem-inspect';
 import type { MutexKeys, RwKeys, SemKeys } from './lock-keys';
 import type { LockStore, RenewItem, StoreAcquire, StoreRwAcquire, StoreSemAcquire } from './lock-store';
 import type { MemoryLockBackend } from './memory-store';
@@ -45,6 +47,10 @@ export class MemoryLockStore implements LockStore {
 
   async semLimit(keys: SemKeys, limit: number): Promise<number> {
     return this.backend.semLimit(keys, limit);
+  }
+
+  async semInspect(keys: SemKeys, key: string): Promise<SemaphoreInfo> {
+    return semaphoreInfo(key, this.backend.semInspect(keys));
   }
 
   async renew(items: readonly RenewItem[]): Promise<boolean[]> {

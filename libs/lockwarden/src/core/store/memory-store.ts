@@ -257,6 +257,17 @@ export class MemoryLockBackend implements LockBackend {
     return held.deadline >= performance.now();
   }
 
+  /** sem-inspect.lua's reply: limit (-1: none), last fence, then instance, permits, ms left per live holder. */
+  semInspect(keys: SemKeys): (string | number)[] {
+    const now = performance.now();
+    const state = this.semaphores.get(keys.lock);
+    const out: (string | number)[] = [state?.limit ?? -1, String(this.counters.get(keys.fence) ?? 0)];
+    for (const h of state?.holders.values() ?? []) {
+      if (h.deadline >= now) out.push(h.instance, h.permits, Math.ceil(h.deadline - now));
+    }
+    return out;
+  }
+
   semLimit(keys: SemKeys, limit: number): number {
     const state = this.semState(keys.lock);
     const old = state.limit ?? 0;

@@ -1,6 +1,7 @@
 import { LockConfigError } from '../../errors';
 import { probeServers } from './health-probe';
 import type { ServerProbe } from './health-probe';
+import type { SemaphoreInfo } from './sem-inspect';
 import type { LockInfo } from './inspect';
 import type { MutexKeys } from './lock-keys';
 import { RedisLockStore } from './redis-store';
@@ -139,6 +140,10 @@ export class QuorumLockStore implements LockStore {
   }
 
   semLimit(): Promise<number> {
+    return Promise.reject(QuorumLockStore.noSemaphore());
+  }
+
+  semInspect(): Promise<SemaphoreInfo> {
     return Promise.reject(QuorumLockStore.noSemaphore());
   }
 

@@ -3,6 +3,8 @@ import { probeServers } from './health-probe';
 import type { ServerProbe } from './health-probe';
 import { forceUnlockKey, inspectLock } from './inspect';
 import type { LockInfo } from './inspect';
+import { inspectSemaphore } from './sem-inspect';
+import type { SemaphoreInfo } from './sem-inspect';
 import { semPermitsKey } from './lock-keys';
 import type { MutexKeys, RwKeys, SemKeys } from './lock-keys';
 import type { RedisClient } from './redis-client';
@@ -123,6 +125,10 @@ export class RedisLockStore implements LockStore {
   async semRelease(keys: SemKeys, token: string): Promise<boolean> {
     const reply = await this.run(SCRIPTS.semRelease, keys.releaseKeys, [token, this.publishCommand]);
     return Number(reply) === 1;
+  }
+
+  semInspect(keys: SemKeys, key: string): Promise<SemaphoreInfo> {
+    return inspectSemaphore(this.client, keys, key);
   }
 
   async semLimit(keys: SemKeys, limit: number): Promise<number> {
