@@ -12,6 +12,7 @@ const lua = (name: LuaScriptName): string => LUA_SOURCES[name];
 const SEM_ACQUIRE = lua('sem-acquire');
 const SEM_RELEASE = lua('sem-release');
 const SEM_LIMIT = lua('sem-limit');
+const SEM_PASS = lua('sem-pass');
 const RENEW = lua('renew');
 
 let redis: RedisTarget;
@@ -54,6 +55,16 @@ async function acquire(s: SKeys, token: string, permits = 1, limit = 3, lease = 
 
 async function release(s: SKeys, token: string): Promise<number> {
   return Number(await run(SEM_RELEASE, [s.holders, s.permits, s.channel], [token, 'publish']));
+}
+
+/** sem-pass.lua: releases `token` and grants `to` (asking `permits`) when it fits: [released, fence]. */
+async function pass(s: SKeys, token: string, to: string, permits = 1, lease = 30_000): Promise<[number, number]> {
+  const reply = (await run(
+    SEM_PASS,
+    [s.holders, s.permits, s.channel, s.limit, s.fence],
+    [token, 'publish', to, permits, lease, `i-${to}`],
+  )) as [number, number];
+  return [Number(reply[0]), Number(reply[1])];
 }
 
 async function setLimit(s: SKeys, limit: number): Promise<number> {
@@ -203,6 +214,54 @@ describe('sem-acquire.lua', () => {
     const s = fresh('toolow');
     await client.set(s.limit, '1');
     expect(await acquire(s, 'a', 2, 3, 7_000)).toBe(-7_000);
+  });
+});
+
+describe('sem-pass.lua', () => {
+  it('releases a holder and grants the waiter it names in one step, announcing only permits it did not take', async () => {
+    const s = fresh('pass');
+    const l = await listen(s.channel);
+    const a = await acquire(s, 'a', 2, 2);
+    const [released, fence] = await pass(s, 'a', 'w', 1);
+    expect(released).toBe(1);
+    expect(String(fence)).toBe(String(a + 1));
+    expect(await client.zscore(s.holders, 'a')).toBeNull();
+    expect(await client.hget(s.permits, 'w')).toBe(`1|${fence}|i-w`);
+    expect(await client.hget(s.permits, '#used')).toBe('1');
+    expect(await l.messages()).toEqual([WIRE.released]); // one of a's two permits was not taken
+    const [, second] = await pass(s, 'w', 'v', 1);
+    expect(second).toBe(fence + 1);
+    expect(await l.messages()).toEqual([]);
+  });
+
+  it("grants nothing when the waiter's ask does not fit, or it holds already, or the releaser held nothing", async () => {
+    const s = fresh('passno');
+    const l = await listen(s.channel);
+    await acquire(s, 'a', 1, 3);
+    await acquire(s, 'b', 1, 3);
+    await setLimit(s, 1); // lowered under the holders
+    expect(await pass(s, 'a', 'w', 1)).toEqual([1, 0]);
+    expect(await client.zscore(s.holders, 'w')).toBeNull();
+    expect(await client.hget(s.permits, '#used')).toBe('1');
+    expect(await l.messages()).toEqual([WIRE.released]);
+    await setLimit(s, 3);
+    await l.messages();
+    const held = Number(String(await client.hget(s.permits, 'b')).split('|')[1]);
+    await acquire(s, 'c', 1, 3);
+    expect(await pass(s, 'c', 'b', 1)).toEqual([1, 0]); // b holds already: no second grant
+    expect(Number(String(await client.hget(s.permits, 'b')).split('|')[1])).toBe(held);
+    expect(await pass(s, 'nobody', 'w', 1)).toEqual([0, 0]);
+    expect(await client.zscore(s.holders, 'w')).toBeNull();
+  });
+
+  it('a caller that holds already gets its grant back from sem-acquire with the lease restarted', async () => {
+    const s = fresh('passheld');
+    await acquire(s, 'a', 1, 2);
+    const [, fence] = await pass(s, 'a', 'w', 1, 60);
+    const before = Number(await client.zscore(s.holders, 'w'));
+    expect(await acquire(s, 'w', 1, 2, 30_000)).toBe(fence);
+    expect(Number(await client.zscore(s.holders, 'w'))).toBeGreaterThanOrEqual(before + 29_000);
+    expect(await client.hget(s.permits, '#used')).toBe('1');
   });
 });
 

@@ -14,6 +14,8 @@ import type { LockHandle } from 'lockwarden';
 import { MemoryLockBackend } from 'lockwarden/testing';
 import { Semaphore as SemaphoreObject } from '../libs/lockwarden/src/core';
 import { semKeys } from '../libs/lockwarden/src/core/store/lock-keys';
+import { MAX_PASSES } from '../libs/lockwarden/src/core/engine/held-locks';
+import { WIRE } from '../libs/lockwarden/src/core/scripts/wire';
 import { runWorker } from './harness/child';
 import type { ChildScript } from './harness/child';
 import { EventLog } from './harness/event-log';
@@ -176,6 +178,76 @@ describe('leases', () => {
     // Without a message the waiter would sleep until the holder's 60 s lease ended.
     expect(performance.now() - releasedAt).toBeLessThan(60_000);
     expect(got.fencingToken).toBeGreaterThan(held.fencingToken);
+  });
+});
+
+describe('passing permits within a process', () => {
+  /** Counts what is published on a semaphore's wake-up channel, from a connection of the test's own. */
+  async function channelLog(channel: string): Promise<{ messages: () => Promise<string[]>; close: () => void }> {
+    const sub = redis.client();
+    const heard: string[] = [];
+    let end: (() => void) | undefined;
+    sub.on('message', (_: string, m: string) => (m === '__end__' ? end?.() : heard.push(m)));
+    await sub.subscribe(channel);
+    return {
+      messages: async () => {
+        const done = new Promise<void>((resolve) => (end = resolve));
+        await admin.publish(channel, '__end__'); // after everything published before it
+        await done;
+        return heard.splice(0);
+      },
+      close: () => sub.disconnect(),
+    };
+  }
+
+  it(`a release grants a parked waiter of its own process directly, ${MAX_PASSES} times in a row, then wakes everyone`, async () => {
+    const events = new EventLog();
+    const e = engine({}, events);
+    const sem = e.semaphore('chain', { permits: 1 });
+    const log = await channelLog(semKeys(e.options.keyPrefix, 'chain').channel);
+    try {
+      let holder = await sem.acquire();
+      for (let i = 0; i <= MAX_PASSES; i++) {
+        const next = sem.acquire({ waitMs: 30_000 });
+        await parked(events, 'chain');
+        await holder.release();
+        const got = await next;
+        expect(got.fencingToken).toBe(holder.fencingToken + 1);
+        expect(holder.isHeld()).toBe(false);
+        holder = got;
+        // Passed permits publish nothing; the release after MAX_PASSES passes publishes one wake-up.
+        expect(await log.messages()).toEqual(i < MAX_PASSES ? [] : [WIRE.released]);
+      }
+      expect(await sem.inspect()).toMatchObject({ used: 1, holders: [{ permits: 1 }] });
+      await holder.release();
+    } finally {
+      log.close();
+    }
+  });
+
+  it('a waiter that gives up while permits are passed to it leaves nothing held', async () => {
+    const events = new EventLog();
+    const e = engine({}, events);
+    const sem = e.semaphore('giveup', { permits: 2 });
+    for (let round = 0; round < 20; round++) {
+      const holder = await sem.acquire({ permits: 2 });
+      const controller = new AbortController();
+      const waiting = sem.acquire({ signal: controller.signal, waitMs: 30_000 });
+      await parked(events, 'giveup');
+      const released = holder.release();
+      // Gives up before the release, while the pass is on its way to Redis or back (measured:
+      // most rounds of the microtask and setImmediate kinds), or after it was granted. Every
+      // way must end with nothing held by it.
+      const abort = (): void => controller.abort();
+      [() => abort(), () => queueMicrotask(abort), () => setImmediate(abort), () => setTimeout(abort, 0)][round % 4]();
+      await released;
+      const outcome = await waiting.then(
+        (h) => h.release().then(() => 'granted'),
+        (err: unknown) => (err instanceof LockAbortedError ? 'aborted' : err),
+      );
+      expect(['granted', 'aborted']).toContain(outcome);
+      expect(await sem.inspect()).toMatchObject({ used: 0, holders: [] });
+    }
   });
 });
 

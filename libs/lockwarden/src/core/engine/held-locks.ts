@@ -8,7 +8,14 @@ import type { LockEvent } from '../observe/events';
 import type { LockLogger } from '../observe/logger';
 import type { MutexKeys, RwKeys, SemKeys } from '../store/lock-keys';
 import type { LockStore } from '../store/lock-store';
+import type { Waiter } from '../wait/wake-bus';
 import { checkInteger, MAX_MS, MIN_LEASE_MS } from './options';
+
+/**
+ * How many times in a row a release passes permits to a waiter of its own process (see
+ * releasePermits) before it gives them back to everyone.
+ */
+export const MAX_PASSES = 4;
 
 /**
  * The locks one engine holds, and the work running under them: the orchestrator, in the
@@ -22,6 +29,8 @@ export class HeldLocks implements LeaseOwner {
   private readonly idleWaiters: (() => void)[] = [];
   /** Set once the connections are closing: a late release then has nothing to talk to. */
   private stopped = false;
+  /** Claims a parked semaphore waiter of this process to pass released permits to (WakeBus.claimPassTarget). */
+  passTarget: ((channel: string) => Waiter | undefined) | undefined;
 
   constructor(
     private readonly store: LockStore,
@@ -238,8 +247,37 @@ export class HeldLocks implements LeaseOwner {
       return kept;
     }
     if (lease.kind === 'mutex') return this.store.release(lease.keys as MutexKeys, lease.token);
-    if (lease.kind === 'permit') return this.store.semRelease(lease.keys as SemKeys, lease.token);
+    if (lease.kind === 'permit') return this.releasePermits(lease);
     return this.store.rwRelease(lease.keys as RwKeys, lease.token, lease.kind);
+  }
+
+  /**
+   * Gives a holder's permits back, passing them straight to a waiter of this process when one
+   * is parked: one script instead of a release, a wake-up and an attempt that a new caller
+   * here would usually beat to the permits. After MAX_PASSES passes in a row the permits are
+   * released to everyone, so waiters in other processes get their turn.
+   */
+  private async releasePermits(lease: Lease): Promise<boolean> {
+    const keys = lease.keys as SemKeys;
+    const to = lease.passes < MAX_PASSES ? this.passTarget?.(keys.channel) : undefined;
+    if (!to?.pass) return this.store.semRelease(keys, lease.token);
+    const sentAt = performance.now();
+    let reply: { released: boolean; fence: number };
+    try {
+      reply = await this.store.semPass(keys, lease.token, to.pass);
+    } catch (err) {
+      to.claimed = false;
+      to.wake(); // it tries by itself; a pass that did land is found by its attempt
+      throw err;
+    }
+    if (reply.fence > 0) {
+      to.takePass(reply.fence, sentAt, lease.passes + 1);
+    } else {
+      // Its ask did not fit: the permits were announced while it was claimed, so tell it too.
+      to.claimed = false;
+      to.wake();
+    }
+    return reply.released;
   }
 
   private forget(lease: Lease): void {

@@ -165,6 +165,7 @@ export class LeaseGranter {
       starvationMs: undefined,
       attempt: () => store.semAcquire({ keys, token, leaseMs: req.leaseMs, permits, initialLimit }),
       withdraw: () => store.semRelease(keys, token),
+      pass: store.permitPass ? { token, permits, leaseMs: req.leaseMs } : undefined,
     };
     return this.grantOrBusy(req, spec, 'permit', keys, token);
   }
@@ -195,6 +196,7 @@ export class LeaseGranter {
     );
     if (req.maxHoldMs !== undefined) lease.maxHoldUntil = result.leaseFrom + req.maxHoldMs;
     if (req.lockAtLeastMs !== undefined) lease.keepUntil = result.leaseFrom + req.lockAtLeastMs;
+    lease.passes = result.passes ?? 0;
     lease.name = req.name;
     this.held.add(lease);
     this.emit?.({

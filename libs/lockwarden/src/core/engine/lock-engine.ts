@@ -81,6 +81,7 @@ export class LockEngine {
       emit: this.emit,
       logger: this.options.logger,
     };
+    if (store.permitPass) this.held.passTarget = (channel) => this.topology.bus.claimPassTarget(channel);
     this.granter = new LeaseGranter(this.options, store, this.held, loop, this.emit);
     this.admin = new LockAdmin(store, this.options.keyPrefix, this.scheduler, this.held);
     this.permitGranter = {

@@ -29,11 +29,17 @@ if #expired > 0 then
   redis.call('zremrangebyscore', KEYS[1], '-inf', '(' .. now)
 end
 
--- A retry whose first grant landed (a reply lost on the way) gets that grant back.
+-- A caller that holds already (its earlier grant's reply was lost, or sem-pass.lua granted it
+-- while it was trying) gets that grant back, with its lease restarted from now: the caller
+-- times the lease from when it sent this attempt.
 if redis.call('zscore', KEYS[1], token) then
   local mine = redis.call('hget', KEYS[2], token)
   if mine then
     if used ~= counted then redis.call('hset', KEYS[2], '#used', used) end
+    redis.call('zadd', KEYS[1], 'XX', now + lease, token)
+    for i = 1, 2 do
+      if redis.call('pttl', KEYS[i]) < lease then redis.call('pexpire', KEYS[i], lease) end
+    end
     return tonumber(string.match(mine, '^%d+|(%d+)|'))
   end
 end

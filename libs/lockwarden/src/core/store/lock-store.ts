@@ -45,6 +45,13 @@ export interface StoreRwAcquire {
   readonly placeTtlMs: number;
 }
 
+/** The waiter sem-pass.lua grants: its owner token, its ask and its lease. */
+export interface PermitPass {
+  readonly token: string;
+  readonly permits: number;
+  readonly leaseMs: number;
+}
+
 export interface StoreSemAcquire {
   readonly keys: SemKeys;
   readonly token: string;
@@ -71,6 +78,14 @@ export interface LockStore {
   semAcquire(req: StoreSemAcquire): Promise<number>;
   /** True when it released a live holder's permits; false when the token held none (or they had lapsed). */
   semRelease(keys: SemKeys, token: string): Promise<boolean>;
+  /**
+   * Releases a holder's permits and grants them to `to`, a waiter of this process, when its
+   * ask fits; `fence` is the waiter's fencing token, or 0 when it was not granted (the
+   * permits were then announced as by semRelease). Only where `permitPass` is true.
+   */
+  semPass(keys: SemKeys, token: string, to: PermitPass): Promise<{ released: boolean; fence: number }>;
+  /** Whether semPass is available: a grant it makes needs no replica acknowledgement. */
+  readonly permitPass: boolean;
   /** Stores a semaphore's limit and wakes its waiters when it rose; resolves the previous one (0: none). */
   semLimit(keys: SemKeys, limit: number): Promise<number>;
   /** One semaphore's stored limit and live holders, for operators; never an owner token. */

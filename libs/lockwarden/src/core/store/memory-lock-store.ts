@@ -49,6 +49,13 @@ export class MemoryLockStore implements LockStore {
     return this.backend.semLimit(keys, limit);
   }
 
+  /** The memory backend wakes every waiter on a release instead (see MemoryLockBackend.semRelease). */
+  readonly permitPass = false;
+
+  semPass(): Promise<{ released: boolean; fence: number }> {
+    return Promise.reject(new Error('semPass is not available on the memory backend'));
+  }
+
   async semInspect(keys: SemKeys, key: string): Promise<SemaphoreInfo> {
     return semaphoreInfo(key, this.backend.semInspect(keys));
   }

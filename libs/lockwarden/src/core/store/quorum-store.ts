@@ -143,6 +143,12 @@ export class QuorumLockStore implements LockStore {
     return Promise.reject(QuorumLockStore.noSemaphore());
   }
 
+  readonly permitPass = false;
+
+  semPass(): Promise<{ released: boolean; fence: number }> {
+    return Promise.reject(QuorumLockStore.noSemaphore());
+  }
+
   semInspect(): Promise<SemaphoreInfo> {
     return Promise.reject(QuorumLockStore.noSemaphore());
   }

@@ -12,7 +12,15 @@ import type { ReplicaAck } from './replica-ack';
 import { SCRIPTS } from '../scripts/lua-script';
 import type { LuaScript } from '../scripts/lua-script';
 import { WriteCoalescer } from './write-coalescer';
-import type { LeaseKind, LockStore, RenewItem, StoreAcquire, StoreRwAcquire, StoreSemAcquire } from './lock-store';
+import type {
+  LeaseKind,
+  LockStore,
+  PermitPass,
+  RenewItem,
+  StoreAcquire,
+  StoreRwAcquire,
+  StoreSemAcquire,
+} from './lock-store';
 
 /** How often an acquisition is retried when too few replicas acknowledged it (replicaAck). */
 const ACK_ATTEMPTS = 3;
@@ -125,6 +133,22 @@ export class RedisLockStore implements LockStore {
   async semRelease(keys: SemKeys, token: string): Promise<boolean> {
     const reply = await this.run(SCRIPTS.semRelease, keys.releaseKeys, [token, this.publishCommand]);
     return Number(reply) === 1;
+  }
+
+  get permitPass(): boolean {
+    return !this.ack;
+  }
+
+  async semPass(keys: SemKeys, token: string, to: PermitPass): Promise<{ released: boolean; fence: number }> {
+    const reply = (await this.run(SCRIPTS.semPass, keys.passKeys, [
+      token,
+      this.publishCommand,
+      to.token,
+      to.permits,
+      to.leaseMs,
+      this.instanceId,
+    ])) as [number, number];
+    return { released: Number(reply[0]) === 1, fence: Number(reply[1]) };
   }
 
   semInspect(keys: SemKeys, key: string): Promise<SemaphoreInfo> {

@@ -3,7 +3,7 @@ import { AcquireGate } from './acquire-gate';
 import type { LockEvent } from '../observe/events';
 import type { LockLogger } from '../observe/logger';
 import { newWaiterId } from '../engine/tokens';
-import type { WakeBus } from './wake-bus';
+import type { PassTarget, WakeBus } from './wake-bus';
 import { Waiter } from './wake-bus';
 
 /** One kind of lock attempt, as the wait loop needs it. */
@@ -31,6 +31,8 @@ export interface AttemptSpec {
   attempt(queued: boolean, waiterId: string, waited: boolean): Promise<number>;
   /** Undoes a server-side place, or a grant that landed as the caller gave up. */
   withdraw(): Promise<unknown>;
+  /** Semaphores: lets a release of this process pass its permits to this waiter. */
+  readonly pass?: PassTarget;
 }
 
 export interface LoopContext {
@@ -43,7 +45,13 @@ export interface LoopContext {
 }
 
 export type LoopResult =
-  | { readonly granted: true; readonly fence: number; readonly leaseFrom: number }
+  | {
+      readonly granted: true;
+      readonly fence: number;
+      readonly leaseFrom: number;
+      /** How many releases passed the permits on in a row to get here (sem-pass.lua). */
+      readonly passes?: number;
+    }
   | { readonly granted: false; readonly busyMs: number };
 
 /**
@@ -72,6 +80,14 @@ export async function acquireLoop(
   let parked = false;
   let granted = false;
   try {
+    if (spec.pass) {
+      // Semaphores, where a new caller usually finds every permit taken: on a channel already
+      // subscribed, wait for messages from before the first attempt, so that a failed attempt
+      // parks at once instead of trying a second time to cover a release in between.
+      const early = new Waiter(spec.channel, false, '');
+      early.pass = spec.pass;
+      if (ctx.bus.joinIfLive(early)) waiter = early;
+    }
     for (;;) {
       gate.check();
       const sentAt = performance.now();
@@ -98,6 +114,7 @@ export async function acquireLoop(
       if (!waiter) {
         waiter = new Waiter(spec.channel, queued, waiterId);
         waiter.handoffMs = spec.handoffMs;
+        waiter.pass = spec.pass;
         await ask(ctx, gate, spec.key, 'subscribe to', ctx.bus.join(waiter), deadline - now);
         continue;
       }
@@ -110,6 +127,11 @@ export async function acquireLoop(
       gate.whenAborted(() => waiter?.interrupt());
       const woke = await waiter.park(cap);
       gate.whenAborted(undefined);
+      if (woke === 'pass') {
+        // Granted in a release of this process, timed from when that release was sent.
+        granted = true;
+        return { granted: true, ...waiter.passed! };
+      }
       if (woke === 'grant') {
         // A release handed us the lock, but the message proves nothing about when: it may
         // have sat in a paused process past the short hand-off lease, and the lock may be

@@ -3,7 +3,14 @@ import { closeClient } from '../store/redis-client';
 import { parseGrant, WIRE } from '../scripts/wire';
 import type { RedisClient } from '../store/redis-client';
 
-type ParkResult = 'wake' | 'grant' | 'timer' | 'interrupt';
+type ParkResult = 'wake' | 'grant' | 'pass' | 'timer' | 'interrupt';
+
+/** A semaphore waiter's ask, for sem-pass.lua to grant it in a release of this process. */
+export interface PassTarget {
+  readonly token: string;
+  readonly permits: number;
+  readonly leaseMs: number;
+}
 
 /**
  * One waiting acquire. A wake-up that arrives while its attempt is still in
@@ -16,6 +23,12 @@ export class Waiter {
   handedOver = false;
   /** The longest a release hands another waiter the lock for before it must confirm it. */
   handoffMs = Infinity;
+  /** Semaphores: what a release of this process needs to pass its permits to this waiter. */
+  pass: PassTarget | undefined;
+  /** A release of this process is passing permits to this waiter (WakeBus.claimPassTarget). */
+  claimed = false;
+  /** The grant a pass brought: its fencing token, when the pass was sent, and how many passes led to it. */
+  passed: { fence: number; leaseFrom: number; passes: number } | undefined;
   private resolvePark: ((result: ParkResult) => void) | undefined;
   private timer: NodeJS.Timeout | undefined;
   private wakeAt = Infinity;
@@ -68,6 +81,21 @@ export class Waiter {
     this.settle('interrupt');
   }
 
+  get parked(): boolean {
+    return this.resolvePark !== undefined;
+  }
+
+  /**
+   * A release passed its permits to this waiter. One no longer parked is trying by itself
+   * already: its attempt finds the grant (sem-acquire.lua's holder path), so nothing is lost.
+   */
+  takePass(fence: number, leaseFrom: number, passes: number): void {
+    this.claimed = false;
+    if (!this.resolvePark) return;
+    this.passed = { fence, leaseFrom, passes };
+    this.settle('pass');
+  }
+
   private settle(result: ParkResult): boolean {
     const resolve = this.resolvePark;
     if (!resolve) return false;
@@ -83,6 +111,8 @@ export class Waiter {
 interface ChannelState {
   readonly waiters: Waiter[];
   ready: Promise<unknown>;
+  /** The subscription is in place: a message published from now on reaches the waiters. */
+  live: boolean;
   idleSince: number;
 }
 
@@ -119,11 +149,45 @@ export class WakeBus {
   join(waiter: Waiter): Promise<unknown> {
     let state = this.channels.get(waiter.channel);
     if (!state) {
-      state = { waiters: [], ready: this.subscribe(this.connections(), waiter.channel), idleSince: 0 };
+      const created: ChannelState = { waiters: [], ready: Promise.resolve(), live: false, idleSince: 0 };
+      created.ready = this.subscribe(this.connections(), waiter.channel);
+      created.ready.then(
+        () => (created.live = true),
+        () => undefined,
+      );
+      state = created;
       this.channels.set(waiter.channel, state);
     }
     state.waiters.push(waiter);
     return state.ready;
+  }
+
+  /**
+   * Registers a waiter on a channel that is subscribed already, so that a message arriving
+   * while its first attempt is in flight is kept for it (Waiter.pendingWake); false, and
+   * nothing done, when the channel is not subscribed yet.
+   */
+  joinIfLive(waiter: Waiter): boolean {
+    const state = this.channels.get(waiter.channel);
+    if (!state?.live) return false;
+    state.waiters.push(waiter);
+    return true;
+  }
+
+  /**
+   * A parked semaphore waiter to pass released permits to, the longest waiting first, marked
+   * so that no other release picks it too; undefined when there is none.
+   */
+  claimPassTarget(channel: string): Waiter | undefined {
+    const state = this.channels.get(channel);
+    if (!state) return undefined;
+    for (const w of state.waiters) {
+      if (w.pass && w.parked && !w.claimed && !w.pendingWake) {
+        w.claimed = true;
+        return w;
+      }
+    }
+    return undefined;
   }
 
   /** Removes a waiter. One that leaves holding an unused wake-up passes it on. */
@@ -132,7 +196,9 @@ export class WakeBus {
     if (!state) return;
     const i = state.waiters.indexOf(waiter);
     if (i >= 0) state.waiters.splice(i, 1);
-    if (!acquired && waiter.pendingWake) this.wakeOne(state);
+    // A semaphore caller that got its permits may have got them without the wake-up it was
+    // sent: another waiter may fit in the permits that wake-up announced.
+    if (waiter.pendingWake && (!acquired || waiter.pass)) this.wakeOne(state);
     if (state.waiters.length === 0) {
       state.idleSince = Date.now();
       this.scheduleSweep();
@@ -224,7 +290,8 @@ export class WakeBus {
 
   private wakeOne(state: ChannelState): void {
     for (const w of state.waiters) {
-      if (!w.fair && !w.pendingWake) {
+      // A claimed waiter is being passed permits: the wake-up is for someone else.
+      if (!w.fair && !w.pendingWake && !w.claimed) {
         w.wake();
         return;
       }
