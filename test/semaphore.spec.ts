@@ -103,6 +103,7 @@ describe('permits', () => {
     const sem = engine().semaphore('timeout', { permits: 1 });
     await sem.acquire();
     await expect(sem.acquire({ waitMs: 50 })).rejects.toBeInstanceOf(LockTimeoutError);
+    await expect(sem.acquire({ waitMs: 50 })).rejects.toThrow(/waiting for 1 permit of semaphore "timeout"/);
   });
 
   it('cancels a wait with LockAbortedError when its signal fires, and leaves nothing held', async () => {
@@ -286,10 +287,24 @@ describe('setPermits', () => {
     expect(await sem.tryAcquire()).not.toBeNull();
   });
 
-  it('the stored limit rules over the one a later semaphore object is made with', async () => {
+  it('the stored limit rules over the one a later semaphore object is made with, both ways', async () => {
     const [a, b] = pair();
-    await a.semaphore('stored', { permits: 1 }).acquire();
+    const semA = a.semaphore('stored', { permits: 1 });
+    const one = await semA.acquire();
     expect(await b.semaphore('stored', { permits: 5 }).tryAcquire()).toBeNull();
+    await one.release();
+    await semA.setPermits(4);
+    // An object made with a lower number may still ask up to the stored limit.
+    const three = await b.semaphore('stored', { permits: 2 }).tryAcquire({ permits: 3 });
+    expect(three).not.toBeNull();
+    await three!.release();
+    // An ask above the stored limit waits for a raise: it gets in once setPermits makes room.
+    const events = new EventLog();
+    const c = engine({ keyPrefix: a.options.keyPrefix }, events);
+    const six = c.semaphore('stored', { permits: 10 }).acquire({ permits: 6, waitMs: 30_000 });
+    await parked(events, 'stored');
+    await semA.setPermits(6);
+    expect((await six).isHeld()).toBe(true);
   });
 });
 
@@ -323,7 +338,7 @@ describe('refusals', () => {
     expect(() => e.semaphore('k', {} as { permits: number })).toThrow(LockConfigError);
     expect(() => e.semaphore('k', { permits: 1, extra: 1 } as { permits: number })).toThrow(LockConfigError);
     const sem = e.semaphore('k', { permits: 2 });
-    await expect(sem.acquire({ permits: 3 })).rejects.toBeInstanceOf(LockConfigError);
+    await expect(sem.acquire({ permits: 2 ** 31 })).rejects.toBeInstanceOf(LockConfigError);
     await expect(sem.acquire({ permits: 0 })).rejects.toBeInstanceOf(LockConfigError);
     await expect(sem.tryAcquire({ leaseMs: 5 })).rejects.toBeInstanceOf(LockConfigError);
     await expect(sem.acquire({ waitMs: -1 })).rejects.toBeInstanceOf(LockConfigError);

@@ -21,9 +21,13 @@ export class LockTimeoutError extends LockError {
   /** How long the current holder's lease still ran at the last look, when known: a fair Retry-After. */
   readonly retryAfterMs: number | undefined;
 
-  constructor(key: string, waitedMs: number, retryAfterMs?: number) {
+  /** `permits`: a semaphore's wait, for that many permits. */
+  constructor(key: string, waitedMs: number, retryAfterMs?: number, permits?: number) {
     super(
-      `Timed out after ${waitedMs} ms waiting for lock ${quoteKey(key)}, which is held by someone else. ` +
+      (permits === undefined
+        ? `Timed out after ${waitedMs} ms waiting for lock ${quoteKey(key)}, which is held by someone else. `
+        : `Timed out after ${waitedMs} ms waiting for ${permits} permit${permits === 1 ? '' : 's'} of semaphore ` +
+          `${quoteKey(key)}: they stayed taken, or the stored limit is below the ask (inspect() shows both). `) +
         `Raise waitMs, or use tryAcquire() / onBusy: 'skip' if the work may be skipped.`,
       key,
     );

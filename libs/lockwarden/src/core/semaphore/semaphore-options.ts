@@ -25,7 +25,8 @@ export const MAX_PERMITS = 2 ** 31 - 1;
 export interface SemaphoreOptions {
   /**
    * How many permits the semaphore has. Stored in Redis on the semaphore's first use; when a
-   * limit is stored already (another instance, an earlier `setPermits`), the stored one rules.
+   * limit is stored already (another instance, an earlier `setPermits`), the stored one rules,
+   * also after a redeploy with a new number: apply a new number with `setPermits`.
    */
   permits: number;
 }
@@ -39,7 +40,10 @@ export interface SemaphoreOptions {
  * ```
  */
 export interface PermitOptions {
-  /** How many permits this holder takes, from 1 to the semaphore's limit. Default 1. */
+  /**
+   * How many permits this holder takes. Default 1. An ask above the stored limit waits until
+   * `setPermits` raises the limit, and times out otherwise.
+   */
   permits?: number;
   /** How long to wait for permits, in ms. 0 makes a single attempt. Defaults to the module's `waitMs`. */
   waitMs?: number;
@@ -87,16 +91,17 @@ export function resolveSemaphore(rawKey: unknown, rawOptions: unknown): { key: s
   return { key, permits: checkPermits('permits', options.permits, MAX_PERMITS, key) };
 }
 
-/** Checks one acquire's options against the semaphore's limit, filling in the defaults. */
+/** Checks one acquire's options, filling in the defaults. */
 export function resolvePermitAcquire(
   key: string,
   rawOptions: unknown,
-  limit: number,
   defaults: LockDefaults,
 ): ResolvedAcquire & { permits: number } {
   const options = checkOptionsObject('Permit', rawOptions, key);
   checkKnownNames('permit', options, PERMIT_OPTION_NAMES, key);
-  const permits = options.permits === undefined ? 1 : checkPermits('permits', options.permits, limit, key);
+  // Not bounded by the limit this object was made with: the stored one rules and may be higher.
+  // An ask above the stored limit waits for setPermits to raise it.
+  const permits = options.permits === undefined ? 1 : checkPermits('permits', options.permits, MAX_PERMITS, key);
   if (options.fair !== undefined && typeof options.fair !== 'boolean') {
     throw new LockConfigError(`fair must be a boolean, got ${describe(options.fair)}.`, key);
   }

@@ -1,4 +1,4 @@
-import { LockBackendError, LockConfigError, LockError } from '../../errors';
+import { LockBackendError, LockConfigError, LockError, LockTimeoutError } from '../../errors';
 import type { ResolvedAcquire } from '../engine/options';
 import type { LockDefaults } from '../engine/options';
 import type { LeaseHandle } from '../lease/lease';
@@ -66,8 +66,9 @@ export class Semaphore {
   }
 
   /**
-   * The limit this object knows: the one it was made with, or last set by `setPermits`.
-   * Asks for more permits than this are refused before Redis is asked.
+   * The limit this object knows: the one it was made with, or last set by `setPermits`. The
+   * limit stored in Redis rules and may differ (another instance's `setPermits`): `inspect()`
+   * reads it.
    */
   get permits(): number {
     return this.limit;
@@ -85,8 +86,13 @@ export class Semaphore {
    * ```
    */
   async acquire(options?: PermitOptions): Promise<LockHandle> {
-    const req = resolvePermitAcquire(this.key, options, this.limit, this.granter.defaults);
-    return this.granter.orThrow(req, this.granter.grant(req, this.keys, req.permits, this.limit));
+    const req = resolvePermitAcquire(this.key, options, this.granter.defaults);
+    try {
+      return await this.granter.orThrow(req, this.granter.grant(req, this.keys, req.permits, this.limit));
+    } catch (err) {
+      if (!(err instanceof LockTimeoutError)) throw err;
+      throw new LockTimeoutError(this.key, err.waitedMs, err.retryAfterMs, req.permits);
+    }
   }
 
   /**
@@ -99,7 +105,7 @@ export class Semaphore {
    * ```
    */
   async tryAcquire(options?: Omit<PermitOptions, 'waitMs'>): Promise<LockHandle | null> {
-    const req = resolvePermitAcquire(this.key, options, this.limit, this.granter.defaults);
+    const req = resolvePermitAcquire(this.key, options, this.granter.defaults);
     const got = await this.granter.grant({ ...req, waitMs: 0 }, this.keys, req.permits, this.limit);
     return typeof got === 'number' ? null : got;
   }

@@ -57,7 +57,7 @@ export function checkSemaphoreDecoratorOptions(options: unknown, where: string):
   const { onBusy = 'wait', retryAfterMs, permits, ...perCall } = raw;
   try {
     resolveSemaphore('template', { permits });
-    resolvePermitAcquire('template', perCall, 1, CHECK_DEFAULTS);
+    resolvePermitAcquire('template', perCall, CHECK_DEFAULTS);
   } catch (err) {
     fail(err);
   }

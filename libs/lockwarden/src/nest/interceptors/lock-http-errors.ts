@@ -50,7 +50,7 @@ export function toHttpError(
   if (err instanceof LockTimeoutError) {
     const seconds = Math.max(1, Math.ceil(retryAfterMs / 1_000));
     setHeader(host.switchToHttp().getResponse<HeaderTarget>(), 'Retry-After', String(seconds));
-    return new ConflictException('The resource is locked by another request. Retry later.');
+    return new ConflictException('The resource is busy with other requests. Retry later.');
   }
   if (err instanceof LockLostError) {
     return new ConflictException('The lock protecting this request was lost before the work finished. Retry.');
