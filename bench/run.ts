@@ -12,7 +12,7 @@ import { multiProcessContention } from './multi-process';
 import { contention, distinct, pingRoundTrip, serial, serverMicros } from './scenarios';
 import type { ContentionResult } from './scenarios';
 import { leaderFailover } from './leadership';
-import { lockwardenPermits, peerPermits } from './semaphores';
+import { lockwardenPermits, multiProcessPermits, peerPermits } from './semaphores';
 import type { PermitsResult } from './semaphores';
 import { decoratorOverhead, lockwardenScale, readWrite, semaphoreScale } from './scale';
 import { median } from './stats';
@@ -65,10 +65,10 @@ function progress(what: string): void {
   process.stderr.write(`\r[${String(Math.round((step / steps) * 100)).padStart(3)}%] ${what}`.padEnd(78));
 }
 
-function recordPermits(lib: string, r: PermitsResult): void {
-  record('s10.ops', lib, r.opsPerSec);
-  record('s10.waitP99', lib, r.waitP99);
-  record('s10.fair', lib, r.fairness);
+function recordPermits(r: PermitsResult, lib: string, prefix = 's10'): void {
+  record(`${prefix}.ops`, lib, r.opsPerSec);
+  record(`${prefix}.waitP99`, lib, r.waitP99);
+  record(`${prefix}.fair`, lib, r.fairness);
 }
 
 function recordContention(prefix: string, lib: string, r: ContentionResult): void {
@@ -138,9 +138,13 @@ async function main(): Promise<void> {
     record('s8.overhead', 'lockwarden', (deco.direct / deco.decorated - 1) * 100);
     for (let round = 0; round < CFG.rounds; round++) {
       progress(`round ${round + 1}/${CFG.rounds} · permits, 16 workers, 4 permits`);
-      recordPermits('lockwarden', await lockwardenPermits(url, 16, 4, CFG.distinctMs));
-      recordPermits('semaphore', await peerPermits(url, 16, 4, CFG.distinctMs, false));
-      recordPermits('semaphore tuned', await peerPermits(url, 16, 4, CFG.distinctMs, true));
+      recordPermits(await lockwardenPermits(url, 16, 4, CFG.distinctMs), 'lockwarden');
+      recordPermits(await peerPermits(url, 16, 4, CFG.distinctMs, false), 'semaphore');
+      recordPermits(await peerPermits(url, 16, 4, CFG.distinctMs, true), 'semaphore tuned');
+    }
+    for (const lib of ['lockwarden', 'semaphore tuned'] as const) {
+      progress(`permits across ${CFG.mpProcs} processes · ${lib}`);
+      recordPermits(await multiProcessPermits(url, lib, CFG.mpMs, CFG.mpProcs), lib, 's10mp');
     }
     progress('leader failover');
     for (let round = 0; round < CFG.rounds; round++) {
@@ -221,6 +225,9 @@ const ROWS: Row[] = [
   { label: '10 permits: 16 workers, 4 permits', metric: 's10.ops', higherIsBetter: true, unit: 'k/s' },
   { label: '10 permits: wait p99', metric: 's10.waitP99', higherIsBetter: false, unit: 'ms' },
   { label: '10 permits: fairness (min/max)', metric: 's10.fair', higherIsBetter: true, unit: 'x' },
+  { label: '10 permits across processes, 4 workers each', metric: 's10mp.ops', higherIsBetter: true, unit: 'k/s' },
+  { label: '10 across processes: wait p99', metric: 's10mp.waitP99', higherIsBetter: false, unit: 'ms' },
+  { label: '10 across processes: fairness', metric: 's10mp.fair', higherIsBetter: true, unit: 'x' },
   { label: '9 leader hand-over after resign()', metric: 's9.resign', higherIsBetter: false, unit: 'ms' },
   {
     label: `9 leader failover after a crash (lease ${LEADER_LEASE_MS} ms)`,

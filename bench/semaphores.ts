@@ -1,3 +1,5 @@
+import { spawn } from 'node:child_process';
+import { resolve } from 'node:path';
 import { Redis } from 'ioredis';
 import { Semaphore as PeerSemaphore } from 'redis-semaphore';
 import { LockEngine } from '../libs/lockwarden/src/core/engine/lock-engine';
@@ -46,6 +48,33 @@ async function cycles(take: TakePermit, workers: number, ms: number): Promise<Pe
   };
 }
 
+/** A permit-taking function for one library, and how to close what it opened. */
+export function permitTaker(
+  lib: 'lockwarden' | 'semaphore' | 'semaphore tuned',
+  url: string,
+  key: string,
+  permits: number,
+): { take: TakePermit; close: () => Promise<unknown> } {
+  if (lib === 'lockwarden') {
+    const engine = new LockEngine({ redis: url, keyPrefix: 'bench:sem:', waitMs: 60_000 });
+    const semaphore = engine.semaphore(key, { permits });
+    return { take: () => semaphore.acquire({ leaseMs: TTL }), close: () => engine.close() };
+  }
+  const client = new Redis(url);
+  const options =
+    lib === 'semaphore tuned'
+      ? { lockTimeout: TTL, acquireTimeout: 60_000, retryInterval: 2 }
+      : { lockTimeout: TTL, acquireTimeout: 60_000 };
+  return {
+    take: async () => {
+      const semaphore = new PeerSemaphore(client, `bench:rs-sem:${key}`, permits, options);
+      await semaphore.acquire();
+      return semaphore;
+    },
+    close: () => client.quit(),
+  };
+}
+
 /** Scenario 10 for Lockwarden: a fixed 10 s lease per permit, as the peer's lockTimeout. */
 export async function lockwardenPermits(
   url: string,
@@ -87,5 +116,61 @@ export async function peerPermits(
     );
   } finally {
     await client.quit();
+  }
+}
+
+/**
+ * Scenario 10 across processes: `processes` processes with `workers` flows each share one
+ * semaphore. Fairness is between processes: the fewest cycles a process made over the most.
+ */
+export async function multiProcessPermits(
+  url: string,
+  lib: 'lockwarden' | 'semaphore tuned',
+  ms: number,
+  processes = 4,
+): Promise<PermitsResult> {
+  const key = `mp-${lib.replace(' ', '-')}-${Date.now()}`;
+  const control = new Redis(url);
+  const children = Array.from({ length: processes }, (_, i) => {
+    const child = spawn(
+      process.execPath,
+      ['-r', 'ts-node/register/transpile-only', resolve('bench/permits-worker.ts')],
+      {
+        env: {
+          ...process.env,
+          TS_NODE_PROJECT: resolve('tsconfig.json'),
+          URL: url,
+          LIB: lib,
+          KEY: key,
+          NAME: `p${i}`,
+          MS: String(ms),
+        },
+        stdio: ['ignore', 'pipe', 'inherit'],
+      },
+    );
+    let out = '';
+    child.stdout!.on('data', (chunk: Buffer) => (out += chunk.toString()));
+    return new Promise<{ count: number; waits: number[] }>((done, fail) =>
+      child.once('exit', (code) =>
+        code === 0 ? done(JSON.parse(out)) : fail(new Error(`${lib} permits worker exited ${code}`)),
+      ),
+    );
+  });
+  try {
+    for (let i = 0; i < processes; i++) await control.blpop(`${key}:ready`, 0);
+    const start = Date.now() + 50;
+    for (let i = 0; i < processes; i++) await control.rpush(`${key}:go:p${i}`, String(start));
+    const results = await Promise.all(children);
+    const counts = results.map((r) => r.count);
+    return {
+      opsPerSec: (counts.reduce((a, b) => a + b, 0) * 1000) / ms,
+      waitP99: percentile(
+        results.flatMap((r) => r.waits),
+        99,
+      ),
+      fairness: Math.min(...counts) / Math.max(...counts),
+    };
+  } finally {
+    control.disconnect();
   }
 }
