@@ -1,9 +1,8 @@
-import { spawn } from 'node:child_process';
-import { resolve } from 'node:path';
 import { Redis } from 'ioredis';
 import { Semaphore as PeerSemaphore } from 'redis-semaphore';
 import { LockEngine } from '../libs/lockwarden/src/core/engine/lock-engine';
 import { percentile } from './stats';
+import { runWorkerProcesses } from './worker-processes';
 
 const TTL = 10_000;
 
@@ -130,47 +129,21 @@ export async function multiProcessPermits(
   processes = 4,
 ): Promise<PermitsResult> {
   const key = `mp-${lib.replace(' ', '-')}-${Date.now()}`;
-  const control = new Redis(url);
-  const children = Array.from({ length: processes }, (_, i) => {
-    const child = spawn(
-      process.execPath,
-      ['-r', 'ts-node/register/transpile-only', resolve('bench/permits-worker.ts')],
-      {
-        env: {
-          ...process.env,
-          TS_NODE_PROJECT: resolve('tsconfig.json'),
-          URL: url,
-          LIB: lib,
-          KEY: key,
-          NAME: `p${i}`,
-          MS: String(ms),
-        },
-        stdio: ['ignore', 'pipe', 'inherit'],
-      },
-    );
-    let out = '';
-    child.stdout!.on('data', (chunk: Buffer) => (out += chunk.toString()));
-    return new Promise<{ count: number; waits: number[] }>((done, fail) =>
-      child.once('exit', (code) =>
-        code === 0 ? done(JSON.parse(out)) : fail(new Error(`${lib} permits worker exited ${code}`)),
-      ),
-    );
-  });
-  try {
-    for (let i = 0; i < processes; i++) await control.blpop(`${key}:ready`, 0);
-    const start = Date.now() + 50;
-    for (let i = 0; i < processes; i++) await control.rpush(`${key}:go:p${i}`, String(start));
-    const results = await Promise.all(children);
-    const counts = results.map((r) => r.count);
-    return {
-      opsPerSec: (counts.reduce((a, b) => a + b, 0) * 1000) / ms,
-      waitP99: percentile(
-        results.flatMap((r) => r.waits),
-        99,
-      ),
-      fairness: Math.min(...counts) / Math.max(...counts),
-    };
-  } finally {
-    control.disconnect();
-  }
+  const results = await runWorkerProcesses<{ count: number; waits: number[] }>(
+    url,
+    'permits-worker.ts',
+    key,
+    processes,
+    { LIB: lib, MS: String(ms) },
+    () => Date.now() + 50,
+  );
+  const counts = results.map((r) => r.count);
+  return {
+    opsPerSec: (counts.reduce((a, b) => a + b, 0) * 1000) / ms,
+    waitP99: percentile(
+      results.flatMap((r) => r.waits),
+      99,
+    ),
+    fairness: Math.min(...counts) / Math.max(...counts),
+  };
 }
