@@ -301,6 +301,9 @@ describe('setPermits', () => {
     // An ask above the stored limit waits for a raise: it gets in once setPermits makes room.
     const events = new EventLog();
     const c = engine({ keyPrefix: a.options.keyPrefix }, events);
+    await expect(c.semaphore('stored', { permits: 4 }).acquire({ permits: 6, waitMs: 1 })).rejects.toThrow(
+      /more than its limit of 4 as this instance knows it; only a setPermits\(\) that raises the stored limit/,
+    );
     const six = c.semaphore('stored', { permits: 10 }).acquire({ permits: 6, waitMs: 30_000 });
     await parked(events, 'stored');
     await semA.setPermits(6);

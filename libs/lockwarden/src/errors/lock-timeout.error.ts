@@ -21,13 +21,17 @@ export class LockTimeoutError extends LockError {
   /** How long the current holder's lease still ran at the last look, when known: a fair Retry-After. */
   readonly retryAfterMs: number | undefined;
 
-  /** `permits`: a semaphore's wait, for that many permits. */
-  constructor(key: string, waitedMs: number, retryAfterMs?: number, permits?: number) {
+  /** `permits`: a semaphore's wait, for that many permits; `limit`: the limit the caller knew. */
+  constructor(key: string, waitedMs: number, retryAfterMs?: number, permits?: number, limit?: number) {
     super(
       (permits === undefined
         ? `Timed out after ${waitedMs} ms waiting for lock ${quoteKey(key)}, which is held by someone else. `
         : `Timed out after ${waitedMs} ms waiting for ${permits} permit${permits === 1 ? '' : 's'} of semaphore ` +
-          `${quoteKey(key)}: they stayed taken, or the stored limit is below the ask (inspect() shows both). `) +
+          `${quoteKey(key)}: ` +
+          (limit !== undefined && permits > limit
+            ? `that is more than its limit of ${limit} as this instance knows it; only a setPermits() ` +
+              `that raises the stored limit lets it in (inspect() shows the stored limit). `
+            : `they stayed taken, or the stored limit is below the ask (inspect() shows both). `)) +
         `Raise waitMs, or use tryAcquire() / onBusy: 'skip' if the work may be skipped.`,
       key,
     );

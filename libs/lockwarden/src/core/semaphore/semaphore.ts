@@ -91,7 +91,7 @@ export class Semaphore {
       return await this.granter.orThrow(req, this.granter.grant(req, this.keys, req.permits, this.limit));
     } catch (err) {
       if (!(err instanceof LockTimeoutError)) throw err;
-      throw new LockTimeoutError(this.key, err.waitedMs, err.retryAfterMs, req.permits);
+      throw new LockTimeoutError(this.key, err.waitedMs, err.retryAfterMs, req.permits, this.limit);
     }
   }
 
@@ -129,18 +129,9 @@ export class Semaphore {
   }
 
   /**
-   * Sets the number of permits, for every instance: raising it wakes the waiters at once;
-   * lowering it takes no permit away from a holder, it only holds new grants back until
-   * enough holders have left. Resolves the previous limit (0 when none was stored).
-   *
-   * @example
-   * ```ts
-   * await exports.setPermits(5); // more capacity: waiting exports start now
-   * ```
-   */
-  /**
    * Who holds permits now, and how many are free, for dashboards and health checks; never an
-   * owner token. Before the first grant stored a limit, `permits` is this object's.
+   * owner token. `permits` is the stored limit, or this object's number while none is
+   * stored yet (never null here).
    *
    * @example
    * ```ts
@@ -159,6 +150,16 @@ export class Semaphore {
     return { ...info, permits: this.limit, available: Math.max(0, this.limit - info.used) };
   }
 
+  /**
+   * Sets the number of permits, for every instance: raising it wakes the waiters at once;
+   * lowering it takes no permit away from a holder, it only holds new grants back until
+   * enough holders have left. Resolves the previous limit (0 when none was stored).
+   *
+   * @example
+   * ```ts
+   * await exports.setPermits(5); // more capacity: waiting exports start now
+   * ```
+   */
   async setPermits(permits: number): Promise<number> {
     const limit = checkPermits('permits', permits, MAX_PERMITS, this.key);
     try {

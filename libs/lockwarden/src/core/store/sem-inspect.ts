@@ -23,7 +23,10 @@ export interface PermitHolderInfo {
  */
 export interface SemaphoreInfo {
   key: string;
-  /** The stored limit; null before the semaphore's first use stored one. */
+  /**
+   * The stored limit. From the CLI, null before the semaphore's first use stored one;
+   * `Semaphore.inspect()` gives its own number then.
+   */
   permits: number | null;
   /** Permits held by live holders (at most `permits`, unless the limit was lowered under them). */
   used: number;
