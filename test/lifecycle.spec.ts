@@ -140,6 +140,14 @@ describe('locks follow the HTTP request', () => {
       });
     }
 
+    @Get('forgetful-permit')
+    async forgetfulPermit(): Promise<string> {
+      const pool = this.locks.semaphore('forgotten-pool', { permits: 2 });
+      await pool.acquire(); // never released by the handler
+      await pool.withPermit(() => undefined);
+      return 'ok';
+    }
+
     @Get('forgetful')
     async forgetful(): Promise<string> {
       await this.locks.acquire('forgotten'); // never released by the handler
@@ -256,6 +264,20 @@ describe('locks follow the HTTP request', () => {
     expect(warnings).toHaveLength(1);
     expect(warnings[0]).toMatch(/GET \/job\/forgetful ended still holding 1 lock\(s\).*"forgotten"/);
     expect(warnings[0]).not.toContain('tidy');
+  });
+
+  it('releases a permit the handler forgot, like a lock, and not the one withPermit gave back', async () => {
+    const released = events.next({ type: 'released', key: 'forgotten-pool' }, 2); // withPermit's, then the forgotten one
+    const res = await request(app.getHttpServer()).get('/job/forgetful-permit');
+    expect(res.status).toBe(200);
+    await released;
+    expect(await app.get(LockService).semaphore('forgotten-pool', { permits: 2 }).inspect()).toMatchObject({
+      used: 0,
+      holders: [],
+    });
+    const warnings = logger.warnings.filter((w) => w.includes('never released') && w.includes('forgetful-permit'));
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toMatch(/ended still holding 1 lock\(s\).*"forgotten-pool"/);
   });
 
   it('leaves locks taken outside any request alone', async () => {

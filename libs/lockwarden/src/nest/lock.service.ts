@@ -5,7 +5,7 @@ import { LeadershipRegistry } from '../core/leader/leadership-registry';
 import type { LockInfo } from '../core/store/inspect';
 import type { LockHandle } from '../core/lease/lock-handle';
 import type { AcquireOptions, RwAcquireOptions } from '../core/engine/options';
-import type { Semaphore } from '../core/semaphore/semaphore';
+import type { PermitScope, Semaphore } from '../core/semaphore/semaphore';
 import type { SemaphoreOptions } from '../core/semaphore/semaphore-options';
 import { RequestLockScope, withRequestSignal } from './request-lock-scope';
 
@@ -160,7 +160,7 @@ export class LockService {
    * ```
    */
   semaphore(key: string, options: SemaphoreOptions): Semaphore {
-    return this.engine.semaphore(key, options);
+    return this.engine.semaphore(key, options, REQUEST_PERMIT_SCOPE);
   }
 
   /**
@@ -236,6 +236,13 @@ export class LockService {
  * A handle from a bare acquire, taken inside a request, is the request's to
  * release: if its code forgets, the interceptor releases it once the request is over.
  */
+/**
+ * Permits taken through LockService follow the request as locks do: a wait is cancelled when
+ * the client goes away, and a bare permit still held when the request is over is released
+ * then, with one warning (withPermit releases its own).
+ */
+const REQUEST_PERMIT_SCOPE: PermitScope = { options: withRequestSignal, bare };
+
 async function bare<H extends LockHandle | null>(got: Promise<H>): Promise<H> {
   const scope = RequestLockScope.current();
   const handle = await got;

@@ -23,7 +23,7 @@ import { defaultLockName, describeKey } from './options';
 import type { AcquireOptions, RwAcquireOptions } from './options';
 import { RedisBackend } from './redis-backend';
 import { Semaphore } from '../semaphore/semaphore';
-import type { PermitGranter } from '../semaphore/semaphore';
+import type { PermitGranter, PermitScope } from '../semaphore/semaphore';
 import type { PermitOptions, SemaphoreOptions } from '../semaphore/semaphore-options';
 import { QuorumLockStore } from '../store/quorum-store';
 
@@ -186,10 +186,10 @@ export class LockEngine {
   /**
    * A counting semaphore named `key` (see Semaphore). Cheap: it holds no state but its
    * limit, so make one per use or keep one. Throws LockConfigError for a bad key or
-   * limit, and in quorum mode.
+   * limit, and in quorum mode. `scope` is for frameworks (LockService passes the request's).
    */
-  semaphore(key: string, options: SemaphoreOptions): Semaphore {
-    const semaphore = new Semaphore(this.permitGranter, key, options, this.options.keyPrefix);
+  semaphore(key: string, options: SemaphoreOptions, scope?: PermitScope): Semaphore {
+    const semaphore = new Semaphore(this.permitGranter, key, options, this.options.keyPrefix, scope);
     if (!this.topology.store.semaphores) throw QuorumLockStore.noSemaphore(semaphore.key);
     return semaphore;
   }

@@ -9,6 +9,17 @@ import type { SemaphoreInfo } from '../store/sem-inspect';
 import { checkPermits, MAX_PERMITS, resolvePermitAcquire, resolveSemaphore } from './semaphore-options';
 import type { PermitOptions, SemaphoreOptions } from './semaphore-options';
 
+/**
+ * How a framework ties permits to where they are taken (the Nest layer: the request). The
+ * engine alone has none.
+ */
+export interface PermitScope {
+  /** The options of a call, with anything the scope adds (such as a signal that aborts when the client goes away). */
+  options<O extends { signal?: AbortSignal }>(options: O | undefined): O | undefined;
+  /** Resolves a bare permit's handle, noting it in the scope (so that one never released is released once the scope ends). */
+  bare<H extends LockHandle | null>(got: Promise<H>): Promise<H>;
+}
+
 /** What a semaphore needs from the engine that made it. */
 export interface PermitGranter {
   readonly defaults: LockDefaults;
@@ -58,6 +69,7 @@ export class Semaphore {
     key: string,
     options: SemaphoreOptions,
     prefix: string,
+    private readonly scope?: PermitScope,
   ) {
     const resolved = resolveSemaphore(key, options);
     this.key = resolved.key;
@@ -86,6 +98,12 @@ export class Semaphore {
    * ```
    */
   async acquire(options?: PermitOptions): Promise<LockHandle> {
+    const scope = this.scope;
+    return scope ? scope.bare(this.take(scope.options(options))) : this.take(options);
+  }
+
+  /** Takes permits as `acquire` does, without noting a bare handle in the scope (withPermit releases its own). */
+  private async take(options: PermitOptions | undefined): Promise<LockHandle> {
     const req = resolvePermitAcquire(this.key, options, this.granter.defaults);
     try {
       return await this.granter.orThrow(req, this.granter.grant(req, this.keys, req.permits, this.limit));
@@ -105,6 +123,11 @@ export class Semaphore {
    * ```
    */
   async tryAcquire(options?: Omit<PermitOptions, 'waitMs'>): Promise<LockHandle | null> {
+    const scope = this.scope;
+    return scope ? scope.bare(this.tryTake(scope.options(options))) : this.tryTake(options);
+  }
+
+  private async tryTake(options: Omit<PermitOptions, 'waitMs'> | undefined): Promise<LockHandle | null> {
     const req = resolvePermitAcquire(this.key, options, this.granter.defaults);
     const got = await this.granter.grant({ ...req, waitMs: 0 }, this.keys, req.permits, this.limit);
     return typeof got === 'number' ? null : got;
@@ -124,7 +147,7 @@ export class Semaphore {
     if (typeof fn !== 'function') {
       throw new LockConfigError('withPermit needs a function to run holding permits.', this.key);
     }
-    const handle = (await this.acquire(options)) as LeaseHandle;
+    const handle = (await this.take(this.scope ? this.scope.options(options) : options)) as LeaseHandle;
     return this.granter.hold(handle, () => fn(handle));
   }
 
