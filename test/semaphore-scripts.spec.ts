@@ -12,7 +12,6 @@ const lua = (name: LuaScriptName): string => LUA_SOURCES[name];
 const SEM_ACQUIRE = lua('sem-acquire');
 const SEM_RELEASE = lua('sem-release');
 const SEM_LIMIT = lua('sem-limit');
-const SEM_PASS = lua('sem-pass');
 const RENEW = lua('renew');
 
 let redis: RedisTarget;
@@ -54,13 +53,18 @@ async function acquire(s: SKeys, token: string, permits = 1, limit = 3, lease = 
 }
 
 async function release(s: SKeys, token: string): Promise<number> {
-  return Number(await run(SEM_RELEASE, [s.holders, s.permits, s.channel], [token, 'publish']));
+  const reply = (await run(
+    SEM_RELEASE,
+    [s.holders, s.permits, s.channel, s.limit, s.fence],
+    [token, 'publish'],
+  )) as number[];
+  return Number(reply[0]);
 }
 
-/** sem-pass.lua: releases `token` and grants `to` (asking `permits`) when it fits: [released, fence]. */
+/** sem-release.lua passing on: releases `token` and grants `to` (asking `permits`) when it fits: [released, fence]. */
 async function pass(s: SKeys, token: string, to: string, permits = 1, lease = 30_000): Promise<[number, number]> {
   const reply = (await run(
-    SEM_PASS,
+    SEM_RELEASE,
     [s.holders, s.permits, s.channel, s.limit, s.fence],
     [token, 'publish', to, permits, lease, `i-${to}`],
   )) as [number, number];
@@ -217,7 +221,7 @@ describe('sem-acquire.lua', () => {
   });
 });
 
-describe('sem-pass.lua', () => {
+describe('sem-release.lua passing permits on', () => {
   it('releases a holder and grants the waiter it names in one step, announcing only permits it did not take', async () => {
     const s = fresh('pass');
     const l = await listen(s.channel);

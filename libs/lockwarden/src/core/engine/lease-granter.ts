@@ -28,6 +28,9 @@ const HANDOFF_LEASE_MS = 1_000;
 const STARVATION_MS = 5;
 const RW_OPTION_NAMES: ReadonlySet<string> = new Set(['writerPreference']);
 
+/** What read/write waiters and semaphore waiters share: no place in a server-side queue, so nothing handed to them by id. */
+const UNQUEUED = { fair: false, queueRefreshMs: undefined, handoffMs: Infinity, starvationMs: undefined } as const;
+
 /**
  * Turns a checked request into a new lease: one attempt when the lock is free, the wait
  * loop when it is busy, then a lease handed to the held locks. Reentrancy is the engine's
@@ -126,11 +129,8 @@ export class LeaseGranter {
     const spec: AttemptSpec = {
       key: req.key,
       channel: keys.channel,
-      fair: false,
+      ...UNQUEUED,
       refreshMs: mode === 'write' ? QUEUE_REFRESH_MS : undefined,
-      queueRefreshMs: undefined,
-      handoffMs: Infinity,
-      starvationMs: undefined,
       attempt: () =>
         store.rwAcquire({
           keys,
@@ -148,9 +148,10 @@ export class LeaseGranter {
 
   /**
    * A new holder of `permits` of a semaphore, or how many ms until its earliest holder's
-   * lease ends. Waiters have no place on the server: a release wakes one waiter per process
-   * for each permit it gives back, a raised limit wakes them all, and those that fit take
-   * their permits.
+   * lease ends. Waiters have no place on the server: a release passes its permits to a
+   * parked waiter of its own process (HeldLocks.releasePermits) or wakes one waiter per
+   * process for each permit, a raised limit wakes them all, and those that fit take their
+   * permits.
    */
   permits(req: ResolvedAcquire, keys: SemKeys, permits: number, initialLimit: number): Promise<LeaseHandle | number> {
     const token = newOwnerToken();
@@ -158,11 +159,8 @@ export class LeaseGranter {
     const spec: AttemptSpec = {
       key: req.key,
       channel: keys.channel,
-      fair: false,
+      ...UNQUEUED,
       refreshMs: undefined,
-      queueRefreshMs: undefined,
-      handoffMs: Infinity,
-      starvationMs: undefined,
       attempt: () => store.semAcquire({ keys, token, leaseMs: req.leaseMs, permits, initialLimit }),
       withdraw: () => store.semRelease(keys, token),
       pass: store.permitPass ? { token, permits, leaseMs: req.leaseMs } : undefined,

@@ -34,7 +34,7 @@ export class Lease {
   renewing = false;
   /** No renewal reaches past this (maxHoldMs); Infinity when uncapped. */
   maxHoldUntil = Infinity;
-  /** Semaphores: how many releases in a row passed these permits on within this process (sem-pass.lua). */
+  /** Semaphores: how many releases in a row passed these permits on within this process (sem-release.lua). */
   passes = 0;
   /** Set once maxHoldMs shortened or skipped a renewal: the lease now ends by the cap. */
   capped = false;

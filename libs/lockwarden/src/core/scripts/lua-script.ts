@@ -46,7 +46,6 @@ export const SCRIPTS = {
   leaderResign: new LuaScript('leader-resign'),
   semAcquire: new LuaScript('sem-acquire'),
   semRelease: new LuaScript('sem-release'),
-  semPass: new LuaScript('sem-pass'),
   semLimit: new LuaScript('sem-limit'),
   semInspect: new LuaScript('sem-inspect'),
 } as const;

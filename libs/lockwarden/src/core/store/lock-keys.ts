@@ -89,8 +89,6 @@ export interface SemKeys {
   readonly channel: string;
   readonly acquireKeys: readonly string[];
   readonly releaseKeys: readonly string[];
-  /** sem-pass.lua: release, and grant a waiter of the same process. */
-  readonly passKeys: readonly string[];
   readonly limitKeys: readonly string[];
 }
 
@@ -108,8 +106,7 @@ export function semKeys(prefix: string, key: string): SemKeys {
     fence,
     channel,
     acquireKeys: [holders, permits, limit, fence],
-    releaseKeys: [holders, permits, channel],
-    passKeys: [holders, permits, channel, limit, fence],
+    releaseKeys: [holders, permits, channel, limit, fence],
     limitKeys: [limit, channel],
   };
 }

@@ -45,7 +45,7 @@ export interface StoreRwAcquire {
   readonly placeTtlMs: number;
 }
 
-/** The waiter sem-pass.lua grants: its owner token, its ask and its lease. */
+/** The waiter a release passes its permits to (sem-release.lua): its owner token, its ask and its lease. */
 export interface PermitPass {
   readonly token: string;
   readonly permits: number;

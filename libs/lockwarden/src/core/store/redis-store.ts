@@ -131,8 +131,8 @@ export class RedisLockStore implements LockStore {
   }
 
   async semRelease(keys: SemKeys, token: string): Promise<boolean> {
-    const reply = await this.run(SCRIPTS.semRelease, keys.releaseKeys, [token, this.publishCommand]);
-    return Number(reply) === 1;
+    const reply = (await this.run(SCRIPTS.semRelease, keys.releaseKeys, [token, this.publishCommand])) as number[];
+    return Number(reply[0]) === 1;
   }
 
   get permitPass(): boolean {
@@ -140,7 +140,7 @@ export class RedisLockStore implements LockStore {
   }
 
   async semPass(keys: SemKeys, token: string, to: PermitPass): Promise<{ released: boolean; fence: number }> {
-    const reply = (await this.run(SCRIPTS.semPass, keys.passKeys, [
+    const reply = (await this.run(SCRIPTS.semRelease, keys.releaseKeys, [
       token,
       this.publishCommand,
       to.token,

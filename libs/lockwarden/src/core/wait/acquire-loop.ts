@@ -3,7 +3,8 @@ import { AcquireGate } from './acquire-gate';
 import type { LockEvent } from '../observe/events';
 import type { LockLogger } from '../observe/logger';
 import { newWaiterId } from '../engine/tokens';
-import type { PassTarget, WakeBus } from './wake-bus';
+import type { PermitPass } from '../store/lock-store';
+import type { WakeBus } from './wake-bus';
 import { Waiter } from './wake-bus';
 
 /** One kind of lock attempt, as the wait loop needs it. */
@@ -32,7 +33,7 @@ export interface AttemptSpec {
   /** Undoes a server-side place, or a grant that landed as the caller gave up. */
   withdraw(): Promise<unknown>;
   /** Semaphores: lets a release of this process pass its permits to this waiter. */
-  readonly pass?: PassTarget;
+  readonly pass?: PermitPass;
 }
 
 export interface LoopContext {
@@ -49,7 +50,7 @@ export type LoopResult =
       readonly granted: true;
       readonly fence: number;
       readonly leaseFrom: number;
-      /** How many releases passed the permits on in a row to get here (sem-pass.lua). */
+      /** How many releases passed the permits on in a row to get here (sem-release.lua). */
       readonly passes?: number;
     }
   | { readonly granted: false; readonly busyMs: number };

@@ -2,15 +2,9 @@ import type { Redis, Cluster } from 'ioredis';
 import { closeClient } from '../store/redis-client';
 import { parseGrant, WIRE } from '../scripts/wire';
 import type { RedisClient } from '../store/redis-client';
+import type { PermitPass } from '../store/lock-store';
 
 type ParkResult = 'wake' | 'grant' | 'pass' | 'timer' | 'interrupt';
-
-/** A semaphore waiter's ask, for sem-pass.lua to grant it in a release of this process. */
-export interface PassTarget {
-  readonly token: string;
-  readonly permits: number;
-  readonly leaseMs: number;
-}
 
 /**
  * One waiting acquire. A wake-up that arrives while its attempt is still in
@@ -24,7 +18,7 @@ export class Waiter {
   /** The longest a release hands another waiter the lock for before it must confirm it. */
   handoffMs = Infinity;
   /** Semaphores: what a release of this process needs to pass its permits to this waiter. */
-  pass: PassTarget | undefined;
+  pass: PermitPass | undefined;
   /** A release of this process is passing permits to this waiter (WakeBus.claimPassTarget). */
   claimed = false;
   /** The grant a pass brought: its fencing token, when the pass was sent, and how many passes led to it. */
