@@ -39,6 +39,8 @@ const UNQUEUED = { fair: false, queueRefreshMs: undefined, handoffMs: Infinity, 
 export class LeaseGranter {
   /** Told of every new handle: how a request scope tracks locks taken during it. */
   onGrant: ((handle: LeaseHandle) => void) | undefined;
+  /** Called once, soon after the next grant, then forgotten. */
+  firstGrant: (() => void) | undefined;
 
   constructor(
     private readonly options: ResolvedEngineOptions,
@@ -206,6 +208,10 @@ export class LeaseGranter {
     });
     const handle = new LeaseHandle(lease);
     this.onGrant?.(handle);
+    if (this.firstGrant) {
+      setImmediate(this.firstGrant);
+      this.firstGrant = undefined;
+    }
     return handle;
   }
 }

@@ -26,6 +26,10 @@ import { Semaphore } from '../semaphore/semaphore';
 import type { PermitGranter, PermitScope } from '../semaphore/semaphore';
 import type { PermitOptions, SemaphoreOptions } from '../semaphore/semaphore-options';
 import { QuorumLockStore } from '../store/quorum-store';
+import { ScheduledJob } from '../schedule/scheduled-job';
+import type { JobHost } from '../schedule/scheduled-job';
+import type { CheckedScheduledOptions } from '../schedule/scheduled-options';
+import type { TickSchedule } from '../schedule/tick-schedule';
 
 const SHUTTING_DOWN = new Error('the lock service is shutting down');
 
@@ -59,6 +63,8 @@ export class LockEngine {
   private readonly gates = new Set<AcquireGate>();
   private readonly emit: ((event: LockEvent) => void) | undefined;
   private closing = false;
+  private readonly stopping = new AbortController();
+  private readonly jobHost: JobHost;
   private drained: Promise<void> | undefined;
   private closed: Promise<void> | undefined;
 
@@ -92,6 +98,17 @@ export class LockEngine {
       setLimit: (keys, limit) => store.semLimit(keys, limit),
       inspect: (keys, key) => store.semInspect(keys, key),
     };
+    this.jobHost = {
+      ticks: this.topology.ticks,
+      keyPrefix: this.options.keyPrefix,
+      leaseMs: this.options.leaseMs,
+      logger: this.options.logger,
+      emit: this.emit,
+      stopping: this.stopping.signal,
+      tryAcquire: (key, options) => this.tryAcquire(key, options),
+      acquire: (key, options) => this.acquire(key, options),
+      hold: (handle, fn) => this.held.hold([handle as LeaseHandle], fn),
+    };
   }
 
   /** Told of every new (non-reentrant) handle: how a request scope tracks locks taken during it. */
@@ -101,6 +118,11 @@ export class LockEngine {
 
   set onGrant(listener: ((handle: LeaseHandle) => void) | undefined) {
     this.granter.onGrant = listener;
+  }
+
+  /** Calls `check` once, soon after the next lock or permit is granted (it must not throw). */
+  onFirstGrant(check: () => void): void {
+    this.granter.firstGrant = check;
   }
 
   /** The Redis client (in quorum mode, the first node's). There is none on the in-memory test backend. */
@@ -192,6 +214,17 @@ export class LockEngine {
     const semaphore = new Semaphore(this.permitGranter, key, options, this.options.keyPrefix, scope);
     if (!this.topology.store.semaphores) throw QuorumLockStore.noSemaphore(semaphore.key);
     return semaphore;
+  }
+
+  // ---- scheduled jobs ---------------------------------------------------------------------
+
+  /**
+   * A scheduled job named `key`, whose ticks follow `schedule`: each tick runs at most once
+   * across all instances, never two at once (see ScheduledJob). Cheap: make one per job.
+   */
+  scheduledJob(key: string, schedule: TickSchedule, options: CheckedScheduledOptions): ScheduledJob {
+    this.granter.resolveMutex(key, options.acquire);
+    return new ScheduledJob(this.jobHost, key, schedule, options);
   }
 
   // ---- holding ------------------------------------------------------------------------------
@@ -299,6 +332,7 @@ export class LockEngine {
    */
   drain(graceMs: number = this.options.shutdownGraceMs): Promise<void> {
     this.closing = true;
+    this.stopping.abort(SHUTTING_DOWN);
     for (const gate of this.gates) gate.abort(SHUTTING_DOWN);
     this.drained ??= this.held.drain(graceMs);
     return this.drained;

@@ -6,6 +6,7 @@ import { closeClient, openClient } from '../store/redis-client';
 import type { RedisClient, RedisSpec } from '../store/redis-client';
 import { RedisLockStore } from '../store/redis-store';
 import { ReplicaAck } from '../store/replica-ack';
+import { RedisTickStore } from '../schedule/tick-store';
 import type { ReplicaAckOptions } from '../store/replica-ack';
 import { WakeBus } from '../wait/wake-bus';
 import type { ResolvedQuorum } from './engine-options';
@@ -42,6 +43,8 @@ export class RedisBackend implements LockBackend {
     const bus = new WakeBus(clients);
     return {
       store: quorum ? new QuorumLockStore(stores, quorum.nodeTimeoutMs) : stores[0],
+      // In quorum mode tick records live on the first node, as leadership terms do.
+      ticks: new RedisTickStore(clients[0], instanceId),
       bus,
       client: clients[0],
       close: async () => {

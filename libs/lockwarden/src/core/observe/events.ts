@@ -1,10 +1,23 @@
 /** What happened to a lock. */
 export type LockEventType =
-  'acquired' | 'released' | 'waiting' | 'timeout' | 'skipped' | 'extended' | 'renewed' | 'renewFailed' | 'lost';
+  | 'acquired'
+  | 'released'
+  | 'waiting'
+  | 'timeout'
+  | 'skipped'
+  | 'extended'
+  | 'renewed'
+  | 'renewFailed'
+  | 'lost'
+  | 'overrun'
+  | 'missed';
 
 /**
  * One lock event, for your own logging or tests. `waiting` fires once per
  * acquire that has to wait, after it subscribed and found the lock still busy.
+ * Scheduled jobs (`@ScheduledLock`) add `overrun` (a tick skipped because the job's
+ * previous run was still going), `missed` (a tick whose run never finished was found) and
+ * `skipped` for a tick another instance had; each carries the tick's time.
  *
  * @example
  * ```ts
@@ -26,6 +39,8 @@ export interface LockEvent {
   readonly waitedMs?: number;
   /** How long the lock was held (released, lost). */
   readonly heldMs?: number;
+  /** The scheduled tick the event is about (scheduled jobs). */
+  readonly tick?: Date;
 }
 
 export type LockEventListener = (event: LockEvent) => void;

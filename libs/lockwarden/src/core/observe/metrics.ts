@@ -36,6 +36,7 @@ function loadOtel(): OtelApi | undefined {
  * - histograms `lockwarden.lock.wait` and `lockwarden.lock.hold` (ms);
  * - counters `lockwarden.lock.acquisitions`, `.timeouts`, `.skips`, `.losses` and
  *   `.renew_failures`;
+ * - counters `lockwarden.tick.overruns` and `lockwarden.tick.missed` for scheduled jobs;
  * - `lockwarden.locks.held`, an up/down counter of the locks this process holds.
  *
  * Returns undefined when @opentelemetry/api is not installed: no listener,
@@ -55,6 +56,12 @@ export function otelMetricsListener(): LockEventListener | undefined {
   const skips = count('skips', 'Decorated calls skipped because the lock was busy');
   const losses = count('losses', 'Locks lost while held');
   const renewFailures = count('renew_failures', 'Renewal rounds that failed and were retried');
+  const overruns = meter.createCounter('lockwarden.tick.overruns', {
+    description: 'Scheduled ticks skipped because the previous run was still going',
+  });
+  const missed = meter.createCounter('lockwarden.tick.missed', {
+    description: 'Scheduled ticks whose run never finished (instance died or lost the lock)',
+  });
   const held = meter.createUpDownCounter('lockwarden.locks.held', { description: 'Locks held by this process' });
   return (event: LockEvent) => {
     const attributes = { 'lock.name': event.name ?? 'unnamed' };
@@ -81,6 +88,12 @@ export function otelMetricsListener(): LockEventListener | undefined {
         break;
       case 'renewFailed':
         renewFailures.add(1, attributes);
+        break;
+      case 'overrun':
+        overruns.add(1, attributes);
+        break;
+      case 'missed':
+        missed.add(1, attributes);
         break;
     }
   };

@@ -48,6 +48,9 @@ export const SCRIPTS = {
   semRelease: new LuaScript('sem-release'),
   semLimit: new LuaScript('sem-limit'),
   semInspect: new LuaScript('sem-inspect'),
+  tickClaim: new LuaScript('tick-claim'),
+  tickStart: new LuaScript('tick-start'),
+  tickSettle: new LuaScript('tick-settle'),
 } as const;
 
 /**

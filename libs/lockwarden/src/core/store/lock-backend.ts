@@ -1,12 +1,15 @@
 import type { LockLogger } from '../observe/logger';
 import type { WakeBus } from '../wait/wake-bus';
 import type { LockStore } from './lock-store';
+import type { TickStore } from '../schedule/tick-store';
 import type { RedisClient } from './redis-client';
 
 /** What one engine works on once its backend is open. */
 export interface Topology {
   /** The lock operations. */
   readonly store: LockStore;
+  /** Scheduled jobs' tick records (in quorum mode, on the first node). */
+  readonly ticks: TickStore;
   /** How waiters hear of releases and hand-offs. */
   readonly bus: WakeBus;
   /** The Redis client (in quorum mode, the first node's); none in memory. */

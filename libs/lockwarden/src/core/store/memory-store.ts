@@ -6,6 +6,7 @@ import { MemoryLockStore } from './memory-lock-store';
 import { forceUnlockMemory, inspectMemory } from './memory-inspect';
 import { WakeBus } from '../wait/wake-bus';
 import { grantMessage, WIRE } from '../scripts/wire';
+import { MemoryTickStore } from '../schedule/memory-tick-store';
 
 /** Something that delivers a published message to its waiters (a WakeBus). */
 export interface MessageSink {
@@ -68,6 +69,8 @@ export class MemoryLockBackend implements LockBackend {
   readonly waitingWriters = new Map<string, Map<string, number>>();
   /** @internal */
   readonly semaphores = new Map<string, SemState>();
+  /** @internal */
+  readonly tickEntries = new Map<string, { value: string; expiresAt: number }>();
   private readonly sinks = new Set<MessageSink>();
 
   /** Called by an engine's bus, so releases reach its waiters. */
@@ -88,8 +91,13 @@ export class MemoryLockBackend implements LockBackend {
   open(instanceId: string): Topology {
     const bus = new WakeBus([]);
     this.attach(bus);
+    const lockHolder = (key: string): string | undefined => {
+      const held = this.mutexes.get(key);
+      return held && held.expiresAt > performance.now() ? held.instance : undefined;
+    };
     return {
       store: this.store(instanceId),
+      ticks: new MemoryTickStore(this.tickEntries, lockHolder, instanceId),
       bus,
       client: undefined,
       close: async () => {
@@ -107,6 +115,7 @@ export class MemoryLockBackend implements LockBackend {
     this.rw.clear();
     this.waitingWriters.clear();
     this.semaphores.clear();
+    this.tickEntries.clear();
   }
 
   // ---- the scripts' operations, on the data above --------------------------------------------

@@ -1,0 +1,265 @@
+import { LockAbortedError, LockTimeoutError } from '../../errors';
+import type { AcquireOptions } from '../engine/options';
+import type { LockHandle } from '../lease/lock-handle';
+import type { LockEvent } from '../observe/events';
+import type { LockLogger } from '../observe/logger';
+import type { CheckedScheduledOptions } from './scheduled-options';
+import { runAsTick } from './tick-context';
+import type { TickSchedule } from './tick-schedule';
+import { tickKeys } from './tick-store';
+import type { RunPointer, TickKeys, TickStore } from './tick-store';
+
+/** What a scheduled job needs of the engine. */
+export interface JobHost {
+  readonly ticks: TickStore;
+  readonly keyPrefix: string;
+  readonly leaseMs: number;
+  readonly logger: LockLogger;
+  readonly emit: ((event: LockEvent) => void) | undefined;
+  /** Aborts when the engine begins to shut down: a tick waiting for its time then gives up. */
+  readonly stopping: AbortSignal;
+  tryAcquire(key: string, options: AcquireOptions): Promise<LockHandle | null>;
+  acquire(key: string, options: AcquireOptions): Promise<LockHandle>;
+  /** Runs `fn` holding `handle`, then releases it (or keeps it to lockAtLeastMs). */
+  hold<T>(handle: LockHandle, fn: () => Promise<T>): Promise<T>;
+}
+
+const MINUTE = 60_000;
+
+/**
+ * One scheduled job: every tick of its schedule runs at most once across all instances,
+ * and never two runs at once.
+ *
+ * A tick is named by its scheduled time, which every instance reads from the same schedule,
+ * so a late timer (a busy event loop) or a lagging clock names it alike. Whoever fires it
+ * first decides it, in one script: run it (the lock is free), skip it (the previous run is
+ * still going: an overrun), or wait for that run (`onOverrun: 'wait'`). The decision is kept
+ * in a record that expires after `keepTicksMs`; later firings of the tick find it and do
+ * nothing. Time is the Redis server's: a tick never starts before the server's clock reaches
+ * it, so an instance whose clock runs ahead waits rather than running early.
+ *
+ * A run names its tick in the job's run pointer while it goes. A run that never clears it
+ * was cut short (its process died, or lost the lock); the next holder finds it and, under
+ * `onMissed: 'run'`, runs that tick again first.
+ */
+export class ScheduledJob {
+  private readonly keys: TickKeys;
+  private warnedAhead = false;
+
+  constructor(
+    private readonly host: JobHost,
+    readonly key: string,
+    readonly schedule: TickSchedule,
+    private readonly options: CheckedScheduledOptions,
+  ) {
+    this.keys = tickKeys(host.keyPrefix, key);
+  }
+
+  private get name(): string {
+    return this.options.acquire.name ?? this.key;
+  }
+
+  /**
+   * Runs `fn` for the tick that fired now, when this instance is the one to run it;
+   * resolves `undefined` without running it otherwise.
+   */
+  async run<T>(fn: () => Promise<T>): Promise<T | undefined> {
+    const at = this.schedule.latest(Date.now());
+    if (at === undefined) {
+      this.host.logger.debug(`"${this.key}" did not run: ${this.schedule.description} has no tick yet.`);
+      return undefined;
+    }
+    return this.runTick(at, fn);
+  }
+
+  /** Runs tick `at` (see run). */
+  async runTick<T>(at: number, fn: () => Promise<T>): Promise<T | undefined> {
+    const keepMs = this.keepMs(at);
+    const wait = this.options.onOverrun === 'wait';
+    let claim = await this.host.ticks.claim(this.keys, at, keepMs, wait);
+    while (claim.state === 'early') {
+      if (!(await this.waitForServer(at, claim.earlyMs, keepMs))) return undefined;
+      claim = await this.host.ticks.claim(this.keys, at, keepMs, wait);
+    }
+    switch (claim.state) {
+      case 'taken':
+        this.skipped(at, `already ${describeRecord(claim.record)}`);
+        return undefined;
+      case 'busy':
+        this.skipped(
+          at,
+          `"${this.key}" is held by ${claim.holder || 'another instance'}, but by no run of the job ` +
+            '(lockAtLeastMs keeps it, or a caller outside the schedule holds it)',
+        );
+        return undefined;
+      case 'overrun':
+        this.overrun(at, claim.run);
+        return undefined;
+      default:
+        break;
+    }
+    const handle = await this.take(at, claim.state === 'waiting', keepMs);
+    if (!handle) return undefined;
+    return this.host.hold(handle, () => this.start(at, handle, keepMs, fn));
+  }
+
+  /** The job's lock for tick `at`, or null (the tick is then settled as an overrun). */
+  private async take(at: number, wait: boolean, keepMs: number): Promise<LockHandle | null> {
+    let handle: LockHandle | null;
+    try {
+      handle = wait
+        ? await this.host.acquire(this.key, { ...this.options.acquire, waitMs: this.options.acquire.waitMs ?? keepMs })
+        : await this.host.tryAcquire(this.key, this.options.acquire);
+    } catch (err) {
+      if (err instanceof LockAbortedError) {
+        this.host.logger.debug(`Tick ${iso(at)} of "${this.key}" did not run: ${err.message}.`);
+        return null;
+      }
+      if (!(err instanceof LockTimeoutError)) throw err;
+      handle = null;
+    }
+    if (!handle) {
+      await this.host.ticks.settle(this.keys, at, 'overrun');
+      this.overrun(at, undefined);
+    }
+    return handle;
+  }
+
+  private async start<T>(at: number, handle: LockHandle, keepMs: number, fn: () => Promise<T>): Promise<T | undefined> {
+    const token = handle.fencingToken;
+    const runKeepMs = keepMs + (this.options.acquire.ttlMs ?? this.host.leaseMs);
+    const next = this.options.onOverrun === 'wait' ? this.schedule.after(at) : undefined;
+    const started = await this.host.ticks.start(this.keys, at, token, runKeepMs, next);
+    if (started.superseded) {
+      this.overrun(at, undefined, 'a later tick came while it waited, and runs instead');
+      return undefined;
+    }
+    let pointer = started.pointer;
+    if (started.found && started.found.at !== at) {
+      const missed = started.found;
+      const again = this.options.onMissed === 'run';
+      this.missed(at, missed, again);
+      if (again) {
+        const rerun = await this.host.ticks.start(this.keys, missed.at, token, runKeepMs);
+        await this.execute(missed.at, rerun.pointer, token, true, fn).catch((err: unknown) => {
+          this.host.logger.warn(`Catching up tick ${iso(missed.at)} of "${this.key}" failed: ${message(err)}`);
+        });
+        pointer = (await this.host.ticks.start(this.keys, at, token, runKeepMs)).pointer;
+      }
+    }
+    return this.execute(at, pointer, token, false, fn);
+  }
+
+  /** Runs `fn` as tick `at`, then records how it ended; a failing record never hides fn's own outcome. */
+  private async execute<T>(
+    at: number,
+    pointer: string,
+    token: number,
+    catchUp: boolean,
+    fn: () => Promise<T>,
+  ): Promise<T> {
+    const tick = { job: this.key, at: new Date(at), catchUp, fencingToken: token };
+    let outcome: 'done' | 'failed' = 'failed';
+    try {
+      const result = await runAsTick(tick, fn);
+      outcome = 'done';
+      return result;
+    } finally {
+      await this.host.ticks.settle(this.keys, at, outcome, pointer).catch((err: unknown) => {
+        this.host.logger.warn(
+          `Could not record that tick ${iso(at)} of "${this.key}" ended (${outcome}): ${message(err)}. ` +
+            'The next run may take it for a run cut short.',
+        );
+      });
+    }
+  }
+
+  /** Waits until the server's clock reaches the tick; false when it should not run after all. */
+  private async waitForServer(at: number, earlyMs: number, keepMs: number): Promise<boolean> {
+    if (earlyMs > keepMs) {
+      this.host.logger.warn(
+        `Tick ${iso(at)} of "${this.key}" did not run: this instance's clock is ${earlyMs} ms ahead of Redis, ` +
+          'more than the ticks are kept. Fix the clock (NTP).',
+      );
+      return false;
+    }
+    if (!this.warnedAhead) {
+      this.warnedAhead = true;
+      this.host.logger.warn(
+        `This instance's clock runs about ${earlyMs} ms ahead of Redis: its ticks of "${this.key}" wait for the server's time.`,
+      );
+    }
+    return sleep(earlyMs, this.host.stopping);
+  }
+
+  private keepMs(at: number): number {
+    if (this.options.keepTicksMs !== undefined) return this.options.keepTicksMs;
+    const next = this.schedule.after(at);
+    const period = next === undefined ? 24 * 60 * MINUTE : next - at;
+    return Math.max(3 * period, MINUTE);
+  }
+
+  private skipped(at: number, why: string): void {
+    this.host.emit?.({ type: 'skipped', key: this.key, name: this.name, tick: new Date(at) });
+    this.host.logger.debug(`Tick ${iso(at)} of "${this.key}" skipped: ${why}.`);
+  }
+
+  private overrun(at: number, run: RunPointer | undefined, why?: string): void {
+    this.host.emit?.({ type: 'overrun', key: this.key, name: this.name, tick: new Date(at) });
+    const reason =
+      why ??
+      (run
+        ? `the run of tick ${iso(run.at)} on ${run.instanceId} is still going`
+        : 'the previous run was still going when it came');
+    this.host.logger.debug(`Tick ${iso(at)} of "${this.key}" skipped as an overrun: ${reason}.`);
+  }
+
+  private missed(at: number, run: RunPointer, again: boolean): void {
+    const reason = again ? "running it again now (onMissed: 'run')" : "not running it again (onMissed: 'skip')";
+    this.host.emit?.({ type: 'missed', key: this.key, name: this.name, tick: new Date(run.at), reason });
+    this.host.logger.warn(
+      `Tick ${iso(run.at)} of "${this.key}" never finished: its run on ${run.instanceId} (fencing token ` +
+        `${run.fencingToken}) stopped mid-run, as a process that died or lost the lock does; ${reason}. ` +
+        `Found by the run of tick ${iso(at)}.`,
+    );
+  }
+}
+
+/** "done by host-a:12" from a record "done|host-a:12". */
+function describeRecord(record: string): string {
+  const [state, instance] = record.split('|');
+  const said: Record<string, string> = {
+    claimed: 'taken',
+    waiting: 'taken',
+    running: 'running',
+    done: 'run',
+    failed: 'run (it failed)',
+    overrun: 'skipped as an overrun',
+    busy: 'skipped',
+    superseded: 'superseded',
+  };
+  return `${said[state] ?? state} by ${instance ?? 'another instance'}`;
+}
+
+function iso(ms: number): string {
+  return new Date(ms).toISOString();
+}
+
+function message(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+/** Resolves true after `ms`, or false at once when `signal` aborts first. */
+function sleep(ms: number, signal: AbortSignal): Promise<boolean> {
+  if (signal.aborted) return Promise.resolve(false);
+  return new Promise((resolve) => {
+    const done = (ran: boolean): void => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', onAbort);
+      resolve(ran);
+    };
+    const onAbort = (): void => done(false);
+    const timer = setTimeout(() => done(true), ms);
+    signal.addEventListener('abort', onAbort);
+  });
+}

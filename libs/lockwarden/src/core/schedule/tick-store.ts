@@ -1,0 +1,120 @@
+import { mutexKeys } from '../store/lock-keys';
+import type { RedisClient } from '../store/redis-client';
+import { SCRIPTS } from '../scripts/lua-script';
+
+/**
+ * The Redis keys of one scheduled job, all under the job lock's `{hash tag}`: its lock (the
+ * plain mutex), one record per tick (kept a while, then expired) and the run pointer, there
+ * only while a run is going or was cut short.
+ */
+export interface TickKeys {
+  readonly lock: string;
+  readonly run: string;
+  record(atMs: number): string;
+}
+
+export function tickKeys(prefix: string, job: string): TickKeys {
+  const lock = mutexKeys(prefix, job).lock;
+  return { lock, run: `${lock}:run`, record: (at) => `${lock}:tick:${at}` };
+}
+
+/** What deciding a tick found: see tick-claim.lua. */
+export type ClaimState = 'early' | 'taken' | 'claimed' | 'waiting' | 'overrun' | 'busy';
+
+/** A run of the job, as its pointer records it. */
+export interface RunPointer {
+  /** The tick it runs. */
+  readonly at: number;
+  readonly fencingToken: number;
+  readonly instanceId: string;
+  /** The stored value, which only its own run may clear. */
+  readonly raw: string;
+}
+
+export interface TickClaim {
+  readonly state: ClaimState;
+  /** `early`: how long until the server's clock reaches the tick. */
+  readonly earlyMs: number;
+  /** `taken`: the tick's record ("<state>|<instance>[|<token>]"). */
+  readonly record: string;
+  /** The job's run in progress (or cut short), when there is one. */
+  readonly run: RunPointer | undefined;
+  /** The instance holding the job's lock, when it is held ('' otherwise). */
+  readonly holder: string;
+}
+
+export interface TickStart {
+  readonly superseded: boolean;
+  /** A run pointer found on starting: a run of the job that never finished. */
+  readonly found: RunPointer | undefined;
+  /** The pointer this run set, which settle() clears. */
+  readonly pointer: string;
+}
+
+/** How a tick ended, as its record keeps it. */
+export type TickOutcome = 'done' | 'failed' | 'overrun';
+
+/** Where tick records and the run pointer live: one Redis (in quorum mode, the first node), or memory. */
+export interface TickStore {
+  /** Decides tick `at`, once across all instances (tick-claim.lua). */
+  claim(keys: TickKeys, at: number, keepMs: number, wait: boolean): Promise<TickClaim>;
+  /** Starts the run of a claimed tick, its caller holding the job's lock (tick-start.lua). */
+  start(keys: TickKeys, at: number, fencingToken: number, keepMs: number, nextAt?: number): Promise<TickStart>;
+  /** Records how tick `at` ended and clears this run's pointer (tick-settle.lua). */
+  settle(keys: TickKeys, at: number, outcome: TickOutcome, pointer?: string): Promise<void>;
+}
+
+export function parsePointer(raw: string): RunPointer | undefined {
+  const m = /^(\d+)\|(\d+)\|(.*)$/.exec(raw);
+  return m ? { at: Number(m[1]), fencingToken: Number(m[2]), instanceId: m[3], raw } : undefined;
+}
+
+export function pointerOf(at: number, fencingToken: number, instanceId: string): string {
+  return `${at}|${fencingToken}|${instanceId}`;
+}
+
+/** The tick store on Redis: three small scripts, each touching one job's keys. */
+export class RedisTickStore implements TickStore {
+  constructor(
+    private readonly client: RedisClient,
+    private readonly instanceId: string,
+  ) {}
+
+  async claim(keys: TickKeys, at: number, keepMs: number, wait: boolean): Promise<TickClaim> {
+    const [state, second, holder] = (await SCRIPTS.tickClaim.run(
+      this.client,
+      [keys.record(at), keys.run, keys.lock],
+      [at, keepMs, this.instanceId, wait ? 'w' : ''],
+    )) as [ClaimState, string | number, string | undefined];
+    const text = String(second);
+    return {
+      state,
+      earlyMs: state === 'early' ? Number(second) : 0,
+      record: state === 'taken' ? text : '',
+      run: state === 'early' || state === 'taken' ? undefined : parsePointer(text),
+      holder: holder ?? '',
+    };
+  }
+
+  async start(keys: TickKeys, at: number, fencingToken: number, keepMs: number, nextAt?: number): Promise<TickStart> {
+    const k = [keys.run, keys.record(at)];
+    if (nextAt !== undefined) k.push(keys.record(nextAt));
+    const [state, found] = (await SCRIPTS.tickStart.run(this.client, k, [
+      at,
+      fencingToken,
+      this.instanceId,
+      keepMs,
+    ])) as [string, string];
+    return {
+      superseded: state === 'superseded',
+      found: parsePointer(String(found)),
+      pointer: pointerOf(at, fencingToken, this.instanceId),
+    };
+  }
+
+  async settle(keys: TickKeys, at: number, outcome: TickOutcome, pointer?: string): Promise<void> {
+    const k = pointer === undefined ? [keys.record(at)] : [keys.record(at), keys.run];
+    const args = pointer === undefined ? [outcome, this.instanceId] : [outcome, this.instanceId, pointer];
+    await SCRIPTS.tickSettle.run(this.client, k, args);
+  }
+}
