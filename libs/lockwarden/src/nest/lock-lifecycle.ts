@@ -28,15 +28,19 @@ export class LockLifecycle implements OnApplicationBootstrap, BeforeApplicationS
 
   onApplicationBootstrap(): void {
     this.engine.watchdog.start();
-    if (process.listenerCount('SIGTERM') === 0) {
-      // Nest listens for signals only after app.enableShutdownHooks(): without it, SIGTERM
-      // ends the process with its locks still in Redis for a whole lease.
-      const say = process.env.NODE_ENV === 'test' ? 'debug' : 'warn';
-      this.engine.options.logger[say](
-        'Shutdown hooks are off: on SIGTERM this process will exit holding its locks, which then stay in Redis ' +
-          'until their lease ends. Call app.enableShutdownHooks() before app.listen() so that locks are released.',
-      );
-    }
+    // Checked when it matters, not now: a cron worker calls app.enableShutdownHooks() right
+    // after createApplicationContext() resolves, which is after bootstrap.
+    this.engine.onFirstGrant(() => this.checkShutdownHooks());
+  }
+
+  /** Warns once when SIGTERM would end this process with its locks still in Redis. */
+  private checkShutdownHooks(): void {
+    if (process.listenerCount('SIGTERM') > 0) return;
+    const say = process.env.NODE_ENV === 'test' ? 'debug' : 'warn';
+    this.engine.options.logger[say](
+      'Shutdown hooks are off: on SIGTERM this process will exit holding its locks, which then stay in Redis ' +
+        'until their lease ends. Call app.enableShutdownHooks() before app.listen() so that locks are released.',
+    );
   }
 
   async beforeApplicationShutdown(): Promise<void> {

@@ -6,6 +6,7 @@ import { RedisBackend } from '../core/engine/redis-backend';
 import type { LockBackend } from '../core/store/lock-backend';
 import { LeadershipRegistry } from '../core/leader/leadership-registry';
 import { LeadershipExplorer } from './leadership.explorer';
+import { ScheduledLockExplorer } from './scheduled-lock.explorer';
 import { LOCK_ENGINE_FOR_DECORATORS, LOCK_SERVICE_FOR_DECORATORS } from './decorators/locked.constants';
 import { LockLifecycle } from './lock-lifecycle';
 import { LOCK_MODULE_OPTIONS } from './lock.module-definition';
@@ -45,6 +46,7 @@ export const lockProviders: Provider[] = [
   LockWatchdog,
   LockLifecycle,
   LeadershipExplorer,
+  ScheduledLockExplorer,
   { provide: LOCK_SERVICE_FOR_DECORATORS, useExisting: LockService },
   { provide: LOCK_ENGINE_FOR_DECORATORS, useExisting: LockEngine },
 ];

@@ -8,6 +8,8 @@ import type { AcquireOptions, RwAcquireOptions } from '../core/engine/options';
 import type { PermitScope, Semaphore } from '../core/semaphore/semaphore';
 import type { SemaphoreOptions } from '../core/semaphore/semaphore-options';
 import { RequestLockScope, withRequestSignal } from './request-lock-scope';
+import { currentTick } from '../core/schedule/tick-context';
+import type { ScheduledTick } from '../core/schedule/tick-context';
 
 /**
  * Distributed locks on Redis, injectable anywhere once `LockModule` is imported.
@@ -175,6 +177,23 @@ export class LockService {
    */
   current(key?: string): LockHandle | undefined {
     return this.engine.current(key);
+  }
+  /**
+   * The scheduled tick the calling async context runs, inside a `@ScheduledLock` method
+   * (and what it calls); undefined elsewhere.
+   *
+   * @example
+   * ```ts
+   * @Cron('0 0 12 * * *')
+   * @ScheduledLock('lottery:daily-draw', { onMissed: 'run' })
+   * async draw() {
+   *   const { at, catchUp } = this.locks.currentTick()!;
+   *   await this.lottery.draw(at.toISOString().slice(0, 10), { catchUp });
+   * }
+   * ```
+   */
+  currentTick(): ScheduledTick | undefined {
+    return currentTick();
   }
 
   /**

@@ -6,7 +6,12 @@ import type { LeaseHandle } from '../../core/lease/lease';
 import { compileKeySpec } from './key-template';
 import type { KeySpec } from './key-template';
 import { copyMethodMetadata } from './copy-method-metadata';
-import { LOCK_ENGINE_FOR_DECORATORS, LOCK_ENGINE_PROPERTY, LOCKED_METADATA } from './locked.constants';
+import {
+  LOCK_ENGINE_FOR_DECORATORS,
+  LOCK_ENGINE_PROPERTY,
+  LOCKED_METADATA,
+  SCHEDULED_LOCK_METADATA,
+} from './locked.constants';
 import { getLockedMetadata } from './locked-metadata.accessor';
 import type { LockedMetadata, LockMode } from './locked-metadata.accessor';
 import { checkLockedOptions } from './locked-options';
@@ -44,15 +49,7 @@ export function lockDecorator(mode: LockMode, name: string) {
   return (key: KeySpec, options?: LockedOptions): LockMethodDecorator =>
     ((target: object, propertyKey: string | symbol, descriptor: TypedPropertyDescriptor<LockableMethod>) => {
       const where = `${className(target)}.${String(propertyKey)}()`;
-      const original: unknown = descriptor?.value;
-      if (!descriptor || typeof original !== 'function' || descriptor.get || descriptor.set) {
-        throw new LockConfigError(`@${name} on ${where}: only methods can be locked, not getters, setters or fields.`);
-      }
-      if (getLockedMetadata(original)) {
-        throw new LockConfigError(
-          `@${name} on ${where}: the method already has a lock decorator; use one, with several keys if needed.`,
-        );
-      }
+      const original = checkLockable(name, where, descriptor);
       const paramTypes = Reflect.getMetadata('design:paramtypes', target, propertyKey) as unknown[] | undefined;
       // Without emitted metadata the declared parameter count is unknown (defaults and rest
       // parameters hide from fn.length); bad indexes are then caught at call time.
@@ -80,7 +77,25 @@ export function lockDecorator(mode: LockMode, name: string) {
     }) as LockMethodDecorator;
 }
 
-function toMetadataOptions(
+/** The method a lock decorator may wrap, or a LockConfigError saying why not. */
+export function checkLockable(
+  name: string,
+  where: string,
+  descriptor: TypedPropertyDescriptor<LockableMethod> | undefined,
+): LockableMethod {
+  const original: unknown = descriptor?.value;
+  if (!descriptor || typeof original !== 'function' || descriptor.get || descriptor.set) {
+    throw new LockConfigError(`@${name} on ${where}: only methods can be locked, not getters, setters or fields.`);
+  }
+  if (getLockedMetadata(original) || Reflect.getMetadata(SCHEDULED_LOCK_METADATA, original)) {
+    throw new LockConfigError(
+      `@${name} on ${where}: the method already has a lock decorator; use one, with several keys if needed.`,
+    );
+  }
+  return original as LockableMethod;
+}
+
+export function toMetadataOptions(
   checked: ReturnType<typeof checkLockedOptions>,
   key: KeySpec,
   where: string,
@@ -96,14 +111,14 @@ function templateName(key: KeySpec, where: string): string {
   return where.replace(/\(\)$/, '');
 }
 
-function injectLockEngine(prototype: object): void {
+export function injectLockEngine(prototype: object): void {
   const marker = Symbol.for('lockwarden:injected');
   if (Object.prototype.hasOwnProperty.call(prototype, marker)) return;
   Object.defineProperty(prototype, marker, { value: true });
   Inject(LOCK_ENGINE_FOR_DECORATORS)(prototype, LOCK_ENGINE_PROPERTY);
 }
 
-function className(target: object): string {
+export function className(target: object): string {
   return typeof target === 'function' ? target.name : (target.constructor?.name ?? 'Anonymous');
 }
 
@@ -115,7 +130,7 @@ function className(target: object): string {
  * client that goes away cancels the pending acquire; they are never released
  * while the method still runs.
  */
-async function runLocked(
+export async function runLocked(
   self: unknown,
   args: unknown[],
   meta: LockedMetadata,

@@ -17,3 +17,6 @@ export const LOCK_ENGINE_FOR_DECORATORS =
 
 /** The property a decorated instance holds its LockEngine in. */
 export const LOCK_ENGINE_PROPERTY = Symbol('lockwarden:lockEngine');
+
+/** Metadata key under which a `@ScheduledLock` method's job settings are stored. */
+export const SCHEDULED_LOCK_METADATA = 'lockwarden:scheduled';

@@ -1,20 +1,143 @@
-import { Locked } from './locked.decorator';
-import type { LockMethodDecorator } from './lock-method';
-import type { LockedOptions } from './locked-options';
+import { SetMetadata } from '@nestjs/common';
+import { LockAbortedError, LockConfigError } from '../../errors';
+import type { LockEngine } from '../../core/engine/lock-engine';
+import { checkScheduledOptions } from '../../core/schedule/scheduled-options';
+import type { CheckedScheduledOptions, ScheduledJobOptions } from '../../core/schedule/scheduled-options';
+import type { TickSchedule } from '../../core/schedule/tick-schedule';
+import { copyMethodMetadata } from './copy-method-metadata';
+import { compileKeySpec } from './key-template';
+import type { KeyResolver } from './key-template';
+import { checkLockable, className, injectLockEngine, runLocked, toMetadataOptions } from './lock-method';
+import type { LockableMethod, LockMethodDecorator } from './lock-method';
+import type { LockedMetadata } from './locked-metadata.accessor';
+import { LOCK_ENGINE_PROPERTY, SCHEDULED_LOCK_METADATA } from './locked.constants';
+import { scheduleFromMetadata, scheduleFromSpec } from './schedule-of';
+import type { ScheduleSpec } from './schedule-of';
 
 /**
- * `@Locked` for scheduled jobs: skips the run when another instance holds the
- * job, and by default keeps the lock `lockAtLeastMs` (60 s) after the job
- * started, so instances whose clocks are a little behind skip the same tick
- * instead of running it again. Put it next to `@Cron` or `@Interval`.
+ * Options of `@ScheduledLock`: the job's (`onOverrun`, `onMissed`, `keepTicksMs`), the
+ * lock's (`maxHoldMs`, `ttlMs`, `lockAtLeastMs`, `name`), and `schedule` for a method that
+ * no `@Cron` or `@Interval` decorates.
+ */
+export interface ScheduledLockOptions extends ScheduledJobOptions {
+  /** The method's schedule when no `@Cron` or `@Interval` is on it (your own scheduler calls it). */
+  schedule?: ScheduleSpec;
+}
+
+/** What `@ScheduledLock` recorded about one method. */
+export interface ScheduledLockMetadata {
+  readonly where: string;
+  readonly keys: KeyResolver;
+  readonly job: CheckedScheduledOptions;
+  /** The method's schedule: from `schedule`, or read once from `@Cron` / `@Interval`. */
+  schedule(method: object): TickSchedule | undefined;
+  /** Without any schedule but with `lockAtLeastMs`: the lock-only behaviour of earlier versions. */
+  readonly lockOnly: LockedMetadata | undefined;
+}
+
+/**
+ * Deduplicates a scheduled job across instances by tick: each tick of its `@Cron` or
+ * `@Interval` runs once across all instances however late each instance's timer fires, no
+ * later tick is skipped because an earlier run is over, and two runs never overlap.
+ *
+ * - A tick is named by its scheduled time, read from the schedule itself, and decided in
+ *   Redis by whichever instance fires it first; the decision is kept (one small key per
+ *   tick, expiring after `keepTicksMs`: three periods, at least a minute).
+ * - A tick that comes while the previous run still goes is skipped and reported as an
+ *   overrun (`onOverrun: 'wait'` runs it when that run ends).
+ * - A tick whose instance died mid-run is not run again unless `onMissed: 'run'`.
+ * - Time is the Redis server's: no tick starts before the server's clock reaches it.
+ *
+ * Nothing needs tuning; `lockAtLeastMs` is still honoured but not needed. Inside the run,
+ * `LockService.currentTick()` says which tick it is. A method called by your own scheduler
+ * names its schedule with `schedule`.
  *
  * @example
  * ```ts
  * @Cron('0 0 12 * * *')
- * @ScheduledLock('lottery:daily-draw', { lockAtLeastMs: 60_000, maxHoldMs: 10 * 60_000 })
+ * @ScheduledLock('lottery:daily-draw', { onMissed: 'run' })
  * async draw() { ... }
+ *
+ * @Interval(30_000)
+ * @ScheduledLock('sweep')
+ * async sweep() { ... }
  * ```
  */
-export function ScheduledLock(name: string, options: Omit<LockedOptions, 'onBusy'> = {}): LockMethodDecorator {
-  return Locked(name, { onBusy: 'skip', lockAtLeastMs: 60_000, ...options });
+export function ScheduledLock(name: string, options: ScheduledLockOptions = {}): LockMethodDecorator {
+  return ((target: object, propertyKey: string | symbol, descriptor: TypedPropertyDescriptor<LockableMethod>) => {
+    const where = `${className(target)}.${String(propertyKey)}()`;
+    const original = checkLockable('ScheduledLock', where, descriptor);
+    const job = checkScheduledOptions(options, where, new Set(['schedule']));
+    const given = options?.schedule === undefined ? undefined : scheduleFromSpec(options.schedule, where);
+    const paramTypes = Reflect.getMetadata('design:paramtypes', target, propertyKey) as unknown[] | undefined;
+    const keys = compileKeySpec(name, where, paramTypes?.length ?? Infinity);
+    let read: { schedule: TickSchedule | undefined } | undefined;
+    const metadata: ScheduledLockMetadata = {
+      where,
+      keys,
+      job,
+      schedule: (method) => given ?? (read ??= { schedule: scheduleFromMetadata(method, where) }).schedule,
+      lockOnly:
+        job.acquire.lockAtLeastMs === undefined
+          ? undefined
+          : {
+              mode: 'mutex',
+              spec: name,
+              keys,
+              ...toMetadataOptions({ acquire: job.acquire, onBusy: 'skip', retryAfterMs: undefined }, name, where),
+              where,
+            },
+    };
+    const wrapper = function (this: unknown, ...args: unknown[]): Promise<unknown> {
+      return runScheduled(this, args, metadata, original as unknown as (...a: unknown[]) => unknown, wrapper);
+    };
+    copyMethodMetadata(original, wrapper);
+    descriptor.value = wrapper as never;
+    SetMetadata(SCHEDULED_LOCK_METADATA, metadata)(target, propertyKey, descriptor);
+    injectLockEngine(target);
+    return descriptor;
+  }) as LockMethodDecorator;
+}
+
+/** The error for a `@ScheduledLock` method whose ticks cannot be told apart. */
+export function noScheduleError(where: string): LockConfigError {
+  return new LockConfigError(
+    `@ScheduledLock on ${where}: cannot tell which tick a call serves. Put @Cron or @Interval on the method, ` +
+      "or name its schedule: { schedule: '0 * * * * *' } or { schedule: { everyMs: 60_000 } }.",
+  );
+}
+
+async function runScheduled(
+  self: unknown,
+  args: unknown[],
+  meta: ScheduledLockMetadata,
+  original: (...a: unknown[]) => unknown,
+  wrapper: object,
+): Promise<unknown> {
+  const engine = (self as Record<symbol, LockEngine | undefined> | undefined)?.[LOCK_ENGINE_PROPERTY];
+  if (!engine) {
+    throw new LockConfigError(
+      `${meta.where} is lock-decorated but has no LockService: create the class through Nest and import LockModule. The method did not run.`,
+    );
+  }
+  const schedule = meta.schedule(wrapper);
+  if (!schedule) {
+    if (meta.lockOnly) return runLocked(self, args, meta.lockOnly, original, wrapper);
+    throw noScheduleError(meta.where);
+  }
+  const keys = meta.keys(self, args);
+  if (keys.length !== 1) {
+    throw new LockConfigError(
+      `@ScheduledLock on ${meta.where}: a scheduled job has one name, got ${keys.length} keys.`,
+    );
+  }
+  const job = engine.scheduledJob(keys[0], schedule, meta.job);
+  try {
+    return await job.run(async () => original.apply(self, args));
+  } catch (err) {
+    // A tick that cannot run because the app is stopping did not run, as a skip.
+    if (!(err instanceof LockAbortedError) || !engine.shuttingDown) throw err;
+    engine.options.logger.debug(`${meta.where} did not run: the application is shutting down.`);
+    return undefined;
+  }
 }
