@@ -8,6 +8,8 @@ import type { ChildScript } from './harness/child';
 import { aborted, EventLog } from './harness/event-log';
 import { RedisCluster } from './harness/redis-cluster';
 import { uniquePrefix } from './harness/redis';
+import { checkScheduledOptions } from '../libs/lockwarden/src/core/schedule/scheduled-options';
+import { everySchedule } from '../libs/lockwarden/src/core/schedule/tick-schedule';
 
 /** The engine on a 3-master Redis Cluster: slots, sharded pub/sub and per-node renewal batches. */
 let cluster: RedisCluster;
@@ -270,4 +272,35 @@ describe('a Cluster shard failover (3 masters + 3 replicas)', () => {
       await replicated.stop();
     }
   }, 90_000);
+});
+
+describe('scheduled jobs on the cluster', () => {
+  it('decide each tick once, with every tick key in the job lock slot', async () => {
+    const keyPrefix = uniquePrefix('cluster-ticks');
+    const events = new EventLog();
+    const options = checkScheduledOptions({}, 'test');
+    const [a, b] = [engine({ keyPrefix }, events), engine({ keyPrefix })];
+    const jobA = a.scheduledJob('nightly', everySchedule(60_000), options);
+    const jobB = b.scheduledJob('nightly', everySchedule(60_000), options);
+    let release!: () => void;
+    let running!: () => void;
+    const started = new Promise<void>((resolve) => (running = resolve));
+    const first = jobA.runTick(120_000, () => {
+      running();
+      return new Promise<string>((resolve) => (release = () => resolve('ran')));
+    });
+    await started;
+    await expect(jobB.runTick(120_000, async () => 'again')).resolves.toBeUndefined(); // same tick
+    await expect(jobB.runTick(180_000, async () => 'next')).resolves.toBeUndefined(); // overrun
+    release();
+    await expect(first).resolves.toBe('ran');
+    await expect(jobB.runTick(240_000, async () => 'later')).resolves.toBe('later');
+    expect(events.count({ type: 'overrun', key: 'nightly' })).toBe(0); // reported by b, not a
+    const slot = await admin.cluster('KEYSLOT', `${keyPrefix}{nightly}`);
+    for (const at of [120_000, 180_000, 240_000]) {
+      expect(await admin.cluster('KEYSLOT', `${keyPrefix}{nightly}:tick:${at}`)).toBe(slot);
+      expect(await admin.get(`${keyPrefix}{nightly}:tick:${at}`)).toMatch(/^(done|overrun)\|/);
+    }
+    expect(await admin.exists(`${keyPrefix}{nightly}:run`)).toBe(0);
+  });
 });

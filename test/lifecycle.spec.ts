@@ -418,7 +418,7 @@ describe('skips', () => {
     const logger = new CapturingLogger();
     @Injectable()
     class Report {
-      @ScheduledLock('report')
+      @ScheduledLock('report', { schedule: { everyMs: 60_000 } })
       async run(): Promise<string> {
         return 'ran';
       }
@@ -434,8 +434,10 @@ describe('skips', () => {
     closers.push(() => other.close());
     const held = await other.acquire('report');
     await expect(app.get(Report).run()).resolves.toBeUndefined();
-    const line = logger.debugs.find((m) => m.includes('Skipped "report"'));
-    expect(line).toMatch(/held by reporter-host:42/);
+    const line = logger.debugs.find((m) => m.includes('"report" is held by'));
+    expect(line).toMatch(
+      /^Tick .* of "report" skipped: "report" is held by reporter-host:42, but by no run of the job/,
+    );
     expect(line).not.toContain((held as unknown as { lease: { token: string } }).lease.token);
     await held.release();
   });

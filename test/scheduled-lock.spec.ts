@@ -1,0 +1,213 @@
+// @ScheduledLock in one process: what it refuses, what it reports, what it leaves in Redis,
+// and the same behaviour on the in-memory backend. The cross-process behaviour (late timers,
+// skewed clocks, SIGKILL) is in scheduled-ticks.spec.ts.
+import { Injectable } from '@nestjs/common';
+import type { INestApplicationContext } from '@nestjs/common';
+import { Interval, ScheduleModule } from '@nestjs/schedule';
+import { Test } from '@nestjs/testing';
+import { metrics } from '@opentelemetry/api';
+import { MeterProvider, MetricReader } from '@opentelemetry/sdk-metrics';
+import type { Redis } from 'ioredis';
+import { LockConfigError, LockEngine, LockModule, LockService, ScheduledLock } from 'lockwarden';
+import type { ScheduledTick } from 'lockwarden';
+import { LockTestingModule, MemoryLockBackend } from 'lockwarden/testing';
+import { checkScheduledOptions } from '../libs/lockwarden/src/core/schedule/scheduled-options';
+import { everySchedule } from '../libs/lockwarden/src/core/schedule/tick-schedule';
+import { EventLog } from './harness/event-log';
+import { startRedis, uniquePrefix } from './harness/redis';
+import type { RedisTarget } from './harness/redis';
+
+class CollectingReader extends MetricReader {
+  protected async onShutdown(): Promise<void> {}
+  protected async onForceFlush(): Promise<void> {}
+}
+
+class Lines {
+  readonly debugs: string[] = [];
+  readonly warns: string[] = [];
+  log(): void {}
+  error(): void {}
+  verbose(): void {}
+  warn(message: unknown): void {
+    this.warns.push(String(message));
+  }
+  debug(message: unknown): void {
+    this.debugs.push(String(message));
+  }
+}
+
+let redis: RedisTarget;
+let admin: Redis;
+const reader = new CollectingReader();
+const closers: (() => Promise<unknown>)[] = [];
+
+beforeAll(async () => {
+  metrics.setGlobalMeterProvider(new MeterProvider({ readers: [reader] }));
+  redis = await startRedis();
+  admin = redis.client();
+});
+
+afterEach(async () => {
+  while (closers.length) await closers.pop()!();
+});
+
+afterAll(async () => {
+  await admin.quit();
+  await redis.stop();
+  metrics.disable();
+});
+
+async function boot(providers: unknown[], keyPrefix: string, extra: Record<string, unknown> = {}) {
+  const lines = new Lines();
+  const events = new EventLog();
+  const moduleRef = await Test.createTestingModule({
+    imports: [LockModule.forRoot({ redis: redis.url, keyPrefix, onEvent: events.listener, ...extra })],
+    providers: providers as never[],
+  }).compile();
+  moduleRef.useLogger(lines);
+  const app = await moduleRef.init();
+  closers.push(() => app.close());
+  return { app, lines, events };
+}
+
+describe('@ScheduledLock options', () => {
+  it.each([
+    [{ onOverrun: 'queue' }, /onOverrun must be 'skip' or 'wait'/],
+    [{ onMissed: 'retry' }, /onMissed must be 'skip' or 'run'/],
+    [{ keepTicksMs: 10 }, /keepTicksMs must be an integer from 1000/],
+    [{ schedule: 'not a cron' }, /cron expression "not a cron" is not valid/],
+    [{ schedule: { everyMs: 0 } }, /schedule.everyMs must be a whole number of ms/],
+    [{ fair: true }, /fair are not options of a scheduled job/],
+  ])('refuses %p where the class is defined', (options, message) => {
+    expect(() => {
+      class Job {
+        @ScheduledLock('job', options as never)
+        async run(): Promise<void> {}
+      }
+      return Job;
+    }).toThrow(message);
+  });
+
+  it('fails the application start, not the first tick, when a method has no schedule to name its ticks by', async () => {
+    @Injectable()
+    class Unscheduled {
+      @ScheduledLock('report')
+      async run(): Promise<void> {}
+    }
+    const moduleRef = await Test.createTestingModule({
+      imports: [LockModule.forRoot({ redis: redis.url, keyPrefix: uniquePrefix('unscheduled') })],
+      providers: [Unscheduled],
+    }).compile();
+    moduleRef.useLogger(false);
+    await expect(moduleRef.init()).rejects.toThrow(LockConfigError);
+    await expect(moduleRef.init()).rejects.toThrow(/Unscheduled.run\(\): cannot tell which tick a call serves/);
+    await moduleRef.close();
+  });
+});
+
+describe('@ScheduledLock in one process', () => {
+  it('runs the latest tick of its schedule once, says which, and leaves only the tick record behind', async () => {
+    const keyPrefix = uniquePrefix('plain');
+    const seen: ScheduledTick[] = [];
+    @Injectable()
+    class Sweep {
+      constructor(private readonly locks: LockService) {}
+      @ScheduledLock('sweep', { schedule: { everyMs: 3_600_000 } })
+      async run(): Promise<string> {
+        seen.push(this.locks.currentTick()!);
+        return 'swept';
+      }
+    }
+    const a = await boot([Sweep], keyPrefix, { instanceId: 'a' });
+    const b = await boot([Sweep], keyPrefix, { instanceId: 'b' });
+    const results = await Promise.all([a.app.get(Sweep).run(), b.app.get(Sweep).run(), a.app.get(Sweep).run()]);
+    expect(results.filter((r) => r === 'swept')).toHaveLength(1);
+    expect(await b.app.get(Sweep).run()).toBeUndefined(); // later, same hour: the tick is taken
+    const hour = Math.floor(Date.now() / 3_600_000) * 3_600_000;
+    expect(seen).toEqual([{ job: 'sweep', at: new Date(hour), catchUp: false, fencingToken: expect.any(Number) }]);
+    expect(a.app.get(LockService).currentTick()).toBeUndefined();
+
+    const keys = await admin.keys(`${keyPrefix}*`);
+    expect(keys.filter((k) => !k.endsWith(':fence'))).toEqual([`${keyPrefix}{sweep}:tick:${hour}`]);
+    expect(await admin.get(`${keyPrefix}{sweep}:tick:${hour}`)).toMatch(/^done\|[ab]$/);
+    // Kept three periods (here three hours), then gone by itself.
+    expect(await admin.pttl(`${keyPrefix}{sweep}:tick:${hour}`)).toBeGreaterThan(2 * 3_600_000);
+  });
+
+  it('reports an overrun through an event, a metric and one DEBUG line, and never runs two at once', async () => {
+    const keyPrefix = uniquePrefix('overrun');
+    const { app, lines, events } = await boot([], keyPrefix, { instanceId: 'solo' });
+    const engine = app.get(LockEngine);
+    const job = engine.scheduledJob('report', everySchedule(1_000), checkScheduledOptions({ name: 'report' }, 'test'));
+    let release!: () => void;
+    let running!: () => void;
+    const started = new Promise<void>((resolve) => (running = resolve));
+    const first = job.runTick(1_000_000, () => {
+      running();
+      return new Promise<string>((resolve) => (release = () => resolve('first')));
+    });
+    await started;
+    await expect(job.runTick(1_001_000, async () => 'second')).resolves.toBeUndefined();
+    release();
+    await expect(first).resolves.toBe('first');
+    // Its tick was decided: a late firing of it does not run it either.
+    await expect(job.runTick(1_001_000, async () => 'late')).resolves.toBeUndefined();
+
+    expect(events.count({ type: 'overrun', key: 'report' })).toBe(1);
+    expect(events.events.find((e) => e.type === 'overrun')!.tick).toEqual(new Date(1_001_000));
+    const overruns = lines.debugs.filter((l) => l.includes('skipped as an overrun:'));
+    expect(overruns).toEqual([
+      `Tick ${new Date(1_001_000).toISOString()} of "report" skipped as an overrun: the run of tick ${new Date(1_000_000).toISOString()} on solo is still going.`,
+    ]);
+    const { resourceMetrics } = await reader.collect();
+    const counter = resourceMetrics.scopeMetrics
+      .flatMap((s) => s.metrics)
+      .find((m) => m.descriptor.name === 'lockwarden.tick.overruns');
+    expect(counter?.dataPoints.find((p) => p.attributes['lock.name'] === 'report')?.value).toBe(1);
+  });
+
+  it('keeps working with lockAtLeastMs on a method without a schedule, as before', async () => {
+    const keyPrefix = uniquePrefix('lock-only');
+    let runs = 0;
+    @Injectable()
+    class Legacy {
+      @ScheduledLock('legacy', { lockAtLeastMs: 60_000 })
+      async run(): Promise<void> {
+        runs++;
+      }
+    }
+    const { app } = await boot([Legacy], keyPrefix);
+    await app.get(Legacy).run();
+    await app.get(Legacy).run();
+    expect(runs).toBe(1);
+    expect(await admin.pttl(`${keyPrefix}{legacy}`)).toBeGreaterThan(1_000);
+  });
+});
+
+describe('@ScheduledLock on the in-memory backend', () => {
+  it('dedups a tick between two instances that share the backend', async () => {
+    let runs = 0;
+    @Injectable()
+    class Tick {
+      @Interval(3_600_000)
+      @ScheduledLock('hourly')
+      async run(): Promise<void> {
+        runs++;
+      }
+    }
+    const backend = new MemoryLockBackend();
+    const apps: INestApplicationContext[] = [];
+    for (const instanceId of ['a', 'b']) {
+      const moduleRef = await Test.createTestingModule({
+        imports: [ScheduleModule.forRoot(), LockTestingModule.forRoot({ backend, instanceId })],
+        providers: [Tick],
+      }).compile();
+      const app = await moduleRef.init();
+      closers.push(() => app.close());
+      apps.push(app);
+    }
+    await Promise.all(apps.map((app) => app.get(Tick).run()));
+    await apps[1].get(Tick).run();
+    expect(runs).toBe(1);
+  });
+});

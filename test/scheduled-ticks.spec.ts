@@ -1,0 +1,176 @@
+// Scheduled jobs across real processes: every tick runs once, whatever each instance's
+// timer and clock do. What ran is read from an observer Redis that only the job's own code
+// writes to, never the library: one entry per run, and a count of runs inside at once.
+import { Redis } from 'ioredis';
+import { ChildScript, runWorker } from './harness/child';
+import { startRedis, uniquePrefix } from './harness/redis';
+import type { RedisTarget } from './harness/redis';
+import { RedisProcess } from './harness/redis-process';
+
+interface Run {
+  at: number;
+  instance: string;
+  token: number;
+  startedAt: number;
+  catchUp: boolean;
+}
+
+let redis: RedisTarget;
+let observerServer: RedisProcess;
+let observer: Redis;
+let children: ChildScript[] = [];
+
+beforeAll(async () => {
+  [redis, observerServer] = await Promise.all([startRedis(), RedisProcess.start()]);
+  observer = new Redis(observerServer.url);
+});
+
+afterEach(async () => {
+  for (const child of children) child.kill('SIGKILL');
+  await Promise.all(children.map((c) => c.exited));
+  children = [];
+  await observer.flushall();
+});
+
+afterAll(async () => {
+  observer.disconnect();
+  await Promise.all([redis.stop(), observerServer.destroy()]);
+});
+
+/** Starts one instance per entry (its env), and resolves once all are ready. */
+async function instances(prefix: string, envs: Record<string, string>[]): Promise<ChildScript[]> {
+  const started = envs.map((env, i) =>
+    runWorker('tick-worker', {
+      REDIS: redis.url,
+      OBSERVER: observerServer.url,
+      PREFIX: prefix,
+      NAME: `i${i + 1}`,
+      ...env,
+    }),
+  );
+  children.push(...started);
+  await Promise.all(started.map((w) => w.waitFor(/^ready$/)));
+  return started;
+}
+
+/** The observer's clock, in ms: the same machine clock the lock's Redis reads. */
+async function serverNow(): Promise<number> {
+  const [s, us] = await observer.time();
+  return Number(s) * 1000 + Math.floor(Number(us) / 1000);
+}
+
+/** Resolves once every instance's timer has fired for tick `at` (each by its own clock). */
+function allFired(workers: ChildScript[], at: number): Promise<unknown> {
+  return Promise.all(workers.map((w) => w.waitFor(new RegExp(`^fired ${at} `))));
+}
+
+async function runs(): Promise<Run[]> {
+  return (await observer.lrange('runs', 0, -1)).map((line) => JSON.parse(line) as Run);
+}
+
+function firedBy(workers: ChildScript[], at: number): boolean {
+  return workers.some((w) => w.lines.some((l) => l.startsWith(`fired ${at} `)));
+}
+
+function eventsOf(workers: ChildScript[], type: string, at: number): number {
+  return workers.reduce((n, w) => n + w.lines.filter((l) => l === `event ${type} ${at}`).length, 0);
+}
+
+/** Ticks T0..T0+(n-1)s, from the second after next, so that every instance is up for all. */
+async function window(n: number): Promise<number[]> {
+  const first = Math.ceil((await serverNow()) / 1000) * 1000 + 1000;
+  return Array.from({ length: n }, (_, i) => first + i * 1000);
+}
+
+describe('@ScheduledLock on a 1 s cron, across processes', () => {
+  it('runs every tick exactly once with defaults, while one instance fires every tick late', async () => {
+    const workers = await instances(uniquePrefix('ticks'), [{ BLOCK_MS: '450' }, {}, {}]);
+    const ticks = await window(10);
+    await allFired(workers, ticks[ticks.length - 1] + 2000);
+
+    const all = await runs();
+    const fired = ticks.filter((at) => firedBy(workers, at));
+    expect(fired.length).toBeGreaterThanOrEqual(5);
+    for (const at of fired) expect([at, all.filter((r) => r.at === at).length]).toEqual([at, 1]);
+    expect(Number(await observer.get('peak'))).toBe(1);
+    // The fault was there: the blocked instance's timers fired late, and it found those ticks taken.
+    const late = workers[0].lines.filter((l) => /^fired \d+ late (\d+)$/.exec(l) && Number(l.split(' ')[3]) >= 250);
+    expect(late.length).toBeGreaterThan(0);
+    expect(workers[0].lines.some((l) => l.startsWith('event skipped '))).toBe(true);
+  });
+
+  it('never runs two at once when a run (2.5 s) outlasts its tick: later ticks are skipped as overruns, each once', async () => {
+    const workers = await instances(uniquePrefix('overrun'), [{ JOB_MS: '2500' }, { JOB_MS: '2500' }]);
+    const ticks = await window(8);
+    await allFired(workers, ticks[ticks.length - 1] + 1000);
+
+    const all = await runs();
+    expect(Number(await observer.get('peak'))).toBe(1);
+    let overruns = 0;
+    for (const at of ticks.filter((t) => firedBy(workers, t))) {
+      const ran = all.filter((r) => r.at === at).length;
+      const skipped = eventsOf(workers, 'overrun', at);
+      overruns += skipped;
+      expect([at, ran + skipped]).toEqual([at, 1]);
+    }
+    expect(overruns).toBeGreaterThan(0);
+  });
+
+  it("with onOverrun: 'wait', runs the newest waiting tick once the previous run ends, never two at once", async () => {
+    const env = { JOB_MS: '2500', ON_OVERRUN: 'wait' };
+    const workers = await instances(uniquePrefix('overrun-wait'), [env, env]);
+    const ticks = await window(8);
+    await allFired(workers, ticks[ticks.length - 1] + 1000);
+
+    const all = await runs();
+    expect(Number(await observer.get('peak'))).toBe(1);
+    const decided = ticks.filter((t) => firedBy(workers, t) && t < ticks[ticks.length - 1] - 3000);
+    for (const at of decided) {
+      expect([at, all.filter((r) => r.at === at).length + eventsOf(workers, 'overrun', at)]).toEqual([at, 1]);
+    }
+    // A tick that came while the run before it went did run, after that run ended.
+    const ended = (await observer.lrange('ended', 0, -1)).map((l) => JSON.parse(l) as { at: number; endedAt: number });
+    const waited = all.filter((r) => ended.some((e) => e.at < r.at && r.at < e.endedAt && e.endedAt <= r.startedAt));
+    expect(waited.length).toBeGreaterThan(0);
+    expect(workers.some((w) => w.lines.some((l) => l.startsWith('event overrun ')))).toBe(true);
+  });
+
+  it.each([
+    ['skip', 'reports the tick cut short and does not run it again'],
+    ['run', 'runs the tick cut short again on another instance, with a higher fencing token'],
+  ])("onMissed: '%s': after SIGKILL mid-run, %s", async (onMissed) => {
+    const prefix = uniquePrefix(`missed-${onMissed}`);
+    const [victim] = await instances(prefix, [{ HANG: 'first', LEASE_MS: '1000' }]);
+    const cut = Number((await victim.waitFor(/^started (\d+)$/))[1]);
+    const [survivor] = await instances(prefix, [{ ON_MISSED: onMissed, LEASE_MS: '1000' }]);
+    victim.kill('SIGKILL');
+    await victim.exited;
+
+    await survivor.waitFor(new RegExp(`^event missed ${cut}$`));
+    const later = (await survivor.waitFor(/^started (\d+)$/)) && survivor.lines.filter((l) => l.startsWith('started '));
+    const of = (await runs()).filter((r) => r.at === cut);
+    if (onMissed === 'skip') {
+      expect(of).toHaveLength(1);
+      expect(later.every((l) => Number(l.split(' ')[1]) > cut)).toBe(true);
+    } else {
+      expect(of).toHaveLength(2);
+      expect(of[1]).toMatchObject({ instance: 'i1', catchUp: true });
+      expect(of[1].token).toBeGreaterThan(of[0].token);
+      expect(later[0]).toBe(`started ${cut}`);
+    }
+    expect(of[0]).toMatchObject({ instance: 'i1', catchUp: false });
+  });
+
+  it('names a tick alike on instances whose clocks differ by seconds, and never starts it before its time', async () => {
+    const workers = await instances(uniquePrefix('skew'), [{ CLOCK_SKEW_MS: '2500' }, { CLOCK_SKEW_MS: '-2500' }, {}]);
+    const ticks = await window(8);
+    await allFired(workers, ticks[ticks.length - 1] + 1000);
+
+    const all = await runs();
+    const fired = ticks.filter((at) => firedBy(workers, at));
+    expect(fired.length).toBeGreaterThanOrEqual(4);
+    for (const at of fired) expect([at, all.filter((r) => r.at === at).length]).toEqual([at, 1]);
+    for (const run of all) expect(run.startedAt).toBeGreaterThanOrEqual(run.at);
+    expect(workers[0].lines.some((l) => l.includes('ahead of Redis'))).toBe(true);
+  });
+});
