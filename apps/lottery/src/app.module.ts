@@ -5,7 +5,8 @@ import { Redis } from 'ioredis';
 import { LockModule } from 'lockwarden';
 import type { LockEvent } from 'lockwarden';
 import type { LotteryConfig } from './config';
-import { DrawTicker } from './draw-ticker';
+import { drawIdOf } from './config';
+import { DRAW_JOB, DrawTicker } from './draw-ticker';
 import { DrawScheduler } from './draw.scheduler';
 import { DrawService } from './draw.service';
 import { DrawsController } from './draws.controller';
@@ -49,9 +50,18 @@ export class AppModule implements OnApplicationShutdown {
   }
 }
 
-/** Lock events as report lines, for the demo's timeline. */
+/**
+ * Lock events as report lines: locks for the demo's timeline, and each scheduled tick this
+ * instance let pass (another instance had it, or it came while a draw still ran), so that
+ * whoever watches sees every instance's answer to every tick.
+ */
 function reportLockEvent(instanceId: string): (event: LockEvent) => void {
   return (event) => {
+    if (event.key === DRAW_JOB && event.tick && (event.type === 'skipped' || event.type === 'overrun')) {
+      const line = { event: 'draw', t: Date.now(), drawId: drawIdOf(event.tick), source: 'cron', instanceId, ms: 0 };
+      process.stdout.write(`LOTTERY ${JSON.stringify({ ...line, action: event.type })}\n`);
+      return;
+    }
     if (event.type !== 'acquired' && event.type !== 'released' && event.type !== 'lost') return;
     const line = {
       event: 'lock',

@@ -39,7 +39,7 @@ describe('lottery configuration', () => {
     expect(tickDrawId('0 0 12 * * *', new Date('2026-11-22T12:00:03.000Z'))).toBe('tick-2026-11-22T12:00:00.000Z');
     expect(tickDrawId('0 0 12 * * *', new Date('2026-11-22T18:00:00.000Z'))).toBe('tick-2026-11-22T12:00:00.000Z');
     expect(tickDrawId('*/3 * * * * *', new Date('2026-11-22T12:00:05.400Z'))).toBe('tick-2026-11-22T12:00:03.000Z');
-    expect(tickDrawId('*/3 * * * * *', new Date('2026-11-22T12:00:05.600Z'))).toBe('tick-2026-11-22T12:00:06.000Z');
+    expect(tickDrawId('*/3 * * * * *', new Date('2026-11-22T12:00:05.999Z'))).toBe('tick-2026-11-22T12:00:03.000Z');
   });
 });
 

@@ -1,5 +1,6 @@
 import { hostname } from 'node:os';
 import { CronTime } from 'cron';
+import { tickOf } from 'lockwarden';
 
 /** Settings of one lottery instance, read from the environment. */
 export interface LotteryConfig {
@@ -116,28 +117,24 @@ function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: nu
   return value;
 }
 
-/** How early a cron timer may fire before its tick; timers round, so a tick can land a few ms early. */
-const EARLY_FIRE_MS = 500;
-
 /**
- * The id of the scheduled draw a tick belongs to: the time of the latest tick
- * at or before the moment it fired (allowing for a timer that fires a little
- * early). Every instance fires at its local tick time, so all compute the same
- * id despite clock skew, and an instance whose event loop was blocked when the
- * tick came still names the tick it is late for, not the next one: a noon
- * draw that fires 3 s late is still today's draw.
+ * The id of the scheduled draw of the tick a timer firing at `firedAt` serves: the time of
+ * that tick, as Lockwarden names it (`currentTick().at` inside the run, `tickOf` outside).
+ * Every instance names a tick alike whatever its clock skew, and an instance whose event
+ * loop was blocked when the tick came still names the tick it is late for: a noon draw that
+ * fires 3 s late is still today's draw.
  */
 export function tickDrawId(cron: string, firedAt: Date): string {
-  const time = new CronTime(cron);
-  const limit = firedAt.getTime() + EARLY_FIRE_MS;
-  // Widen the window back from `limit` until it holds a tick, then walk to the last one in it.
-  for (let window = 1_000; window < 800 * 86_400_000; window *= 2) {
-    let tick = time.getNextDateFrom(new Date(limit - window)).toMillis();
-    if (tick > limit) continue;
-    for (let next = tick; next <= limit; next = time.getNextDateFrom(new Date(tick)).toMillis()) tick = next;
-    return `tick-${new Date(tick).toISOString()}`;
+  const tick = tickOf(cron, firedAt);
+  if (!tick) {
+    throw new LotteryConfigError(
+      `The cron expression ${JSON.stringify(cron)} has no tick before ${firedAt.toISOString()}.`,
+    );
   }
-  throw new LotteryConfigError(
-    `The cron expression ${JSON.stringify(cron)} has no tick before ${firedAt.toISOString()}.`,
-  );
+  return drawIdOf(tick);
+}
+
+/** The draw id of a tick. */
+export function drawIdOf(tick: Date): string {
+  return `tick-${tick.toISOString()}`;
 }

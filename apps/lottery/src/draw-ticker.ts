@@ -1,12 +1,20 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
+import { LockService } from 'lockwarden';
 import type { LotteryConfig } from './config';
-import { tickDrawId } from './config';
+import { drawIdOf, tickDrawId } from './config';
 import { DrawService } from './draw.service';
 import { PrizeOffice } from './prize-office';
 import { LOTTERY_CONFIG } from './lottery.tokens';
 import { Reporter } from './reporter';
 
-/** What one scheduled tick does, whichever scheduler fired it: draw it, then any draw a crash left unfinished. */
+/** The scheduled job's name: its lock, and the key its tick records live under. */
+export const DRAW_JOB = 'lottery:draws';
+
+/**
+ * What one scheduled tick does, whichever scheduler fired it: draw it, then announce any
+ * draw the prize office was not fully told of. A tick whose drawer died mid-draw is run
+ * again by the next instance to take the job (`onMissed: 'run'` on the schedulers).
+ */
 @Injectable()
 export class DrawTicker {
   private readonly logger = new Logger('DrawScheduler');
@@ -15,30 +23,27 @@ export class DrawTicker {
     private readonly draws: DrawService,
     private readonly reporter: Reporter,
     private readonly prizeOffice: PrizeOffice,
+    private readonly locks: LockService,
     @Inject(LOTTERY_CONFIG) private readonly config: LotteryConfig,
   ) {}
 
-  /** The draw id of a tick that fired now. */
-  drawId(): string {
-    return tickDrawId(this.config.cron, new Date());
-  }
-
+  /** Runs inside the scheduled job (`@ScheduledLock`), which names the tick. */
   async tick(): Promise<void> {
-    const drawId = this.drawId();
-    await this.run(drawId, 'cron');
-    // A drawer that crashed mid-draw left its draw pending; its lock lapses with the lease,
-    // so the next tick, on whichever instance gets the lock, draws it (once, thanks to the fence).
-    // The same goes for a draw recorded but not fully announced to the prize office.
-    const missed = await Promise.all([this.draws.pending(), this.prizeOffice.unannounced()]).catch(() => [[], []]);
-    for (const id of [...new Set(missed.flat())].sort()) {
+    const tick = this.locks.currentTick()!;
+    const drawId = drawIdOf(tick.at);
+    await this.run(drawId, tick.catchUp ? 'catch-up' : 'cron');
+    // Recorded but not fully announced (the office was down, or its caller died announcing):
+    // this tick's holder announces it again, once per winner thanks to the idempotency keys.
+    const unannounced = await this.prizeOffice.unannounced().catch(() => []);
+    for (const id of unannounced.sort()) {
       if (id !== drawId) await this.run(id, 'catch-up');
     }
   }
 
   /** Reports a tick this instance let pass, so whoever watches sees every instance's answer. */
-  passed(action: string): void {
+  passed(action: string, tick?: Date): void {
     this.reporter.emit('draw', {
-      drawId: this.drawId(),
+      drawId: tick ? drawIdOf(tick) : tickDrawId(this.config.cron, new Date()),
       source: 'cron',
       instanceId: this.config.instanceId,
       ms: 0,

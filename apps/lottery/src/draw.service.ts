@@ -23,7 +23,8 @@ export interface DrawOutcome {
  * Draws the winners of one draw, once across all instances.
  *
  * The lock makes sure only one instance draws at a time; `lockAtLeastMs` keeps
- * instances whose clocks lag from drawing the same scheduled tick again; the
+ * callers that come just after a draw (an HTTP retry, a second instance's request) from
+ * drawing it again; scheduled ticks are deduplicated before that, by the job; the
  * fenced write makes sure that a holder which lost its lock (a long pause, a
  * network cut) can never record over, or beside, the holder that replaced it.
  * The winners are then announced to the prize office (PrizeOffice), a few calls
@@ -38,11 +39,6 @@ export class DrawService {
     @Inject(LOTTERY_CONFIG) private readonly config: LotteryConfig,
     @Inject(LOTTERY_DATA) private readonly data: Redis,
   ) {}
-
-  /** Draws that were claimed but never recorded (their drawer crashed), oldest first. */
-  pending(): Promise<string[]> {
-    return this.data.smembers(PENDING_KEY).then((ids) => ids.sort());
-  }
 
   /** Resolves `undefined` without drawing when another instance holds this draw. */
   @Locked('lottery:{0}', { onBusy: 'skip', lockAtLeastMs: 60_000, maxHoldMs: 10 * 60_000 })
