@@ -785,18 +785,22 @@ describe('renew.lua', () => {
 });
 
 describe('rw-acquire.lua', () => {
-  it('read on a free lock: adds "r:<token>" = "deadline|instance", returns the counter (0: none, and none is made)', async () => {
+  it('read on a free lock: adds "r:<token>" = "deadline|instance", returns the counter (none yet: seeded from the clock, expiring)', async () => {
     const { rw } = fresh('rw-read-free');
     const before = await clock();
-    expect(await readLock(rw, 'tok-r', { lease: 20_000, instance: 'inst-r' })).toBe(0);
+    const token = await readLock(rw, 'tok-r', { lease: 20_000, instance: 'inst-r' });
     const after = await clock();
+    // Above every write before (the clock), below the next write (which increments it).
+    expectWithin(token, before.ms * 1000, after.ms * 1000 + 999);
+    expect(await client.get(rw.fence)).toBe(String(token));
+    await expectPttlNear(rw.fence, 60_000);
 
     const flat = await client.hgetall(rw.lock);
     expect(Object.keys(flat)).toEqual(['r:tok-r']);
     expect(flat['r:tok-r']).toMatch(/^\d+\|inst-r$/);
     expectWithin(Number(flat['r:tok-r'].split('|')[0]), before.ms + 20_000, after.ms + 20_000);
     await expectPttlNear(rw.lock, 20_000);
-    expect(await client.exists(rw.fence, rw.writers)).toBe(0);
+    expect(await client.exists(rw.writers)).toBe(0);
   });
 
   it('read returns the last write token from the counter', async () => {
@@ -807,10 +811,10 @@ describe('rw-acquire.lua', () => {
 
   it('readers share; the hash TTL only ever grows to cover the latest deadline', async () => {
     const { rw } = fresh('rw-readers-share');
-    expect(await readLock(rw, 'tok-1', { lease: 60_000 })).toBe(0);
-    expect(await readLock(rw, 'tok-2', { lease: 1_000 })).toBe(0);
+    expect(await readLock(rw, 'tok-1', { lease: 60_000 })).toBeGreaterThan(0); // granted (a refusal is negative)
+    expect(await readLock(rw, 'tok-2', { lease: 1_000 })).toBeGreaterThan(0); // granted (a refusal is negative)
     await expectPttlNear(rw.lock, 60_000);
-    expect(await readLock(rw, 'tok-3', { lease: 120_000 })).toBe(0);
+    expect(await readLock(rw, 'tok-3', { lease: 120_000 })).toBeGreaterThan(0); // granted (a refusal is negative)
     await expectPttlNear(rw.lock, 120_000);
     expect((await client.hkeys(rw.lock)).sort()).toEqual(['r:tok-1', 'r:tok-2', 'r:tok-3']);
   });
@@ -882,7 +886,7 @@ describe('rw-acquire.lua', () => {
     expectWithin(Number(score), before.ms + 5_000, after.ms + 5_000);
     await expectPttlNear(rw.writers, 5_000);
     expect((await client.hkeys(rw.lock)).sort()).toEqual(['r:tok-1', 'r:tok-2']);
-    expect(await client.exists(rw.fence)).toBe(0);
+    expect(await client.exists(rw.fence)).toBe(1); // seeded by the first read, not moved by the waiting write
   });
 
   it('waiting writers: asking again refreshes the place; the zset TTL is raised, never lowered', async () => {
@@ -946,7 +950,7 @@ describe('rw-acquire.lua', () => {
     expect(await client.exists(rw.lock)).toBe(0);
     expect(await client.zcard(rw.writers)).toBe(2);
 
-    expect(await readLock(rw, 'tok-2', { preference: false })).toBe(0);
+    expect(await readLock(rw, 'tok-2', { preference: false })).toBeGreaterThan(0); // granted (a refusal is negative)
     expect(await client.hkeys(rw.lock)).toEqual(['r:tok-2']);
   });
 
@@ -955,7 +959,7 @@ describe('rw-acquire.lua', () => {
     const now = (await clock()).ms;
     await client.zadd(rw.writers, now - 1_000, 'tok-old');
 
-    expect(await readLock(rw, 'tok-r', { preference: true })).toBe(0);
+    expect(await readLock(rw, 'tok-r', { preference: true })).toBeGreaterThan(0); // granted (a refusal is negative)
 
     expect(await client.exists(rw.writers)).toBe(0);
     expect(await client.hkeys(rw.lock)).toEqual(['r:tok-r']);
@@ -1001,7 +1005,7 @@ describe('rw-acquire.lua', () => {
     await client.hset(rw.lock, 'r:tok-live', `${now + 60_000}|inst-live`);
     await client.pexpire(rw.lock, 60_000);
 
-    expect(await readLock(rw, 'tok-r')).toBe(0);
+    expect(await readLock(rw, 'tok-r')).toBeGreaterThan(0); // granted (a refusal is negative)
 
     expect((await client.hkeys(rw.lock)).sort()).toEqual(['r:tok-live', 'r:tok-r']);
   });

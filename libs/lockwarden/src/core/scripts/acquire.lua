@@ -1,7 +1,7 @@
 -- Take a mutex, or learn how long to wait for it.
 -- KEYS[1] lock: the string "owner|fence|instance", with "|w" appended once anyone waits for
 --         it (so a release publishes only when someone listens). Its TTL is the lease.
--- KEYS[2] fencing counter (kept after release, so tokens only ever rise; seeded from TIME)
+-- KEYS[2] fencing counter (tokens only ever rise; seeded from TIME, expires when idle: next-fence)
 -- Fair acquires only (the key count says which):
 -- KEYS[3] fair queue: zset of waiting owner tokens, scored by arrival (server time)
 -- KEYS[4] fair waiter records: hash token -> "deadline|lease|waiterId|instance"

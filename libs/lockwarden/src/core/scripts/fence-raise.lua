@@ -10,7 +10,7 @@ local owner, rest = string.match(held or '', '^([^|]*)|%d+(|.*)$')
 if owner ~= ARGV[1] then return 0 end
 -- ARGV[2] is written as sent: a Lua number of this size could be printed in exponent form.
 if tonumber(redis.call('get', KEYS[2]) or '0') < tonumber(ARGV[2]) then
-  redis.call('set', KEYS[2], ARGV[2])
+  redis.call('set', KEYS[2], ARGV[2], 'PX', 60000)
 end
 redis.call('set', KEYS[1], owner .. '|' .. ARGV[2] .. rest, 'KEEPTTL')
 return 1

@@ -3,7 +3,7 @@
 --         wi = writer instance, and one field 'r:<token>' = "deadline|instance" per reader.
 --         Deadlines are server time (ms); the hash's own TTL only reaps it when all are gone.
 -- KEYS[2] waiting writers: zset token -> deadline (server ms), for writer preference
--- KEYS[3] fencing counter (kept after release)
+-- KEYS[3] fencing counter (expires a minute after its last use; see next-fence)
 -- ARGV[1] owner token   ARGV[2] lease ms   ARGV[3] instance id   ARGV[4] 'r' or 'w'
 -- ARGV[5] reads: the token of the write this flow holds ('' if none), which allows a downgrade
 --         writes: how long a waiting writer keeps its place without checking back (ms)
@@ -43,6 +43,21 @@ local function keepAlive(deadline)
   if redis.call('pttl', KEYS[1]) < deadline - now then redis.call('pexpire', KEYS[1], deadline - now) end
 end
 
+-- A read carries the last write's token. A counter idle for a minute has expired: seed it
+-- from the clock, as nextFence would, so the read's token is above every write before it and
+-- below the next one.
+local function lastFence(counter)
+  local f = redis.call('get', counter)
+  if f then
+    redis.call('pexpire', counter, 60000)
+    return tonumber(f)
+  end
+  local t = redis.call('time')
+  f = t[1] .. string.format('%06d', tonumber(t[2]))
+  redis.call('set', counter, f, 'PX', 60000)
+  return tonumber(f)
+end
+
 if mode == 'r' then
   local field = 'r:' .. token
   if redis.call('hexists', KEYS[1], field) == 1 then
@@ -57,7 +72,7 @@ if mode == 'r' then
   end
   redis.call('hset', KEYS[1], field, (now + lease) .. '|' .. ARGV[3])
   keepAlive(now + lease)
-  return tonumber(redis.call('get', KEYS[3]) or '0')
+  return lastFence(KEYS[3])
 end
 
 if writer == token then return tonumber(redis.call('hget', KEYS[1], 'f')) end

@@ -4,7 +4,7 @@
 --         sum of the permits of every record in the hash (kept by this script and
 --         sem-release.lua, so an attempt reads one field rather than every holder's record)
 -- KEYS[3] limit: the number of permits (a string, kept; set here on first use)
--- KEYS[4] fencing counter (kept after release, so tokens only ever rise; seeded from TIME)
+-- KEYS[4] fencing counter (tokens only ever rise; seeded from TIME, expires when idle: next-fence)
 -- ARGV[1] owner token   ARGV[2] lease ms   ARGV[3] instance id   ARGV[4] permits asked
 -- ARGV[5] the limit to store when none is stored yet
 -- Returns the fencing token (> 0) when granted, else -(ms until the earliest live holder's

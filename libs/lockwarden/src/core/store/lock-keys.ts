@@ -6,7 +6,7 @@
 export interface MutexKeys {
   /** String "owner|fence|instance", "|w" appended once someone waits. Its TTL is the lease. */
   readonly lock: string;
-  /** Counter that survives releases, so fencing tokens only rise. */
+  /** Counter of fencing tokens: they only rise, across releases and its expiry a minute after its last grant. */
   readonly fence: string;
   /** Zset of fair waiters by arrival. */
   readonly queue: string;

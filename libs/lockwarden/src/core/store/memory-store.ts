@@ -204,7 +204,7 @@ export class MemoryLockBackend implements LockBackend {
         if (first !== Infinity) return -Math.max(1, Math.ceil(first - now));
       }
       state.readers.set(token, { deadline: now + req.leaseMs, instance });
-      return this.counters.get(keys.fence) ?? 0;
+      return this.lastFence(keys.fence);
     }
     if (writer?.token === token) return writer.fence;
     if (!writer && state.readers.size === 0) {
@@ -332,6 +332,13 @@ export class MemoryLockBackend implements LockBackend {
       return undefined;
     }
     return held;
+  }
+
+  /** The last write's token, for a read; a missing counter is seeded from the clock, as lastFence in rw-acquire.lua. */
+  private lastFence(key: string): number {
+    let last = this.counters.get(key);
+    if (last === undefined) this.counters.set(key, (last = clockMicros()));
+    return last;
   }
 
   /** The next fencing token; a missing counter starts from the clock in microseconds, as nextFence in the scripts. */
