@@ -144,3 +144,66 @@ async function closeSection(lock: LockHandle, entry: number): Promise<Section> {
   await lock.release();
   return section;
 }
+
+describe('waitMs is a promise', () => {
+  // The acquire must settle by waitMs + 250 ms (SETTLE_GRACE_MS) whatever Redis does. Checked
+  // without a clock threshold: a sentinel timer a little past that point is armed right after
+  // the call, and the acquire must settle before it fires (timers fire in due order).
+  async function settlesInTime(
+    e: LockEngine,
+    key: string,
+    waitMs: number,
+  ): Promise<{ outcome: unknown; beforeSentinel: boolean }> {
+    const attempt = e.acquire(key, { waitMs }).then(
+      (lock) => lock,
+      (err: unknown) => err,
+    );
+    let fired = false;
+    const sentinel = setTimeout(() => (fired = true), waitMs + 250 + 50);
+    const outcome = await attempt;
+    const beforeSentinel = !fired;
+    clearTimeout(sentinel);
+    return { outcome, beforeSentinel };
+  }
+
+  it.each([
+    ['silent (a partition: nothing answers, nothing resets)', 'blackhole'],
+    ['slow (every reply 3 s late)', 'delay'],
+  ] as const)(
+    'settles on time with LockBackendError when Redis is %s, and leaves nothing held once it answers',
+    async (_what, fault) => {
+      const keyPrefix = uniquePrefix('promise');
+      const e = engine({ keyPrefix, redis: proxy.url });
+      await (await e.acquire('warm-up')).release(); // connected, scripts loaded
+      if (fault === 'blackhole') proxy.blackhole();
+      else proxy.delay(3_000);
+      const { outcome, beforeSentinel } = await settlesInTime(e, 'order:1', 1_500);
+      expect(outcome).toBeInstanceOf(LockBackendError);
+      expect(beforeSentinel).toBe(true);
+      // Redis runs one connection's commands in order: once this reply is back, the late
+      // attempt and the withdrawal behind it have both run. (A delayed link is healed after,
+      // so that nothing overtakes what it still holds back.)
+      if (fault === 'blackhole') proxy.pass();
+      await e.inspect('order:1');
+      proxy.pass();
+      const other = engine({ keyPrefix });
+      const free = await other.tryAcquire('order:1');
+      expect(free).not.toBeNull();
+      await free!.release();
+    },
+  );
+
+  it('settles on time with LockBackendError when Redis refuses every connection', async () => {
+    const keyPrefix = uniquePrefix('promise-reset');
+    const e = engine({ keyPrefix, redis: proxy.url });
+    await (await e.acquire('warm-up')).release();
+    proxy.reset();
+    const { outcome, beforeSentinel } = await settlesInTime(e, 'order:2', 1_500);
+    expect(outcome).toBeInstanceOf(LockBackendError);
+    expect(beforeSentinel).toBe(true);
+    proxy.pass();
+    const other = engine({ keyPrefix });
+    const free = await other.acquire('order:2', { waitMs: 10_000 });
+    await free.release();
+  });
+});

@@ -47,7 +47,10 @@ export interface LockEngineOptions {
   instanceId?: string;
   /** How long before a lease ends a holder whose renewal has not succeeded is told the lock is lost. Default min(2 000 ms, lease/5). */
   safetyMarginMs?: number;
-  /** Longest a single Redis call may take when the wait budget is shorter. Default 2 000 ms. */
+  /**
+   * Longest a Redis call outside an acquire may take (a withdrawal, a release). An acquire itself
+   * settles by its `waitMs` + 250 ms whatever Redis does. Default 2 000 ms.
+   */
   commandTimeoutMs?: number;
   /** Called for every lock event (acquired, released, waiting, timeout, skipped, extended, renewed, renewFailed, lost). */
   onEvent?: LockEventListener;

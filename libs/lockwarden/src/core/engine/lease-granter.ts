@@ -178,7 +178,7 @@ export class LeaseGranter {
     token: string,
   ): Promise<LeaseHandle | number> {
     const started = performance.now();
-    const result = await acquireLoop(this.loop, spec, req.waitMs, req.signal);
+    const result = await acquireLoop(this.loop, spec, req.waitMs, req.signal, req.leaseMs);
     if (!result.granted) return result.busyMs;
     // Quorum: the holder must stop before the validity Redlock promises, which allows for clock drift.
     const margin = safetyMarginFor(req.leaseMs, this.options.safetyMarginMs) + this.store.clockDriftMs(req.leaseMs);

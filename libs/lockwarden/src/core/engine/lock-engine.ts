@@ -14,6 +14,7 @@ import type { LockBackend, Topology } from '../store/lock-backend';
 import type { LeaseKind } from '../store/lock-store';
 import type { RedisClient } from '../store/redis-client';
 import type { AcquireGate } from '../wait/acquire-gate';
+import { SETTLE_GRACE_MS } from '../wait/acquire-loop';
 import { resolveEngineOptions } from './engine-options';
 import type { LockEngineOptions, ResolvedEngineOptions } from './engine-options';
 import { HeldLocks } from './held-locks';
@@ -84,6 +85,7 @@ export class LockEngine {
       gates: this.gates,
       shuttingDown: () => (this.closing ? SHUTTING_DOWN : undefined),
       commandTimeoutMs: this.options.commandTimeoutMs,
+      settleGraceMs: SETTLE_GRACE_MS + store.attemptMs,
       emit: this.emit,
       logger: this.options.logger,
     };

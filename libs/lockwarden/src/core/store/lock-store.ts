@@ -94,6 +94,11 @@ export interface LockStore {
   readonly semaphores: boolean;
   /** One result per item, in order: whether the lease was still ours and is now renewed. */
   renew(items: readonly RenewItem[]): Promise<boolean[]>;
+  /**
+   * How long one attempt may take by design beyond a round trip (a quorum's node timeout,
+   * waiting for replicas to acknowledge), added to an acquire's wait budget when it settles.
+   */
+  readonly attemptMs: number;
   /** Whether the topology has the server-side FIFO queue that fair mode and starvation mode use. */
   readonly fairQueue: boolean;
   /** Whether read/write locks are available. */

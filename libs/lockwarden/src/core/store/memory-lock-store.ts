@@ -9,6 +9,7 @@ import type { MemoryLockBackend } from './memory-store';
 /** One engine's view of a memory backend: the LockStore interface, answered asynchronously like Redis. */
 export class MemoryLockStore implements LockStore {
   readonly fairQueue = true;
+  readonly attemptMs = 0;
   readonly readWrite = true;
   readonly semaphores = true;
 

@@ -44,6 +44,11 @@ export class QuorumLockStore implements LockStore {
     this.majority = Math.floor(nodes.length / 2) + 1;
   }
 
+  /** The grant on every node, then recording its token on the granting ones: each within the node timeout. */
+  get attemptMs(): number {
+    return 2 * this.nodeTimeoutMs + Math.max(0, ...this.nodes.map((n) => n.attemptMs));
+  }
+
   /** Redlock's drift allowance: 1% of the lease plus 2 ms. */
   clockDriftMs(leaseMs: number): number {
     return Math.floor(leaseMs / 100) + 2;

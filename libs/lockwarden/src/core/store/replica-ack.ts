@@ -42,6 +42,11 @@ export class ReplicaAck {
     private readonly logger: LockLogger,
   ) {}
 
+  /** How long one WAIT may block. */
+  get timeoutMs(): number {
+    return this.options.timeoutMs;
+  }
+
   /**
    * WAITs on the connection of every node that serves one of `keys` (once per
    * node: WAIT covers all earlier writes on its connection). Resolves the

@@ -46,10 +46,15 @@ export class AcquireGate {
    */
   race<T>(work: Promise<T>, timeoutMs: number, action: string): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.whenAborted(undefined);
-        reject(new LockBackendError(this.key, action, new Error(`Redis did not answer within ${timeoutMs} ms`)));
-      }, timeoutMs);
+      const timer = setTimeout(
+        () => {
+          this.whenAborted(undefined);
+          const ms = Math.round(timeoutMs);
+          reject(new LockBackendError(this.key, action, new Error(`Redis did not answer within ${ms} ms`)));
+        },
+        // Node fires a longer delay at once: a budget this long is a wait without end.
+        Math.min(timeoutMs, 2 ** 31 - 1),
+      );
       // The pending Redis call keeps the process alive while it matters; this timer never should.
       timer.unref();
       this.whenAborted(() => {

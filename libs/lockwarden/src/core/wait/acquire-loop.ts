@@ -41,9 +41,14 @@ export interface LoopContext {
   readonly gates: Set<AcquireGate>;
   readonly shuttingDown: () => unknown;
   readonly commandTimeoutMs: number;
+  /** How long after its wait budget an acquire settles at the latest: SETTLE_GRACE_MS, plus what an attempt may take by design. */
+  readonly settleGraceMs: number;
   readonly emit: ((event: LockEvent) => void) | undefined;
   readonly logger: LockLogger;
 }
+
+/** An acquire settles this long after its wait budget at the latest, whatever Redis does. */
+export const SETTLE_GRACE_MS = 250;
 
 export type LoopResult =
   | {
@@ -61,15 +66,23 @@ export type LoopResult =
  * then sleep until a release message, a grant, or the holder's remaining lease,
  * whichever comes first, all within the wait budget. On any way out without
  * the lock, it withdraws whatever it left on the server.
+ *
+ * It settles by `waitMs` + SETTLE_GRACE_MS whatever Redis does (plus, in quorum mode or
+ * with replicaAck, the time an attempt takes by design): a call still unanswered
+ * then fails the acquire with LockBackendError, and the withdrawal goes on in the
+ * background until Redis answers (or a grant it might have made, `leaseMs` long, is over),
+ * so a grant that lands late is not left held.
  */
 export async function acquireLoop(
   ctx: LoopContext,
   spec: AttemptSpec,
   waitMs: number,
   signal: AbortSignal | undefined,
+  leaseMs: number,
 ): Promise<LoopResult> {
   const started = performance.now();
   const deadline = started + waitMs;
+  const settleBy = deadline + ctx.settleGraceMs;
   let queued = spec.fair;
   let waiterId = queued ? newWaiterId() : '';
   const gate = new AcquireGate(spec.key, signal);
@@ -99,12 +112,11 @@ export async function acquireLoop(
         waiter.waiterId = waiterId = newWaiterId();
       }
       const reply = await ask(
-        ctx,
         gate,
         spec.key,
         'acquire',
         spec.attempt(queued, waiterId, waiter !== undefined),
-        deadline - sentAt,
+        settleBy - sentAt,
       );
       if (reply >= 0) {
         granted = true;
@@ -116,7 +128,7 @@ export async function acquireLoop(
         waiter = new Waiter(spec.channel, queued, waiterId);
         waiter.handoffMs = spec.handoffMs;
         waiter.pass = spec.pass;
-        await ask(ctx, gate, spec.key, 'subscribe to', ctx.bus.join(waiter), deadline - now);
+        await ask(gate, spec.key, 'subscribe to', ctx.bus.join(waiter), settleBy - now);
         continue;
       }
       const refresh = (queued ? spec.queueRefreshMs : spec.refreshMs) ?? Infinity;
@@ -145,31 +157,54 @@ export async function acquireLoop(
     ctx.gates.delete(gate);
     gate.dispose();
     if (waiter) ctx.bus.leave(waiter, granted);
-    if (!granted && sent) await withdraw(ctx, spec);
+    if (!granted && sent) await withdraw(ctx, spec, settleBy, performance.now() + leaseMs + ctx.commandTimeoutMs);
   }
 }
 
-/** Awaits one Redis call within the budget (at least commandTimeoutMs), as a typed error on failure. */
-async function ask<T>(
-  ctx: LoopContext,
-  gate: AcquireGate,
-  key: string,
-  action: string,
-  work: Promise<T>,
-  budgetMs: number,
-): Promise<T> {
+/** Awaits one Redis call within the budget, as a typed error on failure. */
+async function ask<T>(gate: AcquireGate, key: string, action: string, work: Promise<T>, budgetMs: number): Promise<T> {
   try {
-    return await gate.race(work, Math.max(budgetMs, ctx.commandTimeoutMs), action);
+    return await gate.race(work, Math.max(budgetMs, 0), action);
   } catch (err) {
     throw err instanceof LockError ? err : new LockBackendError(key, action, err);
   }
 }
 
-/** Best effort: when it fails, the lease or the queue place simply lapses. */
-export async function withdraw(ctx: LoopContext, spec: Pick<AttemptSpec, 'key' | 'withdraw'>): Promise<void> {
-  try {
-    await new AcquireGate(spec.key, undefined).race(spec.withdraw(), ctx.commandTimeoutMs, 'withdraw from');
-  } catch (err) {
-    ctx.logger.debug(`Could not withdraw from lock "${spec.key}"; its lease will expire: ${String(err)}`);
+/**
+ * Withdraws an attempt, waiting for it until `settleBy` at most; after that it goes on in
+ * the background, tried again while Redis fails, until it is done or `giveUpAt` (when what
+ * it would withdraw has lapsed anyway). A withdrawal is sent on the attempt's connection
+ * after it, so Redis runs it after the attempt however late either gets there.
+ */
+export async function withdraw(
+  ctx: LoopContext,
+  spec: Pick<AttemptSpec, 'key' | 'withdraw'>,
+  settleBy: number,
+  giveUpAt: number,
+): Promise<void> {
+  const done = withdrawUntilAnswered(ctx, spec, giveUpAt);
+  const wait = settleBy - performance.now();
+  if (wait <= 0) return;
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([done, new Promise<void>((resolve) => (timer = setTimeout(resolve, wait)))]);
+  clearTimeout(timer);
+}
+
+async function withdrawUntilAnswered(
+  ctx: LoopContext,
+  spec: Pick<AttemptSpec, 'key' | 'withdraw'>,
+  giveUpAt: number,
+): Promise<void> {
+  for (let pause = 100; ; pause = Math.min(pause * 2, 2_000)) {
+    try {
+      await spec.withdraw();
+      return;
+    } catch (err) {
+      if (ctx.shuttingDown() || performance.now() + pause >= giveUpAt) {
+        ctx.logger.debug(`Could not withdraw from lock "${spec.key}"; what it left lapses by itself: ${String(err)}`);
+        return;
+      }
+      await new Promise<void>((resolve) => setTimeout(resolve, pause).unref());
+    }
   }
 }
