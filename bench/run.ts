@@ -9,7 +9,7 @@ import { RedisProcess } from '../test/harness/redis-process';
 import { LIBRARIES, makeAdapter } from './adapters';
 import type { Adapter } from './adapters';
 import { multiProcessContention } from './multi-process';
-import { contention, distinct, pingRoundTrip, serial, serverMicros } from './scenarios';
+import { contention, distinct, freshNames, pingRoundTrip, serial, serverMicros } from './scenarios';
 import type { ContentionResult } from './scenarios';
 import { leaderFailover } from './leadership';
 import { lockwardenPermits, multiProcessPermits, peerPermits } from './semaphores';
@@ -21,6 +21,7 @@ const quick = process.argv.includes('--quick');
 const CFG = quick
   ? {
       rounds: 1,
+      freshNames: 300,
       serialMs: 150,
       distinctMs: 150,
       contentionMs: 300,
@@ -32,6 +33,7 @@ const CFG = quick
     }
   : {
       rounds: 3,
+      freshNames: 5_000,
       serialMs: 1_000,
       distinctMs: 1_000,
       contentionMs: 2_000,
@@ -88,7 +90,7 @@ async function main(): Promise<void> {
   const redisVersion = await serverVersion(url);
   const adapters = new Map<string, Adapter>(MAIN.map((name) => [name, makeAdapter(name, url)]));
   const fair = makeAdapter('lockwarden fair', url);
-  steps = CFG.rounds * (MAIN.length * 3 + 4) + MULTI.length + 5;
+  steps = CFG.rounds * (MAIN.length * 5 + 4) + MULTI.length + 5;
   const admin = new Redis(url);
   try {
     for (let round = 0; round < CFG.rounds; round++) {
@@ -105,8 +107,20 @@ async function main(): Promise<void> {
         record('s1.p99', lib, s.p99);
       }
       for (const lib of order) {
+        progress(`round ${round + 1}/${CFG.rounds} · never-seen names · ${lib}`);
+        const f = await freshNames(adapters.get(lib)!, CFG.freshNames, admin);
+        record('s11.ops', lib, f.opsPerSec);
+        record('s11.redisUs', lib, f.redisUs);
+        record('s11.keys', lib, f.keysLeft);
+        record('s11.forever', lib, f.keysForever);
+      }
+      for (const lib of order) {
         progress(`round ${round + 1}/${CFG.rounds} · 64 flows · ${lib}`);
         record('s2.ops', lib, await distinct(adapters.get(lib)!, CFG.distinctMs));
+      }
+      for (const lib of order) {
+        progress(`round ${round + 1}/${CFG.rounds} · 64 flows, never-seen names · ${lib}`);
+        record('s2f.ops', lib, await distinct(adapters.get(lib)!, CFG.distinctMs, 64, true));
       }
       for (const lib of order) {
         progress(`round ${round + 1}/${CFG.rounds} · contention · ${lib}`);
@@ -204,6 +218,11 @@ const ROWS: Row[] = [
   { label: '1 latency p99', metric: 's1.p99', higherIsBetter: false, unit: 'ms' },
   { label: '1 Redis CPU per cycle, µs', metric: 's1.redisUs', higherIsBetter: false, unit: 'µs' },
   { label: '2 64 flows, distinct keys', metric: 's2.ops', higherIsBetter: true, unit: 'k/s' },
+  { label: '2 64 flows, never-seen names', metric: 's2f.ops', higherIsBetter: true, unit: 'k/s' },
+  { label: '11 serial, never-seen names', metric: 's11.ops', higherIsBetter: true, unit: 'k/s' },
+  { label: '11 Redis CPU per cycle, never-seen names, µs', metric: 's11.redisUs', higherIsBetter: false, unit: 'µs' },
+  { label: '11 keys left per 10 000 names', metric: 's11.keys', higherIsBetter: false, unit: 'n' },
+  { label: '11 keys left per 10 000 names with no TTL', metric: 's11.forever', higherIsBetter: false, unit: 'n' },
   { label: '3 contention: cycles', metric: 's3.cycles', higherIsBetter: true, unit: 'k/s' },
   { label: '3 utilisation', metric: 's3.util', higherIsBetter: true, unit: 'x' },
   { label: '3 fairness (min/max)', metric: 's3.fair', higherIsBetter: true, unit: 'x' },
@@ -298,6 +317,27 @@ function checkTargets(): { text: string; ok: boolean }[] {
       text: `1: p50 latency ≤ 1.25× two PING round trips (${(ours('s1.p50') / (2 * (med('s1.ping', 'reference') ?? NaN))).toFixed(2)}×)`,
       ok: ours('s1.p50') <= 1.25 * 2 * (med('s1.ping', 'reference') ?? NaN),
     },
+    ...redisWorkTargets(ours),
+    {
+      text: `1: serial ≥ 1.0× the best peer (${(ours('s1.ops') / best('s1.ops', true)).toFixed(2)}×)`,
+      ok: ours('s1.ops') >= best('s1.ops', true),
+    },
+    {
+      text: `3: utilisation ≥ 1.5× the best peer's (${(ours('s3.util') / best('s3.util', true)).toFixed(2)}×)`,
+      ok: ours('s3.util') >= 1.5 * best('s3.util', true),
+    },
+    {
+      text: `3: wait p99 ahead of the best peer's (${ours('s3.waitP99').toFixed(1)} vs ${best('s3.waitP99', false).toFixed(1)} ms)`,
+      ok: ours('s3.waitP99') <= best('s3.waitP99', false),
+    },
+    {
+      text: `10: permits ≥ 1.0× redis-semaphore (${(ours('s10.ops') / Math.max(med('s10.ops', 'semaphore') ?? NaN, med('s10.ops', 'semaphore tuned') ?? NaN)).toFixed(2)}×)`,
+      ok: ours('s10.ops') >= Math.max(med('s10.ops', 'semaphore') ?? NaN, med('s10.ops', 'semaphore tuned') ?? NaN),
+    },
+    {
+      text: `11: no key left without a TTL (${ours('s11.forever').toFixed(0)} per 10 000 names)`,
+      ok: ours('s11.forever') === 0,
+    },
     { text: `3: utilisation ≥ 0.90 (${ours('s3.util').toFixed(2)})`, ok: ours('s3.util') >= 0.9 },
     { text: `3: wait p99 ≤ 50 ms (${ours('s3.waitP99').toFixed(1)} ms)`, ok: ours('s3.waitP99') <= 50 },
     { text: `3: hand-off p50 ≤ 1 ms (${ours('s3.handoffP50').toFixed(2)} ms)`, ok: ours('s3.handoffP50') <= 1 },
@@ -310,6 +350,16 @@ function checkTargets(): { text: string; ok: boolean }[] {
       ok: ours('s9.crash') <= LEADER_LEASE_MS * 1.05,
     },
   ];
+}
+
+/** Redis CPU per uncontended cycle ≤ 1.25× redis-semaphore's, on a reused name and on never-seen ones. */
+function redisWorkTargets(ours: (m: string) => number): { text: string; ok: boolean }[] {
+  return (['s1', 's11'] as const).map((s) => {
+    const theirs = med(`${s}.redisUs`, 'semaphore') ?? NaN;
+    const r = ours(`${s}.redisUs`) / theirs;
+    const what = s === 's1' ? 'one name reused' : 'never-seen names';
+    return { text: `1: Redis CPU per cycle ≤ 1.25× redis-semaphore's, ${what} (${r.toFixed(2)}×)`, ok: r <= 1.25 };
+  });
 }
 
 function updateBenchmarksMd(

@@ -82,13 +82,19 @@ export async function serverMicros(admin: Redis): Promise<number> {
   return usec;
 }
 
-/** Scenario 2: `flows` concurrent flows, each on its own key. */
-export async function distinct(adapter: Adapter, ms: number, flows = 64): Promise<number> {
+let freshRun = 0;
+
+/**
+ * Scenario 2: `flows` concurrent flows, each on its own key; with `fresh`, every cycle on a
+ * name never seen before, as per-entity locks (`order:{0.id}`) mostly are.
+ */
+export async function distinct(adapter: Adapter, ms: number, flows = 64, fresh = false): Promise<number> {
   let count = 0;
   const run = async (f: number, until: number): Promise<void> => {
-    const key = `distinct:${adapter.name}:${f}`;
-    while (performance.now() < until) {
-      await (await adapter.acquire(key)).release();
+    const base = `distinct:${adapter.name}:${f}`;
+    const tag = ++freshRun;
+    for (let i = 0; performance.now() < until; i++) {
+      await (await adapter.acquire(fresh ? `${base}:${tag}:${i}` : base)).release();
       count++;
     }
   };
@@ -170,4 +176,34 @@ export async function contention(adapter: Adapter, ms: number, workers = 8): Pro
     from + ms,
   );
   return analyse(cycles, from, Math.max(from + ms, ...cycles.map((c) => c.released)));
+}
+
+/**
+ * Scenario 11: `count` never-seen names, acquired and released one after the other: Redis
+ * CPU per cycle, and the keys they leave behind (all, and those with no TTL, which stay
+ * forever), per 10 000 names.
+ */
+export async function freshNames(
+  adapter: Adapter,
+  count: number,
+  admin: Redis,
+): Promise<{ opsPerSec: number; redisUs: number; keysLeft: number; keysForever: number }> {
+  const tag = `fresh:${adapter.name}:${++freshRun}:`;
+  for (let i = 0; i < 100; i++) await (await adapter.acquire(`${tag}warm:${i}`)).release();
+  await admin.config('RESETSTAT');
+  const start = performance.now();
+  for (let i = 0; i < count; i++) await (await adapter.acquire(`${tag}${i}`)).release();
+  const opsPerSec = (count * 1000) / (performance.now() - start);
+  const redisUs = (await serverMicros(admin)) / count;
+  let keysLeft = 0;
+  let keysForever = 0;
+  for await (const batch of admin.scanStream({ match: `*${tag}*`, count: 1000 })) {
+    for (const key of batch as string[]) {
+      if (key.includes(`${tag}warm:`)) continue;
+      keysLeft++;
+      if ((await admin.pttl(key)) < 0) keysForever++;
+    }
+  }
+  const per = 10_000 / count;
+  return { opsPerSec, redisUs, keysLeft: keysLeft * per, keysForever: keysForever * per };
 }
