@@ -77,7 +77,7 @@ describe('@ScheduledLock options', () => {
     [{ keepTicksMs: 10 }, /keepTicksMs must be an integer from 1000/],
     [{ schedule: 'not a cron' }, /cron expression "not a cron" is not valid/],
     [{ schedule: { everyMs: 0 } }, /schedule.everyMs must be a whole number of ms/],
-    [{ fair: true }, /fair are not options of a scheduled job/],
+    [{ fair: true }, /Unknown scheduled job option "fair"/],
   ])('refuses %p where the class is defined', (options, message) => {
     expect(() => {
       class Job {
@@ -148,22 +148,86 @@ describe('@ScheduledLock in one process', () => {
     });
     await started;
     await expect(job.runTick(1_001_000, async () => 'second')).resolves.toBeUndefined();
+    await expect(job.runTick(1_002_000, async () => 'third')).resolves.toBeUndefined();
     release();
     await expect(first).resolves.toBe('first');
     // Its tick was decided: a late firing of it does not run it either.
     await expect(job.runTick(1_001_000, async () => 'late')).resolves.toBeUndefined();
 
-    expect(events.count({ type: 'overrun', key: 'report' })).toBe(1);
+    expect(events.count({ type: 'overrun', key: 'report' })).toBe(2);
     expect(events.events.find((e) => e.type === 'overrun')!.tick).toEqual(new Date(1_001_000));
     const overruns = lines.debugs.filter((l) => l.includes('skipped as an overrun:'));
-    expect(overruns).toEqual([
-      `Tick ${new Date(1_001_000).toISOString()} of "report" skipped as an overrun: the run of tick ${new Date(1_000_000).toISOString()} on solo is still going.`,
-    ]);
+    expect(overruns).toEqual(
+      [1_001_000, 1_002_000].map(
+        (at) =>
+          `Tick ${new Date(at).toISOString()} of "report" skipped as an overrun: the run of tick ${new Date(1_000_000).toISOString()} on solo still holds the job (until it ends, or its lease does).`,
+      ),
+    );
+    // One WARN per job says that its ticks are being skipped; each overrun stays at debug level.
+    expect(lines.warns.filter((l) => l.includes('are being skipped'))).toHaveLength(1);
     const { resourceMetrics } = await reader.collect();
     const counter = resourceMetrics.scopeMetrics
       .flatMap((s) => s.metrics)
       .find((m) => m.descriptor.name === 'lockwarden.tick.overruns');
-    expect(counter?.dataPoints.find((p) => p.attributes['lock.name'] === 'report')?.value).toBe(1);
+    expect(counter?.dataPoints.find((p) => p.attributes['lock.name'] === 'report')?.value).toBe(2);
+  });
+
+  it('gives back a tick it was waiting to run when it begins to shut down, so another instance can run it', async () => {
+    const keyPrefix = uniquePrefix('give-back');
+    const a = await boot([], keyPrefix, { instanceId: 'a' });
+    const b = await boot([], keyPrefix, { instanceId: 'b' });
+    const options = checkScheduledOptions({ onOverrun: 'wait' }, 'test');
+    const jobOf = (app: INestApplicationContext) =>
+      app.get(LockEngine).scheduledJob('sync', everySchedule(1_000), options);
+    let release!: () => void;
+    let running!: () => void;
+    const started = new Promise<void>((resolve) => (running = resolve));
+    const first = jobOf(b.app).runTick(5_000, () => {
+      running();
+      return new Promise<string>((resolve) => (release = () => resolve('first')));
+    });
+    await started;
+    const waiting = jobOf(a.app).runTick(6_000, async () => 'by a');
+    await a.events.next({ type: 'waiting', key: 'sync' });
+    await admin.exists(`${keyPrefix}{sync}:tick:6000`).then((n) => expect(n).toBe(1));
+    const stopping = a.app.get(LockEngine).drain(1_000);
+    await expect(waiting).resolves.toBeUndefined();
+    await stopping;
+    expect(a.events.events.find((e) => e.type === 'missed')).toMatchObject({
+      tick: new Date(6_000),
+      reason: 'shutting down',
+    });
+    // Nest's logger is process-wide: the last module's useLogger() receives every line.
+    expect([...a.lines.warns, ...b.lines.warns].some((l) => l.includes('was given back'))).toBe(true);
+    expect(await admin.exists(`${keyPrefix}{sync}:tick:6000`)).toBe(0);
+    // A shutting-down instance takes no new tick at all, and touches nothing in Redis for it.
+    await expect(jobOf(a.app).runTick(7_000, async () => 'by a')).resolves.toBeUndefined();
+    expect(await admin.exists(`${keyPrefix}{sync}:tick:7000`)).toBe(0);
+    release();
+    await expect(first).resolves.toBe('first');
+    await expect(jobOf(b.app).runTick(6_000, async () => 'by b')).resolves.toBe('by b');
+  });
+
+  it.each([
+    ['two methods share a job name', 'share the job name "nightly"'],
+    ['a method has both @Interval and a schedule option', 'give its schedule once'],
+  ])('fails the application start when %s', async (what, message) => {
+    @Injectable()
+    class Jobs {
+      @Interval(60_000)
+      @ScheduledLock('nightly', what.startsWith('a method') ? { schedule: { everyMs: 1_000 } } : {})
+      async one(): Promise<void> {}
+
+      @ScheduledLock(what.startsWith('two') ? 'nightly' : 'other', { schedule: '0 0 * * * *' })
+      async two(): Promise<void> {}
+    }
+    const moduleRef = await Test.createTestingModule({
+      imports: [ScheduleModule.forRoot(), LockModule.forRoot({ redis: redis.url, keyPrefix: uniquePrefix('dup') })],
+      providers: [Jobs],
+    }).compile();
+    moduleRef.useLogger(false);
+    await expect(moduleRef.init()).rejects.toThrow(message);
+    await moduleRef.close();
   });
 
   it('keeps working with lockAtLeastMs on a method without a schedule, as before', async () => {

@@ -161,6 +161,24 @@ describe('@ScheduledLock on a 1 s cron, across processes', () => {
     expect(of[0]).toMatchObject({ instance: 'i1', catchUp: false });
   });
 
+  it('keeps running every tick while one instance shuts down slowly (a rolling deploy): a draining instance takes none', async () => {
+    const workers = await instances(uniquePrefix('drain'), [{ SLOW_MS: '6000' }, { SLOW_MS: '6000' }, {}]);
+    const slow = await Promise.any(workers.map((w) => w.waitFor(/^slow started$/).then(() => w)));
+    const ticks = await window(5);
+    slow.kill('SIGTERM'); // drains for up to 30 s: its slow run takes 6 s, its timers keep firing
+    const others = workers.filter((w) => w !== slow);
+    await allFired(others, ticks[ticks.length - 1] + 1000);
+
+    const all = await runs();
+    const fired = ticks.filter((at) => firedBy(others, at));
+    expect(fired.length).toBeGreaterThanOrEqual(3);
+    for (const at of fired) expect([at, all.filter((r) => r.at === at).length]).toEqual([at, 1]);
+    // The draining instance's timers did fire meanwhile, and it ran none of those ticks.
+    expect(ticks.some((at) => slow.lines.some((l) => l.startsWith(`fired ${at} `)))).toBe(true);
+    const ranBySlow = all.filter((r) => r.instance === `i${workers.indexOf(slow) + 1}` && r.at >= ticks[0]);
+    expect(ranBySlow).toEqual([]);
+  });
+
   it('names a tick alike on instances whose clocks differ by seconds, and never starts it before its time', async () => {
     const workers = await instances(uniquePrefix('skew'), [{ CLOCK_SKEW_MS: '2500' }, { CLOCK_SKEW_MS: '-2500' }, {}]);
     const ticks = await window(8);

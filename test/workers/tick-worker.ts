@@ -63,6 +63,16 @@ class Job {
     }
   }
 
+  // SLOW_MS: a second job, whose run outlasts many ticks of the first and ignores its signal,
+  // as work that cannot stop at once does while its instance shuts down.
+  @Cron(CRON)
+  @ScheduledLock('slow')
+  async slow(): Promise<void> {
+    if (!env.SLOW_MS) return;
+    console.log('slow started');
+    await sleep(Number(env.SLOW_MS));
+  }
+
   // Unlocked: when this instance's timer fired, and how late by the machine's clock.
   @Cron(CRON)
   fired(): void {
@@ -85,6 +95,7 @@ function onEvent(event: LockEvent): void {
       keyPrefix: env.PREFIX,
       instanceId: NAME,
       leaseMs: Number(env.LEASE_MS ?? 30_000),
+      shutdownGraceMs: 30_000,
       onEvent,
     }),
   ],

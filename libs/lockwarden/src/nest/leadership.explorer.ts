@@ -5,6 +5,7 @@ import { LockEngine } from '../core/engine/lock-engine';
 import { LeadershipRegistry } from '../core/leader/leadership-registry';
 import type { LeaderTerm } from '../core/leader/term-log';
 import { getLeaderOnlyName, getOnLeadership } from './decorators/leadership.constants';
+import { providerMethods } from './provider-methods';
 
 /**
  * Finds `@LeaderOnly` and `@OnLeadership` methods on the application's providers and
@@ -32,29 +33,24 @@ export class LeadershipExplorer implements OnApplicationBootstrap, OnModuleDestr
   ) {}
 
   onApplicationBootstrap(): void {
-    for (const wrapper of [...this.discovery.getControllers(), ...this.discovery.getProviders()]) {
-      const instance: unknown = wrapper.instance;
-      if (!instance || typeof instance !== 'object' || !Object.getPrototypeOf(instance)) continue;
-      for (const method of this.scanner.getAllMethodNames(Object.getPrototypeOf(instance) as object)) {
-        const fn = (instance as Record<string, unknown>)[method];
-        const leaderOnly = getLeaderOnlyName(fn);
-        const handlers = getOnLeadership(fn);
-        if (leaderOnly === undefined && handlers.length === 0) continue;
-        if (!wrapper.isDependencyTreeStatic()) {
-          this.engine.options.logger.warn(
-            `${wrapper.name}.${method}() is leader-aware, but ${wrapper.name} is request-scoped or transient: ` +
-              'its leadership events are not delivered. Use a singleton provider.',
-          );
-          continue;
-        }
-        if (leaderOnly !== undefined) this.names.add(leaderOnly);
-        for (const { name, event } of handlers) {
-          this.names.add(name);
-          const handler = fn as (term: LeaderTerm) => unknown;
-          this.leaderships.leadership(name).onChange((happened, term) => {
-            if (happened === event) return handler.call(instance, term) as void | Promise<void>;
-          });
-        }
+    for (const { wrapper, instance, name: method, fn } of providerMethods(this.discovery, this.scanner)) {
+      const leaderOnly = getLeaderOnlyName(fn);
+      const handlers = getOnLeadership(fn);
+      if (leaderOnly === undefined && handlers.length === 0) continue;
+      if (!wrapper.isDependencyTreeStatic()) {
+        this.engine.options.logger.warn(
+          `${wrapper.name}.${method}() is leader-aware, but ${wrapper.name} is request-scoped or transient: ` +
+            'its leadership events are not delivered. Use a singleton provider.',
+        );
+        continue;
+      }
+      if (leaderOnly !== undefined) this.names.add(leaderOnly);
+      for (const { name, event } of handlers) {
+        this.names.add(name);
+        const handler = fn as (term: LeaderTerm) => unknown;
+        this.leaderships.leadership(name).onChange((happened, term) => {
+          if (happened === event) return handler.call(instance, term) as void | Promise<void>;
+        });
       }
     }
     for (const name of this.names) void this.leaderships.leadership(name).contend({ signal: this.stop.signal });

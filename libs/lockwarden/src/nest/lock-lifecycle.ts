@@ -39,7 +39,8 @@ export class LockLifecycle implements OnApplicationBootstrap, BeforeApplicationS
     const say = process.env.NODE_ENV === 'test' ? 'debug' : 'warn';
     this.engine.options.logger[say](
       'Shutdown hooks are off: on SIGTERM this process will exit holding its locks, which then stay in Redis ' +
-        'until their lease ends. Call app.enableShutdownHooks() before app.listen() so that locks are released.',
+        'until their lease ends. Call app.enableShutdownHooks() (in an HTTP app, before app.listen()) so that ' +
+        'locks are released.',
     );
   }
 

@@ -52,7 +52,10 @@ export interface LockEngineOptions {
    * settles by its `waitMs` + 250 ms whatever Redis does. Default 2 000 ms.
    */
   commandTimeoutMs?: number;
-  /** Called for every lock event (acquired, released, waiting, timeout, skipped, extended, renewed, renewFailed, lost). */
+  /**
+   * Called for every lock event (acquired, released, waiting, timeout, skipped, extended, renewed,
+   * renewFailed, lost) and, for scheduled jobs, overrun and missed.
+   */
   onEvent?: LockEventListener;
   /**
    * Record OpenTelemetry metrics through @opentelemetry/api when the application has it

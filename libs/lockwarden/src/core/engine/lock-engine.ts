@@ -107,6 +107,7 @@ export class LockEngine {
       logger: this.options.logger,
       emit: this.emit,
       stopping: this.stopping.signal,
+      noticed: new Set(),
       tryAcquire: (key, options) => this.tryAcquire(key, options),
       acquire: (key, options) => this.acquire(key, options),
       hold: (handle, fn) => this.held.hold([handle as LeaseHandle], fn),

@@ -46,6 +46,12 @@ export class MemoryTickStore implements TickStore {
 
   settle(keys: TickKeys, at: number, outcome: TickOutcome, pointer?: string): Promise<void> {
     if (pointer !== undefined && this.get(keys.run) === pointer) this.entries.delete(keys.run);
+    if (outcome === 'released') {
+      const [state, instance] = (this.get(keys.record(at)) ?? '').split('|');
+      const unrun = state === 'claimed' || state === 'waiting' || state === 'running';
+      if (instance === this.instanceId && unrun) this.entries.delete(keys.record(at));
+      return Promise.resolve();
+    }
     this.replace(keys.record(at), `${outcome}|${this.instanceId}`);
     return Promise.resolve();
   }

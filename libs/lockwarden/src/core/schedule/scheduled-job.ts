@@ -1,4 +1,4 @@
-import { LockAbortedError, LockTimeoutError } from '../../errors';
+import { LockAbortedError, LockBackendError, LockError, LockTimeoutError } from '../../errors';
 import type { AcquireOptions } from '../engine/options';
 import type { LockHandle } from '../lease/lock-handle';
 import type { LockEvent } from '../observe/events';
@@ -7,7 +7,7 @@ import type { CheckedScheduledOptions } from './scheduled-options';
 import { runAsTick } from './tick-context';
 import type { TickSchedule } from './tick-schedule';
 import { tickKeys } from './tick-store';
-import type { RunPointer, TickKeys, TickStore } from './tick-store';
+import type { RunPointer, TickClaim, TickKeys, TickStore } from './tick-store';
 
 /** What a scheduled job needs of the engine. */
 export interface JobHost {
@@ -16,8 +16,10 @@ export interface JobHost {
   readonly leaseMs: number;
   readonly logger: LockLogger;
   readonly emit: ((event: LockEvent) => void) | undefined;
-  /** Aborts when the engine begins to shut down: a tick waiting for its time then gives up. */
+  /** Aborts when the engine begins to shut down: no tick is claimed or started after it. */
   readonly stopping: AbortSignal;
+  /** What was said once already, per job ("ahead:<key>", "overrun:<key>"), so a WARN is not repeated every tick. */
+  readonly noticed: Set<string>;
   tryAcquire(key: string, options: AcquireOptions): Promise<LockHandle | null>;
   acquire(key: string, options: AcquireOptions): Promise<LockHandle>;
   /** Runs `fn` holding `handle`, then releases it (or keeps it to lockAtLeastMs). */
@@ -44,7 +46,6 @@ const MINUTE = 60_000;
  */
 export class ScheduledJob {
   private readonly keys: TickKeys;
-  private warnedAhead = false;
 
   constructor(
     private readonly host: JobHost,
@@ -64,6 +65,12 @@ export class ScheduledJob {
    * resolves `undefined` without running it otherwise.
    */
   async run<T>(fn: () => Promise<T>): Promise<T | undefined> {
+    // A process that is shutting down claims nothing: the other instances, whose timers fire
+    // for the same tick, run it instead.
+    if (this.host.stopping.aborted) {
+      this.host.logger.debug(`"${this.key}" did not run: the lock service is shutting down.`);
+      return undefined;
+    }
     const at = this.schedule.latest(Date.now());
     if (at === undefined) {
       this.host.logger.debug(`"${this.key}" did not run: ${this.schedule.description} has no tick yet.`);
@@ -76,10 +83,12 @@ export class ScheduledJob {
   async runTick<T>(at: number, fn: () => Promise<T>): Promise<T | undefined> {
     const keepMs = this.keepMs(at);
     const wait = this.options.onOverrun === 'wait';
-    let claim = await this.host.ticks.claim(this.keys, at, keepMs, wait);
+    const claimTick = (): Promise<TickClaim> =>
+      this.redis('decide a tick of', this.host.ticks.claim(this.keys, at, keepMs, wait));
+    let claim = await claimTick();
     while (claim.state === 'early') {
       if (!(await this.waitForServer(at, claim.earlyMs, keepMs))) return undefined;
-      claim = await this.host.ticks.claim(this.keys, at, keepMs, wait);
+      claim = await claimTick();
     }
     switch (claim.state) {
       case 'taken':
@@ -111,25 +120,39 @@ export class ScheduledJob {
         ? await this.host.acquire(this.key, { ...this.options.acquire, waitMs: this.options.acquire.waitMs ?? keepMs })
         : await this.host.tryAcquire(this.key, this.options.acquire);
     } catch (err) {
-      if (err instanceof LockAbortedError) {
-        this.host.logger.debug(`Tick ${iso(at)} of "${this.key}" did not run: ${err.message}.`);
+      if (err instanceof LockAbortedError && this.host.stopping.aborted) {
+        await this.giveBack(at, undefined);
         return null;
       }
       if (!(err instanceof LockTimeoutError)) throw err;
       handle = null;
     }
     if (!handle) {
-      await this.host.ticks.settle(this.keys, at, 'overrun');
+      await this.redis('record an overrun of', this.host.ticks.settle(this.keys, at, 'overrun'));
       this.overrun(at, undefined);
     }
     return handle;
+  }
+
+  /**
+   * Gives back a tick this instance claimed but will not run, because it began to shut down:
+   * its record goes, so an instance that fires the tick after this runs it. Those whose timers
+   * fired before found it taken; so it is said, as a tick that may go unrun.
+   */
+  private async giveBack(at: number, pointer: string | undefined): Promise<void> {
+    await this.host.ticks.settle(this.keys, at, 'released', pointer).catch(() => undefined);
+    this.host.emit?.({ type: 'missed', key: this.key, name: this.name, tick: new Date(at), reason: 'shutting down' });
+    this.host.logger.warn(
+      `Tick ${iso(at)} of "${this.key}" did not run: this instance began to shut down after it had taken the tick. ` +
+        'It was given back; another instance runs it only if its timer fires after this.',
+    );
   }
 
   private async start<T>(at: number, handle: LockHandle, keepMs: number, fn: () => Promise<T>): Promise<T | undefined> {
     const token = handle.fencingToken;
     const runKeepMs = keepMs + (this.options.acquire.ttlMs ?? this.host.leaseMs);
     const next = this.options.onOverrun === 'wait' ? this.schedule.after(at) : undefined;
-    const started = await this.host.ticks.start(this.keys, at, token, runKeepMs, next);
+    const started = await this.redis('start a tick of', this.host.ticks.start(this.keys, at, token, runKeepMs, next));
     if (started.superseded) {
       this.overrun(at, undefined, 'a later tick came while it waited, and runs instead');
       return undefined;
@@ -140,12 +163,21 @@ export class ScheduledJob {
       const again = this.options.onMissed === 'run';
       this.missed(at, missed, again);
       if (again) {
-        const rerun = await this.host.ticks.start(this.keys, missed.at, token, runKeepMs);
+        const rerun = await this.redis(
+          'start a tick of',
+          this.host.ticks.start(this.keys, missed.at, token, runKeepMs),
+        );
         await this.execute(missed.at, rerun.pointer, token, true, fn).catch((err: unknown) => {
           this.host.logger.warn(`Catching up tick ${iso(missed.at)} of "${this.key}" failed: ${message(err)}`);
         });
-        pointer = (await this.host.ticks.start(this.keys, at, token, runKeepMs)).pointer;
+        const again = this.host.ticks.start(this.keys, at, token, runKeepMs);
+        pointer = (await this.redis('start a tick of', again)).pointer;
       }
+    }
+    if (this.host.stopping.aborted) {
+      // Shutdown began while this run was getting ready (or catching up): nothing new starts.
+      await this.giveBack(at, pointer);
+      return undefined;
     }
     return this.execute(at, pointer, token, false, fn);
   }
@@ -183,13 +215,29 @@ export class ScheduledJob {
       );
       return false;
     }
-    if (!this.warnedAhead) {
-      this.warnedAhead = true;
+    if (this.once('ahead')) {
       this.host.logger.warn(
         `This instance's clock runs about ${earlyMs} ms ahead of Redis: its ticks of "${this.key}" wait for the server's time.`,
       );
     }
     return sleep(earlyMs, this.host.stopping);
+  }
+
+  /** True the first time `what` is asked for this job in this process. */
+  private once(what: string): boolean {
+    const id = `${what}:${this.key}`;
+    if (this.host.noticed.has(id)) return false;
+    this.host.noticed.add(id);
+    return true;
+  }
+
+  /** A tick store call, whose failure is a LockBackendError in the library's words. */
+  private async redis<T>(action: string, call: Promise<T>): Promise<T> {
+    try {
+      return await call;
+    } catch (err) {
+      throw err instanceof LockError ? err : new LockBackendError(this.key, action, err);
+    }
   }
 
   private keepMs(at: number): number {
@@ -209,9 +257,16 @@ export class ScheduledJob {
     const reason =
       why ??
       (run
-        ? `the run of tick ${iso(run.at)} on ${run.instanceId} is still going`
+        ? `the run of tick ${iso(run.at)} on ${run.instanceId} still holds the job (until it ends, or its lease does)`
         : 'the previous run was still going when it came');
     this.host.logger.debug(`Tick ${iso(at)} of "${this.key}" skipped as an overrun: ${reason}.`);
+    if (this.once('overrun')) {
+      this.host.logger.warn(
+        `Ticks of "${this.key}" are being skipped: its runs outlast its ${this.schedule.description} schedule. ` +
+          "Each overrun is counted (lockwarden.tick.overruns) and logged at debug level; onOverrun: 'wait' runs the " +
+          'newest skipped tick once the run before it ends.',
+      );
+    }
   }
 
   private missed(at: number, run: RunPointer, again: boolean): void {
@@ -230,8 +285,8 @@ function describeRecord(record: string): string {
   const [state, instance] = record.split('|');
   const said: Record<string, string> = {
     claimed: 'taken',
-    waiting: 'taken',
-    running: 'running',
+    waiting: 'taken, waiting for the run before it,',
+    running: 'being run',
     done: 'run',
     failed: 'run (it failed)',
     overrun: 'skipped as an overrun',

@@ -1,5 +1,5 @@
 import { LockConfigError } from '../../errors';
-import { checkAcquireOptions, describe, MAX_MS } from '../engine/options';
+import { checkAcquireOptions, checkKnownNames, describe, MAX_MS } from '../engine/options';
 import type { AcquireOptions } from '../engine/options';
 
 /** What happens to a tick that comes while the job's previous run is still going. */
@@ -40,6 +40,7 @@ export interface ScheduledJobOptions extends Omit<AcquireOptions, 'signal' | 'fa
 }
 
 const NAMES: ReadonlySet<string> = new Set(['onOverrun', 'onMissed', 'keepTicksMs']);
+const LOCK_NAMES = ['ttlMs', 'waitMs', 'maxHoldMs', 'lockAtLeastMs', 'name'];
 const CHECK_DEFAULTS = { keyPrefix: '', leaseMs: 30_000, waitMs: 0, safetyMarginMs: undefined };
 
 export interface CheckedScheduledOptions {
@@ -59,6 +60,9 @@ export function checkScheduledOptions(
     throw new LockConfigError(`${where}: ${message}`);
   };
   try {
+    if (options && typeof options === 'object') {
+      checkKnownNames('scheduled job', options, new Set([...LOCK_NAMES, ...NAMES, ...extra]));
+    }
     checkAcquireOptions(options, CHECK_DEFAULTS, new Set([...NAMES, ...extra]));
   } catch (err) {
     fail((err as Error).message);
@@ -70,7 +74,6 @@ export function checkScheduledOptions(
     ...rest
   } = (options ?? {}) as ScheduledJobOptions & Record<string, unknown>;
   for (const name of extra) delete rest[name];
-  if ('signal' in rest || 'fair' in rest) fail('signal and fair are not options of a scheduled job.');
   if (onOverrun !== 'skip' && onOverrun !== 'wait')
     fail(`onOverrun must be 'skip' or 'wait', got ${describe(onOverrun)}.`);
   if (onMissed !== 'skip' && onMissed !== 'run') fail(`onMissed must be 'skip' or 'run', got ${describe(onMissed)}.`);

@@ -130,6 +130,17 @@ export function className(target: object): string {
  * client that goes away cancels the pending acquire; they are never released
  * while the method still runs.
  */
+/** The engine Nest injected into a decorated instance, or a LockConfigError saying how to get one. */
+export function engineOf(self: unknown, where: string): LockEngine {
+  const engine = (self as Record<symbol, LockEngine | undefined> | undefined)?.[LOCK_ENGINE_PROPERTY];
+  if (!engine) {
+    throw new LockConfigError(
+      `${where} is lock-decorated but has no LockService: create the class through Nest and import LockModule. The method did not run.`,
+    );
+  }
+  return engine;
+}
+
 export async function runLocked(
   self: unknown,
   args: unknown[],
@@ -137,12 +148,7 @@ export async function runLocked(
   original: (...a: unknown[]) => unknown,
   wrapper: unknown,
 ): Promise<unknown> {
-  const engine = (self as Record<symbol, LockEngine | undefined> | undefined)?.[LOCK_ENGINE_PROPERTY];
-  if (!engine) {
-    throw new LockConfigError(
-      `${meta.where} is lock-decorated but has no LockService: create the class through Nest and import LockModule. The method did not run.`,
-    );
-  }
+  const engine = engineOf(self, meta.where);
   const keys = meta.keys(self, args);
   const scope = RequestLockScope.current();
   const route = scope?.claim(wrapper) ? scope : undefined;

@@ -1,16 +1,15 @@
 import { SetMetadata } from '@nestjs/common';
 import { LockAbortedError, LockConfigError } from '../../errors';
-import type { LockEngine } from '../../core/engine/lock-engine';
 import { checkScheduledOptions } from '../../core/schedule/scheduled-options';
 import type { CheckedScheduledOptions, ScheduledJobOptions } from '../../core/schedule/scheduled-options';
 import type { TickSchedule } from '../../core/schedule/tick-schedule';
 import { copyMethodMetadata } from './copy-method-metadata';
 import { compileKeySpec } from './key-template';
 import type { KeyResolver } from './key-template';
-import { checkLockable, className, injectLockEngine, runLocked, toMetadataOptions } from './lock-method';
+import { checkLockable, className, engineOf, injectLockEngine, runLocked, toMetadataOptions } from './lock-method';
 import type { LockableMethod, LockMethodDecorator } from './lock-method';
 import type { LockedMetadata } from './locked-metadata.accessor';
-import { LOCK_ENGINE_PROPERTY, SCHEDULED_LOCK_METADATA } from './locked.constants';
+import { SCHEDULED_LOCK_METADATA } from './locked.constants';
 import { scheduleFromMetadata, scheduleFromSpec } from './schedule-of';
 import type { ScheduleSpec } from './schedule-of';
 
@@ -27,6 +26,10 @@ export interface ScheduledLockOptions extends ScheduledJobOptions {
 /** What `@ScheduledLock` recorded about one method. */
 export interface ScheduledLockMetadata {
   readonly where: string;
+  /** The job's name as written (a key template when it has `{…}`). */
+  readonly name: string;
+  /** Whether the `schedule` option named the schedule (then no `@Cron` or `@Interval` may). */
+  readonly scheduleOption: boolean;
   readonly keys: KeyResolver;
   readonly job: CheckedScheduledOptions;
   /** The method's schedule: from `schedule`, or read once from `@Cron` / `@Interval`. */
@@ -74,6 +77,8 @@ export function ScheduledLock(name: string, options: ScheduledLockOptions = {}):
     let read: { schedule: TickSchedule | undefined } | undefined;
     const metadata: ScheduledLockMetadata = {
       where,
+      name,
+      scheduleOption: given !== undefined,
       keys,
       job,
       schedule: (method) => given ?? (read ??= { schedule: scheduleFromMetadata(method, where) }).schedule,
@@ -114,12 +119,7 @@ async function runScheduled(
   original: (...a: unknown[]) => unknown,
   wrapper: object,
 ): Promise<unknown> {
-  const engine = (self as Record<symbol, LockEngine | undefined> | undefined)?.[LOCK_ENGINE_PROPERTY];
-  if (!engine) {
-    throw new LockConfigError(
-      `${meta.where} is lock-decorated but has no LockService: create the class through Nest and import LockModule. The method did not run.`,
-    );
-  }
+  const engine = engineOf(self, meta.where);
   const schedule = meta.schedule(wrapper);
   if (!schedule) {
     if (meta.lockOnly) return runLocked(self, args, meta.lockOnly, original, wrapper);
