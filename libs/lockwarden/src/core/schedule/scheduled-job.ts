@@ -314,7 +314,7 @@ function sleep(ms: number, signal: AbortSignal): Promise<boolean> {
       resolve(ran);
     };
     const onAbort = (): void => done(false);
-    const timer = setTimeout(() => done(true), ms);
+    const timer = setTimeout(() => done(true), Math.min(ms, 2 ** 31 - 1));
     signal.addEventListener('abort', onAbort);
   });
 }

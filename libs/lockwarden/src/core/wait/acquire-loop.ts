@@ -186,7 +186,9 @@ export async function withdraw(
   const wait = settleBy - performance.now();
   if (wait <= 0) return;
   let timer: NodeJS.Timeout | undefined;
-  await Promise.race([done, new Promise<void>((resolve) => (timer = setTimeout(resolve, wait)))]);
+  // Node fires a longer delay at once (a budget this long is a wait without end).
+  const ms = Math.min(wait, 2 ** 31 - 1);
+  await Promise.race([done, new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
   clearTimeout(timer);
 }
 
