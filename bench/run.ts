@@ -90,7 +90,7 @@ async function main(): Promise<void> {
   const redisVersion = await serverVersion(url);
   const adapters = new Map<string, Adapter>(MAIN.map((name) => [name, makeAdapter(name, url)]));
   const fair = makeAdapter('lockwarden fair', url);
-  steps = CFG.rounds * (MAIN.length * 5 + 4) + MULTI.length + 5;
+  steps = CFG.rounds * (MAIN.length * 5 + 4) + MULTI.length + 6;
   const admin = new Redis(url);
   try {
     for (let round = 0; round < CFG.rounds; round++) {
