@@ -170,8 +170,8 @@ export class ScheduledJob {
         await this.execute(missed.at, rerun.pointer, token, true, fn).catch((err: unknown) => {
           this.host.logger.warn(`Catching up tick ${iso(missed.at)} of "${this.key}" failed: ${message(err)}`);
         });
-        const again = this.host.ticks.start(this.keys, at, token, runKeepMs);
-        pointer = (await this.redis('start a tick of', again)).pointer;
+        const resumed = this.host.ticks.start(this.keys, at, token, runKeepMs);
+        pointer = (await this.redis('start a tick of', resumed)).pointer;
       }
     }
     if (this.host.stopping.aborted) {
