@@ -369,22 +369,22 @@ describe('scheduled-job dedup', () => {
     return apps;
   }
 
-  it('runs a tick once across three instances whose clocks are skewed, thanks to lockAtLeastMs', async () => {
+  it('runs a tick once across three instances whose timers fire one after another (the tick decides, not the lock)', async () => {
     const apps = await instances(uniquePrefix('cron'));
     // Worst-case skew: each instance fires only after the previous run has finished.
     for (const app of apps) await app.get(Draw).withAtLeast();
     expect(apps.reduce((n, app) => n + app.get(Draw).runs, 0)).toBe(1);
   });
 
-  it('without lockAtLeastMs, the same skew runs the job more than once', async () => {
+  it('a plain @Locked skip, by contrast, runs the same staggered tick once per instance', async () => {
     const apps = await instances(uniquePrefix('cron-plain'));
     for (const app of apps) await app.get(Draw).plain();
     expect(apps.reduce((n, app) => n + app.get(Draw).plainRuns, 0)).toBe(3);
   });
 
   it('runs once when all instances fire at the same moment', async () => {
-    // Even "simultaneous" triggers need lockAtLeastMs: a fast job can finish before a
-    // trigger fired at the same moment elsewhere reaches Redis.
+    // A fast job can finish before a trigger fired at the same moment elsewhere reaches
+    // Redis: the tick's record, not the lock, keeps that one from running it again.
     const apps = await instances(uniquePrefix('cron-same'));
     await Promise.all(apps.map((app) => app.get(Draw).withAtLeast()));
     expect(apps.reduce((n, app) => n + app.get(Draw).runs, 0)).toBe(1);
