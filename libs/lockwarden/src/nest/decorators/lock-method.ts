@@ -66,15 +66,32 @@ export function lockDecorator(mode: LockMode, name: string) {
         ),
         where,
       };
-      const wrapper = function (this: unknown, ...args: unknown[]): Promise<unknown> {
-        return runLocked(this, args, metadata, original as (...a: unknown[]) => unknown, wrapper);
-      };
-      copyMethodMetadata(original, wrapper);
-      descriptor.value = wrapper as never;
-      SetMetadata(LOCKED_METADATA, metadata)(target, propertyKey, descriptor);
-      injectLockEngine(target);
-      return descriptor;
+      return wrapMethod(target, propertyKey, descriptor, [LOCKED_METADATA, metadata], (self, args, wrapper) =>
+        runLocked(self, args, metadata, original as (...a: unknown[]) => unknown, wrapper),
+      );
     }) as LockMethodDecorator;
+}
+
+/**
+ * Replaces a decorated method with a wrapper that calls `run`, keeping what other
+ * decorators stored on it, recording `metadata` on it, and having Nest inject the engine.
+ */
+export function wrapMethod(
+  target: object,
+  propertyKey: string | symbol,
+  descriptor: TypedPropertyDescriptor<LockableMethod>,
+  [metadataKey, metadata]: [string, unknown],
+  run: (self: unknown, args: unknown[], wrapper: object) => Promise<unknown>,
+): TypedPropertyDescriptor<LockableMethod> {
+  const original = descriptor.value!;
+  const wrapper = function (this: unknown, ...args: unknown[]): Promise<unknown> {
+    return run(this, args, wrapper);
+  };
+  copyMethodMetadata(original, wrapper);
+  descriptor.value = wrapper as never;
+  SetMetadata(metadataKey, metadata)(target, propertyKey, descriptor);
+  injectLockEngine(target);
+  return descriptor;
 }
 
 /** The method a lock decorator may wrap, or a LockConfigError saying why not. */

@@ -1,12 +1,10 @@
-import { SetMetadata } from '@nestjs/common';
 import { LockAbortedError, LockConfigError } from '../../errors';
 import { checkScheduledOptions } from '../../core/schedule/scheduled-options';
 import type { CheckedScheduledOptions, ScheduledJobOptions } from '../../core/schedule/scheduled-options';
 import type { TickSchedule } from '../../core/schedule/tick-schedule';
-import { copyMethodMetadata } from './copy-method-metadata';
 import { compileKeySpec } from './key-template';
 import type { KeyResolver } from './key-template';
-import { checkLockable, className, engineOf, injectLockEngine, runLocked, toMetadataOptions } from './lock-method';
+import { checkLockable, className, engineOf, runLocked, toMetadataOptions, wrapMethod } from './lock-method';
 import type { LockableMethod, LockMethodDecorator } from './lock-method';
 import type { LockedMetadata } from './locked-metadata.accessor';
 import { SCHEDULED_LOCK_METADATA } from './locked.constants';
@@ -93,14 +91,9 @@ export function ScheduledLock(name: string, options: ScheduledLockOptions = {}):
               where,
             },
     };
-    const wrapper = function (this: unknown, ...args: unknown[]): Promise<unknown> {
-      return runScheduled(this, args, metadata, original as unknown as (...a: unknown[]) => unknown, wrapper);
-    };
-    copyMethodMetadata(original, wrapper);
-    descriptor.value = wrapper as never;
-    SetMetadata(SCHEDULED_LOCK_METADATA, metadata)(target, propertyKey, descriptor);
-    injectLockEngine(target);
-    return descriptor;
+    return wrapMethod(target, propertyKey, descriptor, [SCHEDULED_LOCK_METADATA, metadata], (self, args, wrapper) =>
+      runScheduled(self, args, metadata, original as unknown as (...a: unknown[]) => unknown, wrapper),
+    );
   }) as LockMethodDecorator;
 }
 
