@@ -172,7 +172,7 @@ describe('@ScheduledLock in one process', () => {
     expect(counter?.dataPoints.find((p) => p.attributes['lock.name'] === 'report')?.value).toBe(2);
   });
 
-  it('gives back a tick it was waiting to run when it begins to shut down, so another instance can run it', async () => {
+  it('gives back and reports a tick it was waiting to run when it begins to shut down; a later firing of it runs it', async () => {
     const keyPrefix = uniquePrefix('give-back');
     const a = await boot([], keyPrefix, { instanceId: 'a' });
     const b = await boot([], keyPrefix, { instanceId: 'b' });
@@ -198,7 +198,7 @@ describe('@ScheduledLock in one process', () => {
       reason: 'shutting down',
     });
     // Nest's logger is process-wide: the last module's useLogger() receives every line.
-    expect([...a.lines.warns, ...b.lines.warns].some((l) => l.includes('was given back'))).toBe(true);
+    expect([...a.lines.warns, ...b.lines.warns].some((l) => l.includes('and gave it back'))).toBe(true);
     expect(await admin.exists(`${keyPrefix}{sync}:tick:6000`)).toBe(0);
     // A shutting-down instance takes no new tick at all, and touches nothing in Redis for it.
     await expect(jobOf(a.app).runTick(7_000, async () => 'by a')).resolves.toBeUndefined();

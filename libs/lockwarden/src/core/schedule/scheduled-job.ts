@@ -143,8 +143,8 @@ export class ScheduledJob {
     await this.host.ticks.settle(this.keys, at, 'released', pointer).catch(() => undefined);
     this.host.emit?.({ type: 'missed', key: this.key, name: this.name, tick: new Date(at), reason: 'shutting down' });
     this.host.logger.warn(
-      `Tick ${iso(at)} of "${this.key}" did not run: this instance began to shut down after it had taken the tick. ` +
-        'It was given back; another instance runs it only if its timer fires after this.',
+      `Tick ${iso(at)} of "${this.key}" did not run: this instance began to shut down after it had taken the tick, ` +
+        'and gave it back. The other instances have most likely fired it already and skipped it, so it is probably lost.',
     );
   }
 
@@ -261,10 +261,13 @@ export class ScheduledJob {
         : 'the previous run was still going when it came');
     this.host.logger.debug(`Tick ${iso(at)} of "${this.key}" skipped as an overrun: ${reason}.`);
     if (this.once('overrun')) {
+      const choice =
+        this.options.onOverrun === 'wait'
+          ? "with onOverrun: 'wait' only the newest waiting tick runs"
+          : "onOverrun: 'wait' runs the newest skipped tick once the run before it ends";
       this.host.logger.warn(
         `Ticks of "${this.key}" are being skipped: its runs outlast its ${this.schedule.description} schedule. ` +
-          "Each overrun is counted (lockwarden.tick.overruns) and logged at debug level; onOverrun: 'wait' runs the " +
-          'newest skipped tick once the run before it ends.',
+          `Each overrun is counted (lockwarden.tick.overruns) and logged at debug level; ${choice}.`,
       );
     }
   }
