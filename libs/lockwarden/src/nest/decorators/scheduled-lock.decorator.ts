@@ -68,7 +68,9 @@ export function ScheduledLock(name: string, options: ScheduledLockOptions = {}):
   return ((target: object, propertyKey: string | symbol, descriptor: TypedPropertyDescriptor<LockableMethod>) => {
     const where = `${className(target)}.${String(propertyKey)}()`;
     const original = checkLockable('ScheduledLock', where, descriptor);
-    const job = checkScheduledOptions(options, where, new Set(['schedule']));
+    const checked = checkScheduledOptions(options, where, new Set(['schedule']));
+    // Metrics label a job by its name as written, never by the keys a template expands to.
+    const job = { ...checked, acquire: { ...checked.acquire, name: checked.acquire.name ?? name } };
     const given = options?.schedule === undefined ? undefined : scheduleFromSpec(options.schedule, where);
     const paramTypes = Reflect.getMetadata('design:paramtypes', target, propertyKey) as unknown[] | undefined;
     const keys = compileKeySpec(name, where, paramTypes?.length ?? Infinity);
