@@ -16,6 +16,7 @@ const RW_RELEASE = lua('rw-release');
 const INSPECT = lua('inspect');
 const FORCE_UNLOCK = lua('force-unlock');
 const FENCE_RAISE = lua('fence-raise');
+const FENCE_SEED = lua('fence-seed');
 
 let redis: RedisTarget;
 let client: Redis;
@@ -289,36 +290,57 @@ describe('acquire.lua', () => {
     expect(await client.exists(m.queue, m.waiters)).toBe(0);
   });
 
+  it('takes a free lock with a counter behind the clock: the token follows the clock (a failover or restart set it back)', async () => {
+    const { m } = fresh('acq-behind');
+    await client.set(m.fence, '41');
+    const before = await clock();
+    const token = await acquire(m, 'tok-a');
+    const after = await clock();
+    expectWithin(token, before.us, after.us);
+    expect(await client.get(m.fence)).toBe(String(token));
+    await expectPttlNear(m.fence, 60_000);
+  });
+
+  it('a fast grant (empty fence in the value) asked again by its owner answers with the counter', async () => {
+    const { m } = fresh('acq-fast-again');
+    await client.set(m.lock, 'tok-a||inst-a', 'PX', 30_000);
+    await client.set(m.fence, '8000000000000007');
+    expect(await acquire(m, 'tok-a', { lease: 30_000 })).toBe(8000000000000007);
+    // Anyone else finds it busy, and marks it waited for.
+    expect(await acquire(m, 'tok-b')).toBeLessThan(0);
+    expect(await client.get(m.lock)).toBe('tok-a||inst-a|w');
+  });
+
   it('takes a free lock with an existing counter: the counter goes up by one', async () => {
     const { m } = fresh('acq-incr');
-    await client.set(m.fence, '41');
-    expect(await acquire(m, 'tok-a', { lease: 5_000, instance: 'inst-a' })).toBe(42);
-    expect(await client.get(m.fence)).toBe('42');
-    expect(await mutexRecord(m.lock)).toEqual({ o: 'tok-a', f: '42', i: 'inst-a', w: false });
+    await client.set(m.fence, '8000000000000041');
+    expect(await acquire(m, 'tok-a', { lease: 5_000, instance: 'inst-a' })).toBe(8000000000000042);
+    expect(await client.get(m.fence)).toBe('8000000000000042');
+    expect(await mutexRecord(m.lock)).toEqual({ o: 'tok-a', f: '8000000000000042', i: 'inst-a', w: false });
     await expectPttlNear(m.lock, 5_000);
   });
 
   it('keeps a 16-digit counter exact in the hash, the counter and the reply', async () => {
     const { m } = fresh('acq-16');
-    await client.set(m.fence, '1700000000000123');
-    expect(await acquire(m, 'tok-a')).toBe(1700000000000124);
-    expect(await client.get(m.fence)).toBe('1700000000000124');
-    expect((await mutexRecord(m.lock))?.f).toBe('1700000000000124');
+    await client.set(m.fence, '8000000000000123');
+    expect(await acquire(m, 'tok-a')).toBe(8000000000000124);
+    expect(await client.get(m.fence)).toBe('8000000000000124');
+    expect((await mutexRecord(m.lock))?.f).toBe('8000000000000124');
   });
 
   it('re-acquire by the owner: PEXPIREs the full lease ARGV[2], returns its token, touches nothing else', async () => {
     const { m } = fresh('acq-owner');
     // As a hand-off leaves it: owned, with only the short hand-off lease.
-    await holdMutex(m, 'tok-a', '42', 'inst-a', 250);
-    await client.set(m.fence, '42');
+    await holdMutex(m, 'tok-a', '8000000000000042', 'inst-a', 250);
+    await client.set(m.fence, '8000000000000042');
     await queueWaiter(m, 'tok-b', 7, '99999999999999|250|w-b|inst-b');
 
     const reply = await acquire(m, 'tok-a', { lease: 30_000, fair: true, instance: 'inst-other' });
 
-    expect(reply).toBe(42);
+    expect(reply).toBe(8000000000000042);
     await expectPttlNear(m.lock, 30_000);
-    expect(await mutexRecord(m.lock)).toEqual({ o: 'tok-a', f: '42', i: 'inst-a', w: false });
-    expect(await client.get(m.fence)).toBe('42');
+    expect(await mutexRecord(m.lock)).toEqual({ o: 'tok-a', f: '8000000000000042', i: 'inst-a', w: false });
+    expect(await client.get(m.fence)).toBe('8000000000000042');
     expect(await zset(m.queue)).toEqual(['tok-b', '7']);
     expect(await client.hgetall(m.waiters)).toEqual({ 'tok-b': '99999999999999|250|w-b|inst-b' });
   });
@@ -419,13 +441,14 @@ describe('acquire.lua', () => {
   it('fair, free, the caller at the head: takes the lock and gives up only its own place', async () => {
     const { m } = fresh('acq-fair-head');
     const far = (await clock()).ms + 60_000;
-    await client.set(m.fence, '41');
+    await client.set(m.fence, '8000000000000041');
     await queueWaiter(m, 'tok-a', 1, `${far}|250|w-a|inst-a`);
     await queueWaiter(m, 'tok-b', 2, `${far}|250|w-b|inst-b`);
 
-    expect(await acquire(m, 'tok-a', { fair: true, lease: 10_000, instance: 'inst-a' })).toBe(42);
+    expect(await acquire(m, 'tok-a', { fair: true, lease: 10_000, instance: 'inst-a' })).toBe(8000000000000042);
 
-    expect(await mutexRecord(m.lock)).toEqual({ o: 'tok-a', f: '42', i: 'inst-a', w: false });
+    // Marked waited for: tok-b still queues behind it, so its release must look at the queue.
+    expect(await mutexRecord(m.lock)).toEqual({ o: 'tok-a', f: '8000000000000042', i: 'inst-a', w: true });
     await expectPttlNear(m.lock, 10_000);
     expect(await zset(m.queue)).toEqual(['tok-b', '2']);
     expect(await client.hkeys(m.waiters)).toEqual(['tok-b']);
@@ -449,13 +472,13 @@ describe('acquire.lua', () => {
 
   it('fair, free: skips lapsed heads (a past deadline, or no record at all) and takes the lock', async () => {
     const { m } = fresh('acq-fair-lapsed');
-    await client.set(m.fence, '9');
+    await client.set(m.fence, '8000000000000009');
     await queueWaiter(m, 'tok-x', 1, '1000|250|w-x|inst-x');
     await queueWaiter(m, 'tok-z', 2);
 
-    expect(await acquire(m, 'tok-b', { fair: true, instance: 'inst-b' })).toBe(10);
+    expect(await acquire(m, 'tok-b', { fair: true, instance: 'inst-b' })).toBe(8000000000000010);
 
-    expect(await mutexRecord(m.lock)).toEqual({ o: 'tok-b', f: '10', i: 'inst-b', w: false });
+    expect(await mutexRecord(m.lock)).toEqual({ o: 'tok-b', f: '8000000000000010', i: 'inst-b', w: false });
     expect(await client.exists(m.queue, m.waiters)).toBe(0);
   });
 
@@ -492,11 +515,11 @@ describe('acquire.lua', () => {
 
   it('after a lease lapses, the next caller takes the lock with the next token', async () => {
     const { m } = fresh('acq-lapse');
-    await client.set(m.fence, '41');
-    expect(await acquire(m, 'tok-a')).toBe(42);
+    await client.set(m.fence, '8000000000000041');
+    expect(await acquire(m, 'tok-a')).toBe(8000000000000042);
     await lapse(m.lock);
-    expect(await acquire(m, 'tok-b', { instance: 'inst-b' })).toBe(43);
-    expect(await mutexRecord(m.lock)).toEqual({ o: 'tok-b', f: '43', i: 'inst-b', w: false });
+    expect(await acquire(m, 'tok-b', { instance: 'inst-b' })).toBe(8000000000000043);
+    expect(await mutexRecord(m.lock)).toEqual({ o: 'tok-b', f: '8000000000000043', i: 'inst-b', w: false });
   });
 });
 
@@ -504,11 +527,11 @@ describe('release.lua', () => {
   it('not the owner: returns 0, leaves the lock alone and publishes nothing', async () => {
     const { m } = fresh('rel-not-owner');
     const channel = await listen(m.channel);
-    await holdMutex(m, 'tok-a', '42', 'inst-a', 30_000);
+    await holdMutex(m, 'tok-a', '8000000000000042', 'inst-a', 30_000);
 
     expect(await release(m, 'tok-b')).toBe(0);
 
-    expect(await mutexRecord(m.lock)).toEqual({ o: 'tok-a', f: '42', i: 'inst-a', w: false });
+    expect(await mutexRecord(m.lock)).toEqual({ o: 'tok-a', f: '8000000000000042', i: 'inst-a', w: false });
     await expectPttlNear(m.lock, 30_000);
     expect(await channel.take()).toEqual([]);
   });
@@ -539,27 +562,27 @@ describe('release.lua', () => {
   it('the owner, nobody waited: DELs the lock, keeps the counter, publishes nothing', async () => {
     const { m } = fresh('rel-owner-alone');
     const channel = await listen(m.channel);
-    await client.set(m.fence, '41');
-    expect(await acquire(m, 'tok-a')).toBe(42);
+    await client.set(m.fence, '8000000000000041');
+    expect(await acquire(m, 'tok-a')).toBe(8000000000000042);
 
     expect(await release(m, 'tok-a')).toBe(1);
 
     expect(await client.exists(m.lock)).toBe(0);
-    expect(await client.get(m.fence)).toBe('42');
+    expect(await client.get(m.fence)).toBe('8000000000000042');
     expect(await channel.take()).toEqual([]);
   });
 
   it("the owner, someone tried while it was held: DELs the lock, publishes 'r'", async () => {
     const { m } = fresh('rel-owner');
     const channel = await listen(m.channel);
-    await client.set(m.fence, '41');
-    expect(await acquire(m, 'tok-a')).toBe(42);
+    await client.set(m.fence, '8000000000000041');
+    expect(await acquire(m, 'tok-a')).toBe(8000000000000042);
     expect(await acquire(m, 'tok-b')).toBeLessThan(0);
 
     expect(await release(m, 'tok-a')).toBe(1);
 
     expect(await client.exists(m.lock)).toBe(0);
-    expect(await client.get(m.fence)).toBe('42');
+    expect(await client.get(m.fence)).toBe('8000000000000042');
     expect(await channel.take()).toEqual(['r']);
     // Released once: a second release by the same token is not the owner's any more.
     expect(await release(m, 'tok-a')).toBe(0);
@@ -569,41 +592,41 @@ describe('release.lua', () => {
   it("hands off to the first live waiter: its owner/fence/instance, its record's lease, 'g<waiterId>:<token>'", async () => {
     const { m } = fresh('rel-handoff');
     const channel = await listen(m.channel);
-    await client.set(m.fence, '41');
-    expect(await acquire(m, 'tok-a', { lease: 30_000 })).toBe(42);
+    await client.set(m.fence, '8000000000000041');
+    expect(await acquire(m, 'tok-a', { lease: 30_000 })).toBe(8000000000000042);
     await acquire(m, 'tok-b', { fair: true, lease: 30_000, grant: 250, waiterId: 'w-b', instance: 'inst-b' });
     await acquire(m, 'tok-c', { fair: true, grant: 300, waiterId: 'w-c', instance: 'inst-c' });
 
     expect(await release(m, 'tok-a')).toBe(1);
 
     // Marked waited for: tok-c still queues behind it.
-    expect(await mutexRecord(m.lock)).toEqual({ o: 'tok-b', f: '43', i: 'inst-b', w: true });
+    expect(await mutexRecord(m.lock)).toEqual({ o: 'tok-b', f: '8000000000000043', i: 'inst-b', w: true });
     expectWithin(await client.pttl(m.lock), 1, 250);
-    expect(await client.get(m.fence)).toBe('43');
+    expect(await client.get(m.fence)).toBe('8000000000000043');
     expect((await zset(m.queue))[0]).toBe('tok-c');
     expect(await client.zcard(m.queue)).toBe(1);
     expect(await client.hkeys(m.waiters)).toEqual(['tok-c']);
-    expect(await channel.take()).toEqual(['gw-b:43']);
+    expect(await channel.take()).toEqual(['gw-b:8000000000000043']);
   });
 
   it('publishes the exact token string for a 16-digit counter', async () => {
     const { m } = fresh('rel-handoff-16');
     const channel = await listen(m.channel);
-    await holdMutex(m, 'tok-a', '1700000000000123', 'inst-a', 30_000);
-    await client.set(m.fence, '1700000000000123');
+    await holdMutex(m, 'tok-a', '8000000000000123', 'inst-a', 30_000, true);
+    await client.set(m.fence, '8000000000000123');
     await queueWaiter(m, 'tok-b', 1, '99999999999999|250|w-b|inst-b');
 
     expect(await release(m, 'tok-a')).toBe(1);
 
-    expect(await channel.take()).toEqual(['gw-b:1700000000000124']);
-    expect((await mutexRecord(m.lock))?.f).toBe('1700000000000124');
-    expect(await client.get(m.fence)).toBe('1700000000000124');
+    expect(await channel.take()).toEqual(['gw-b:8000000000000124']);
+    expect((await mutexRecord(m.lock))?.f).toBe('8000000000000124');
+    expect(await client.get(m.fence)).toBe('8000000000000124');
   });
 
   it('seeds a missing counter from server TIME on a hand-off, and publishes that seed', async () => {
     const { m } = fresh('rel-handoff-seed');
     const channel = await listen(m.channel);
-    await holdMutex(m, 'tok-a', '5', 'inst-a', 30_000);
+    await holdMutex(m, 'tok-a', '5', 'inst-a', 30_000, true);
     await queueWaiter(m, 'tok-b', 1, '99999999999999|250|w-b|inst-b');
 
     const before = await clock();
@@ -621,8 +644,8 @@ describe('release.lua', () => {
     const { m } = fresh('rel-skip');
     const channel = await listen(m.channel);
     const far = (await clock()).ms + 60_000;
-    await client.set(m.fence, '41');
-    await holdMutex(m, 'tok-a', '41', 'inst-a', 30_000);
+    await client.set(m.fence, '8000000000000041');
+    await holdMutex(m, 'tok-a', '8000000000000041', 'inst-a', 30_000, true);
     await queueWaiter(m, 'tok-x', 1, '1000|250|w-x|inst-x');
     await queueWaiter(m, 'tok-z', 2);
     await queueWaiter(m, 'tok-b', 3, `${far}|700|w-b|inst-b`);
@@ -630,33 +653,47 @@ describe('release.lua', () => {
 
     expect(await release(m, 'tok-a')).toBe(1);
 
-    expect(await mutexRecord(m.lock)).toEqual({ o: 'tok-b', f: '42', i: 'inst-b', w: true });
+    expect(await mutexRecord(m.lock)).toEqual({ o: 'tok-b', f: '8000000000000042', i: 'inst-b', w: true });
     expectWithin(await client.pttl(m.lock), 1, 700);
     expect(await zset(m.queue)).toEqual(['tok-c', '4']);
     expect(await client.hkeys(m.waiters)).toEqual(['tok-c']);
-    expect(await channel.take()).toEqual(['gw-b:42']);
+    expect(await channel.take()).toEqual(['gw-b:8000000000000042']);
   });
 
   it("every waiter lapsed: drains the queue, leaves the lock free, keeps the counter, publishes 'r'", async () => {
     const { m } = fresh('rel-all-lapsed');
     const channel = await listen(m.channel);
-    await client.set(m.fence, '41');
-    await holdMutex(m, 'tok-a', '41', 'inst-a', 30_000);
+    await client.set(m.fence, '8000000000000041');
+    await holdMutex(m, 'tok-a', '8000000000000041', 'inst-a', 30_000, true);
     await queueWaiter(m, 'tok-x', 1, '1000|250|w-x|inst-x');
     await queueWaiter(m, 'tok-z', 2);
 
     expect(await release(m, 'tok-a')).toBe(1);
 
     expect(await client.exists(m.lock, m.queue, m.waiters)).toBe(0);
-    expect(await client.get(m.fence)).toBe('41');
+    expect(await client.get(m.fence)).toBe('8000000000000041');
     expect(await channel.take()).toEqual(['r']);
+  });
+
+  it('an unmarked lock (nobody tried it while held) is released with two calls: the queue is not looked at', async () => {
+    const { m } = fresh('rel-unmarked');
+    const channel = await listen(m.channel);
+    await holdMutex(m, 'tok-a', '', 'inst-a', 30_000);
+    // A place no script leaves beside an unmarked holder: a waiter that queues marks the lock first.
+    await queueWaiter(m, 'tok-b', 1, '99999999999999|250|w-b|inst-b');
+
+    expect(await release(m, 'tok-a')).toBe(1);
+
+    expect(await client.exists(m.lock)).toBe(0);
+    expect(await client.zcard(m.queue)).toBe(1);
+    expect(await channel.take()).toEqual([]);
   });
 
   it("publishes with the command ARGV[2] names: 'spublish' reaches shard subscribers only", async () => {
     const { m } = fresh('rel-spublish');
     const sharded = await listen(m.channel, true);
     const plain = await listen(m.channel);
-    await holdMutex(m, 'tok-a', '41', 'inst-a', 30_000, true);
+    await holdMutex(m, 'tok-a', '8000000000000041', 'inst-a', 30_000, true);
 
     expect(await release(m, 'tok-a', 'spublish')).toBe(1);
 
@@ -670,13 +707,15 @@ describe('release.lua', () => {
     const first = await acquire(m, 'tok-a', { lease: 30_000 });
     await acquire(m, 'tok-b', { fair: true, lease: 30_000, grant: 250, waiterId: 'w-b' });
     expect(await release(m, 'tok-a')).toBe(1);
-    expect(await channel.take()).toEqual([`gw-b:${first + 1}`]);
+    const [grant] = await channel.take();
+    const handed = Number(grant.slice('gw-b:'.length));
+    expect(handed).toBeGreaterThan(first);
     expectWithin(await client.pttl(m.lock), 1, 250);
 
-    expect(await acquire(m, 'tok-b', { fair: true, lease: 30_000 })).toBe(first + 1);
+    expect(await acquire(m, 'tok-b', { fair: true, lease: 30_000 })).toBe(handed);
 
     await expectPttlNear(m.lock, 30_000);
-    expect(await client.get(m.fence)).toBe(String(first + 1));
+    expect(await client.get(m.fence)).toBe(String(handed));
   });
 });
 
@@ -847,14 +886,14 @@ describe('rw-acquire.lua', () => {
 
   it('write on a free lock with a counter: next token, and the writer leaves the waiting writers', async () => {
     const { rw } = fresh('rw-write-counter');
-    await client.set(rw.fence, '41');
+    await client.set(rw.fence, '8000000000000041');
     const far = (await clock()).ms + 60_000;
     await client.zadd(rw.writers, far, 'tok-w', far + 1, 'tok-other');
 
-    expect(await writeLock(rw, 'tok-w')).toBe(42);
+    expect(await writeLock(rw, 'tok-w')).toBe(8000000000000042);
 
-    expect(await client.get(rw.fence)).toBe('42');
-    expect(await client.hget(rw.lock, 'f')).toBe('42');
+    expect(await client.get(rw.fence)).toBe('8000000000000042');
+    expect(await client.hget(rw.lock, 'f')).toBe('8000000000000042');
     expect(await zset(rw.writers)).toEqual(['tok-other', String(far + 1)]);
   });
 
@@ -983,17 +1022,17 @@ describe('rw-acquire.lua', () => {
   it('drops lapsed holders (readers and the writer, by their own deadlines) before deciding', async () => {
     const { rw } = fresh('rw-lapsed-holders');
     const now = (await clock()).ms;
-    await client.set(rw.fence, '9');
+    await client.set(rw.fence, '8000000000000009');
     await client.hset(rw.lock, 'r:tok-old', `${now - 1_000}|inst-old`);
     await client.hset(rw.lock, 'w', 'tok-dead', 'wd', now - 1_000, 'f', '9', 'wi', 'inst-dead');
     await client.pexpire(rw.lock, 60_000);
 
     const before = await clock();
-    expect(await writeLock(rw, 'tok-w', { lease: 10_000, instance: 'inst-w' })).toBe(10);
+    expect(await writeLock(rw, 'tok-w', { lease: 10_000, instance: 'inst-w' })).toBe(8000000000000010);
     const after = await clock();
 
     const { wd, ...rest } = await client.hgetall(rw.lock);
-    expect(rest).toEqual({ w: 'tok-w', f: '10', wi: 'inst-w' });
+    expect(rest).toEqual({ w: 'tok-w', f: '8000000000000010', wi: 'inst-w' });
     expectWithin(Number(wd), before.ms + 10_000, after.ms + 10_000);
   });
 
@@ -1125,9 +1164,17 @@ describe('inspect.lua', () => {
     expect(await inspect(m, rw)).toEqual(['', 0, 41, 3]);
   });
 
+  it('a fast grant (empty fence in the value): the token is read from the counter', async () => {
+    const { m, rw } = fresh('insp-fast');
+    await client.set(m.lock, 'tok-secret||inst-a', 'PX', 30_000);
+    await client.set(m.fence, '8000000000000005');
+    const reply = await inspect(m, rw);
+    expect(reply).toEqual(['mutex', expect.any(Number), 8000000000000005, 0, 'inst-a', reply[1]]);
+  });
+
   it('a held mutex: mode, PTTL, fencing token, fair waiters, one instance/ttl pair, never the owner token', async () => {
     const { m, rw } = fresh('insp-mutex');
-    await client.set(m.fence, '41');
+    await client.set(m.fence, '8000000000000041');
     await acquire(m, 'tok-secret', { lease: 30_000, instance: 'inst-a' });
     await acquire(m, 'tok-b', { fair: true });
     await acquire(m, 'tok-c', { fair: true });
@@ -1136,7 +1183,7 @@ describe('inspect.lua', () => {
 
     const reply = await inspect(m, rw);
 
-    expect(reply).toEqual(['mutex', expect.any(Number), 42, 2, 'inst-a', reply[1]]);
+    expect(reply).toEqual(['mutex', expect.any(Number), 8000000000000042, 2, 'inst-a', reply[1]]);
     expectWithin(reply[1] as number, await client.pttl(m.lock), 30_000);
     expect(JSON.stringify(reply)).not.toContain('tok-');
   });
@@ -1170,7 +1217,7 @@ describe('inspect.lua', () => {
   it('readers: one instance/ttl pair per live reader, the longest ttl, the rw counter, waiting writers', async () => {
     const { m, rw } = fresh('insp-read');
     const now = (await clock()).ms;
-    await client.set(m.fence, '41');
+    await client.set(m.fence, '8000000000000041');
     await client.set(rw.fence, '12');
     await client.hset(rw.lock, 'r:tok-1', `${now + 30_000}|inst-1`);
     await client.hset(rw.lock, 'r:tok-2', `${now + 60_000}|inst-2`);
@@ -1251,6 +1298,31 @@ describe('force-unlock.lua', () => {
     expect(await mutexChannel.take()).toEqual(['r']);
     expect(await rwChannel.take()).toEqual(['a']);
     expect(await plain.take()).toEqual([]);
+  });
+});
+
+describe('fence-seed.lua', () => {
+  const seed = async (m: MKeys, token: string): Promise<number> =>
+    Number(await run(FENCE_SEED, [m.lock, m.fence], [token]));
+
+  it('gives the holder of a fast grant a token from the server clock, and the counter its TTL back', async () => {
+    const { m } = fresh('seed-own');
+    await client.set(m.lock, 'tok-a||inst-a', 'PX', 30_000);
+    await client.set(m.fence, '1'); // an INCR on a counter that had lapsed: no TTL, a tiny value
+    const before = await clock();
+    const token = await seed(m, 'tok-a');
+    const after = await clock();
+    expectWithin(token, before.us, after.us);
+    expect(await client.get(m.fence)).toBe(String(token));
+    await expectPttlNear(m.fence, 60_000);
+  });
+
+  it('answers 0 and writes nothing for a caller that does not hold the lock', async () => {
+    const { m } = fresh('seed-other');
+    await client.set(m.lock, 'tok-a||inst-a', 'PX', 30_000);
+    await client.set(m.fence, '1');
+    expect(await seed(m, 'tok-b')).toBe(0);
+    expect(await client.get(m.fence)).toBe('1');
   });
 });
 

@@ -129,9 +129,10 @@ describe('quorum (Redlock across 5 masters)', () => {
     await e.withLock('fenced', () => undefined); // seeds every master's counter
     const seeded = Math.max(...(await Promise.all(direct.map((c) => c.get(counter)))).map(Number));
     // The masters' counters disagree (as after earlier minority failures): master 0 is far ahead.
-    await direct[0].set(counter, seeded + 100);
+    // 100 s ahead, so above the server clock too (tokens are max(counter + 1, clock µs)).
+    await direct[0].set(counter, seeded + 100_000_000);
     const first = await e.acquire('fenced');
-    expect(first.fencingToken).toBe(seeded + 101);
+    expect(first.fencingToken).toBe(seeded + 100_000_001);
     await first.release();
     // The next holder's majority leaves master 0 out; it still gets a higher token.
     proxies[0].blackhole();

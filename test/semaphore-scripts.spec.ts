@@ -119,7 +119,7 @@ describe('sem-acquire.lua', () => {
     expect(a).toBeGreaterThan(before * 1_000 - 1);
     expect(await client.get(s.limit)).toBe('3');
     const b = await acquire(s, 'b', 1, 3);
-    expect(b).toBe(a + 1);
+    expect(b).toBeGreaterThan(a);
     expect(await client.hget(s.permits, 'a')).toBe(`2|${a}|i-a`);
     expect(await client.zcard(s.holders)).toBe(2);
     expect(await client.pttl(s.holders)).toBeGreaterThan(29_000);
@@ -228,13 +228,13 @@ describe('sem-release.lua passing permits on', () => {
     const a = await acquire(s, 'a', 2, 2);
     const [released, fence] = await pass(s, 'a', 'w', 1);
     expect(released).toBe(1);
-    expect(String(fence)).toBe(String(a + 1));
+    expect(Number(fence)).toBeGreaterThan(a);
     expect(await client.zscore(s.holders, 'a')).toBeNull();
     expect(await client.hget(s.permits, 'w')).toBe(`1|${fence}|i-w`);
     expect(await client.hget(s.permits, '#used')).toBe('1');
     expect(await l.messages()).toEqual([WIRE.released]); // one of a's two permits was not taken
     const [, second] = await pass(s, 'w', 'v', 1);
-    expect(second).toBe(fence + 1);
+    expect(second).toBeGreaterThan(Number(fence));
     expect(await l.messages()).toEqual([]);
   });
 

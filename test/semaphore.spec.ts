@@ -213,7 +213,7 @@ describe('passing permits within a process', () => {
         await parked(events, 'chain');
         await holder.release();
         const got = await next;
-        expect(got.fencingToken).toBe(holder.fencingToken + 1);
+        expect(got.fencingToken).toBeGreaterThan(holder.fencingToken);
         expect(holder.isHeld()).toBe(false);
         holder = got;
         // Passed permits publish nothing; the release after MAX_PASSES passes publishes one wake-up.

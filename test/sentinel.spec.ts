@@ -35,6 +35,29 @@ interface LiveSection {
   aborted: boolean;
 }
 
+/**
+ * Sections of one key that ran one after the other (neither overlapping the other) with the
+ * later one holding the lower token: what a fenced resource would wrongly refuse. The
+ * observer is the test's own log of when each section ran, not anything the library reports.
+ */
+function tokenOrderViolations(sections: readonly LiveSection[]): number {
+  let count = 0;
+  const byKey = new Map<string, LiveSection[]>();
+  for (const s of sections) byKey.set(s.key, [...(byKey.get(s.key) ?? []), s]);
+  for (const list of byKey.values()) {
+    const sorted = [...list].sort((a, b) => a.entry - b.entry);
+    let latestExit = -Infinity;
+    let highest = -Infinity;
+    for (const s of sorted) {
+      // Only sections that began after every earlier one had ended: their grants were in order.
+      if (s.entry >= latestExit && s.token <= highest) count++;
+      latestExit = Math.max(latestExit, s.exit);
+      highest = Math.max(highest, s.token);
+    }
+  }
+  return count;
+}
+
 /** Live sections (signal not aborted) of one key that overlap in time: the failover hazard, counted. */
 function overlaps(sections: readonly LiveSection[]): number {
   let count = 0;
@@ -51,7 +74,7 @@ function overlaps(sections: readonly LiveSection[]): number {
  * Two engines, three flows each, contend for two keys while the master is
  * killed and the sentinels promote the replica. Returns what happened.
  */
-async function contendThroughFailover(replicaAck: LockEngineOptions['replicaAck']) {
+async function contendThroughFailover(replicaAck: LockEngineOptions['replicaAck'], lag = false) {
   // Two replicas: after the failover the new master still has one, so replicaAck can be met.
   const g = await group(2);
   const keyPrefix = uniquePrefix('sentinel');
@@ -97,7 +120,10 @@ async function contendThroughFailover(replicaAck: LockEngineOptions['replicaAck'
     });
   const running = [a, a, a, b, b, b].map((e, f) => flow(e, f));
   await progress(() => sections.length >= 200);
-  const promoted = await g.killMasterAndFailOver();
+  // Without replicaAck, 100 sections run while the replicas are frozen: the promoted one has
+  // not seen their grants, so its counters lag the tokens already handed out.
+  const lagDuring = lag ? () => progress(() => sections.length >= 300) : undefined;
+  const promoted = await g.killMasterAndFailOver(30_000, lagDuring);
   failedOver = true;
   await progress(() => afterFailover >= 200);
   stop = true;
@@ -107,11 +133,13 @@ async function contendThroughFailover(replicaAck: LockEngineOptions['replicaAck'
 
 describe('on Redis with Sentinel', () => {
   it('keeps working across a failover, and reports the overlaps it caused', async () => {
-    const plain = await contendThroughFailover(undefined);
+    const plain = await contendThroughFailover(undefined, true);
     const acked = await contendThroughFailover({ replicas: 1, timeoutMs: 200 });
     for (const run of [plain, acked]) {
       expect(run.sections.length).toBeGreaterThanOrEqual(400);
-      expect(run.overlaps).toBeGreaterThanOrEqual(0);
+      // Tokens follow the server clock on Sentinel: the promoted replica's counter may lag the
+      // tokens already handed out, and still every later grant gets a higher token.
+      expect(tokenOrderViolations(run.sections)).toBe(0);
     }
     // The known hazard, reported rather than hidden: asynchronous replication can lose a
     // lock in a failover. Expect this to be 0 or small on loopback.

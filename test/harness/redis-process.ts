@@ -150,6 +150,16 @@ export class RedisProcess {
     await this.signal('SIGKILL');
   }
 
+  /** Freezes the server (SIGSTOP), as a long stall would: it keeps its sockets and answers nothing. */
+  freeze(): void {
+    this.child?.kill('SIGSTOP');
+  }
+
+  /** Lets a frozen server run again (SIGCONT). */
+  thaw(): void {
+    this.child?.kill('SIGCONT');
+  }
+
   /** Stops the server for good and removes its folder. */
   async destroy(): Promise<void> {
     await this.kill();

@@ -73,9 +73,31 @@ export class RedisSentinelGroup {
     }
   }
 
-  /** Kills the master and resolves once the sentinels have promoted another server. */
-  async killMasterAndFailOver(timeoutMs = 30_000): Promise<string> {
+  /**
+   * Kills the master and resolves once the sentinels have promoted another server. With
+   * `lagDuring`, the replicas are frozen while it runs, so the master's last writes (what
+   * happened during it) never reach the replica that is promoted: replication lag, made sure.
+   */
+  async killMasterAndFailOver(timeoutMs = 30_000, lagDuring?: () => Promise<void>): Promise<string> {
     const before = await this.currentMaster();
+    if (lagDuring) {
+      for (const r of this.replicas) r.freeze();
+      // A frozen replica still gets what fits in the sockets' kernel buffers once it thaws, so
+      // first fill them: what the master writes after this stays in its own memory, and dies
+      // with it.
+      const direct = new Redis(this.master.port, this.master.host);
+      try {
+        await direct.set('harness:replication-filler', 'x'.repeat(32 * 1024 * 1024));
+      } finally {
+        direct.disconnect();
+      }
+      try {
+        await lagDuring();
+      } finally {
+        await this.master.kill();
+        for (const r of this.replicas) r.thaw();
+      }
+    }
     await this.master.kill();
     const until = Date.now() + timeoutMs;
     for (;;) {

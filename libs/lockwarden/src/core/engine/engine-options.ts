@@ -37,6 +37,19 @@ export interface LockEngineOptions {
    * retry. Narrows the window in which a failover loses a lock; it does not close it.
    */
   replicaAck?: ReplicaAckOptions;
+  /**
+   * Fencing tokens follow the server clock on every grant (max(counter + 1, server time in
+   * µs), in a script), so they keep rising across a failover that set the counter back.
+   * Default: on with Sentinel, Cluster, `quorum` and `replicaAck`; off on a single server,
+   * where an uncontended acquire is a plain SET NX and INCR instead. Turn it on for a single
+   * address that fails over behind your back (a managed primary endpoint).
+   *
+   * @example
+   * ```ts
+   * LockModule.forRoot({ redis: 'rediss://primary.example.internal:6379', clockTokens: true });
+   * ```
+   */
+  clockTokens?: boolean;
   /** Prefix of every Redis key and channel. Default `'lock:'`. */
   keyPrefix?: string;
   /** Lease the watchdog keeps renewing while a lock without `ttlMs` is held. Default 30 000 ms. */
@@ -97,6 +110,8 @@ export interface ResolvedEngineOptions extends LockDefaults {
   redis: RedisSpec | undefined;
   quorum: ResolvedQuorum | undefined;
   replicaAck: ReplicaAckOptions | undefined;
+  /** Undefined: the topology decides (see LockEngineOptions.clockTokens). */
+  clockTokens: boolean | undefined;
   instanceId: string;
   commandTimeoutMs: number;
   logger: LockLogger;
@@ -109,6 +124,7 @@ export const ENGINE_OPTION_NAMES: ReadonlySet<string> = new Set([
   'redis',
   'quorum',
   'replicaAck',
+  'clockTokens',
   'keyPrefix',
   'leaseMs',
   'waitMs',
@@ -167,6 +183,7 @@ export function resolveEngineOptions(
     redis: quorum ? undefined : (o.redis as RedisSpec | undefined),
     quorum,
     replicaAck: o.replicaAck === undefined ? undefined : resolveReplicaAck(o.replicaAck),
+    clockTokens: o.clockTokens === undefined ? undefined : checkBoolean('clockTokens', o.clockTokens, false),
     keyPrefix,
     leaseMs,
     waitMs: o.waitMs === undefined ? 10_000 : checkInteger('waitMs', o.waitMs, 0, MAX_MS),

@@ -16,6 +16,7 @@ export interface RedisBackendOptions {
   readonly redis: RedisSpec | undefined;
   readonly quorum: ResolvedQuorum | undefined;
   readonly replicaAck: ReplicaAckOptions | undefined;
+  readonly clockTokens: boolean | undefined;
 }
 
 /**
@@ -27,7 +28,7 @@ export class RedisBackend implements LockBackend {
   constructor(private readonly options: RedisBackendOptions) {}
 
   open(instanceId: string, logger: LockLogger): Topology {
-    const { redis, quorum, replicaAck } = this.options;
+    const { redis, quorum, replicaAck, clockTokens } = this.options;
     const connections = (quorum ? quorum.nodes : [redis as RedisSpec]).map((spec) => openClient(spec));
     for (const { client, owned } of connections) {
       if (owned) client.on('error', (err: Error) => logger.debug(`Redis connection error: ${err.message}`));
@@ -38,7 +39,14 @@ export class RedisBackend implements LockBackend {
       if (client.status === 'ready') preload.call(client);
     }
     const stores = clients.map(
-      (client) => new RedisLockStore(client, instanceId, replicaAck && new ReplicaAck(client, replicaAck, logger)),
+      (client) =>
+        new RedisLockStore(
+          client,
+          instanceId,
+          replicaAck && new ReplicaAck(client, replicaAck, logger),
+          // A plain SET NX and INCR grant only where no failover can set the counter back.
+          !(clockTokens ?? (quorum !== undefined || replicaAck !== undefined || canFailOver(client))),
+        ),
     );
     const bus = new WakeBus(clients);
     return {
@@ -54,6 +62,13 @@ export class RedisBackend implements LockBackend {
       },
     };
   }
+}
+
+/** Sentinel and Cluster promote replicas, whose counters may lag the tokens already handed out. */
+function canFailOver(client: RedisClient): boolean {
+  if (client.isCluster) return true;
+  const sentinels = (client as { options?: { sentinels?: unknown } }).options?.sentinels;
+  return Array.isArray(sentinels) && sentinels.length > 0;
 }
 
 /** A 'ready' listener: (re)load the scripts into the server(s) the client just connected to. */

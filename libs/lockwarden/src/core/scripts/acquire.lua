@@ -1,6 +1,7 @@
 -- Take a mutex, or learn how long to wait for it.
 -- KEYS[1] lock: the string "owner|fence|instance", with "|w" appended once anyone waits for
---         it (so a release publishes only when someone listens). Its TTL is the lease.
+--         it (so a release publishes only when someone listens). Its TTL is the lease. A fast
+--         grant (store/fast-grant.ts) leaves the fence empty: its token is in the counter.
 -- KEYS[2] fencing counter (tokens only ever rise; seeded from TIME, expires when idle: next-fence)
 -- Fair acquires only (the key count says which):
 -- KEYS[3] fair queue: zset of waiting owner tokens, scored by arrival (server time)
@@ -22,12 +23,12 @@ if not held and #KEYS == 2 then
   return tonumber(f)
 end
 if held then
-  local owner, fence, waited = string.match(held, '^([^|]*)|(%d+)|[^|]*(|?w?)$')
+  local owner, fence, waited = string.match(held, '^([^|]*)|(%d*)|[^|]*(|?w?)$')
   if owner == token then
     -- A queued waiter handed the lock by a release confirms it: the full lease starts now,
     -- so its holder can time the lease from when it sent this call.
     redis.call('pexpire', KEYS[1], ARGV[2])
-    return tonumber(fence)
+    return tonumber(fence) or tonumber(redis.call('get', KEYS[2]) or '0')
   end
   -- Busy: mark it, so its release wakes whoever waits (the caller subscribes before retrying).
   if waited == '' then redis.call('append', KEYS[1], '|w') end
@@ -54,6 +55,8 @@ while true do
 end
 
 if not held and (not head or head == token) then
+  -- Others may be queued behind the head: its release must look at the queue.
+  if head then mark = '|w' end
   local f = nextFence(KEYS[2])
   redis.call('set', KEYS[1], token .. '|' .. f .. '|' .. ARGV[3] .. mark, 'PX', ARGV[2])
   if head then

@@ -8,9 +8,12 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
 local held = redis.call('get', KEYS[1])
 if held then
-  local f, i = string.match(held, '^[^|]*|(%d+)|([^|]*)')
+  local f, i = string.match(held, '^[^|]*|(%d*)|([^|]*)')
   local ttl = redis.call('pttl', KEYS[1])
-  return { 'mutex', ttl, tonumber(f), redis.call('zcard', KEYS[3]), i or '', ttl }
+  -- A fast grant leaves its token in the counter only: the last token handed out on this
+  -- name, the holder's own unless an attempt that found it busy has counted since.
+  f = tonumber(f) or tonumber(redis.call('get', KEYS[2]) or '0')
+  return { 'mutex', ttl, f, redis.call('zcard', KEYS[3]), i or '', ttl }
 end
 
 local out = { '', 0, 0, redis.call('zcard', KEYS[5]) }

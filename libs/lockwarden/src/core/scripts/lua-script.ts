@@ -38,6 +38,7 @@ export const SCRIPTS = {
   release: new LuaScript('release'),
   renew: new LuaScript('renew'),
   fenceRaise: new LuaScript('fence-raise'),
+  fenceSeed: new LuaScript('fence-seed'),
   inspect: new LuaScript('inspect'),
   forceUnlock: new LuaScript('force-unlock'),
   rwAcquire: new LuaScript('rw-acquire'),

@@ -15,8 +15,9 @@ if not held or string.sub(held, 1, #token + 1) ~= token .. '|' then
   return 0
 end
 redis.call('del', KEYS[1])
--- "|w" at the end: someone failed to take it while it was held, and may be listening.
-local waited = string.sub(held, -2) == '|w'
+-- "|w" at the end: someone failed to take it while it was held, and may be listening or
+-- queued. Unmarked, nobody waits: the uncontended release ends here, with two calls.
+if string.sub(held, -2) ~= '|w' then return 1 end
 
 if redis.call('exists', KEYS[3]) == 1 then
   local t = redis.call('time')
@@ -41,9 +42,8 @@ if redis.call('exists', KEYS[3]) == 1 then
       end
     end
   end
-  -- Every place had lapsed: wake whoever may still be waiting.
-  waited = true
 end
 
-if waited then redis.call(ARGV[2], KEYS[5], 'r') end
+-- Nobody queued (or every place had lapsed): wake whoever may still be listening.
+redis.call(ARGV[2], KEYS[5], 'r')
 return 1

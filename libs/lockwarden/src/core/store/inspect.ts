@@ -27,7 +27,12 @@ export interface LockInfo {
   holders: LockHolderInfo[];
   /** The longest remaining lease among the holders, in ms; 0 when free. */
   ttlMs: number;
-  /** The holder's fencing token (a reader's: the last write's); when free, the last one handed out. */
+  /**
+   * The holder's fencing token (a reader's: the last write's); when free, the last one handed
+   * out. A mutex taken uncontended on one server keeps its token only in the counter: then it
+   * is the last token handed out on the name, which is the holder's unless an attempt that
+   * found the lock busy has counted since.
+   */
   fencingToken: number;
   /**
    * Waiters with a place on the server: fair waiters, waiters that have waited more than a

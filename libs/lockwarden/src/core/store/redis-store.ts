@@ -12,6 +12,8 @@ import type { ReplicaAck } from './replica-ack';
 import { SCRIPTS } from '../scripts/lua-script';
 import type { LuaScript } from '../scripts/lua-script';
 import { WriteCoalescer } from './write-coalescer';
+import { fastGrant } from './fast-grant';
+import { ServerClock } from './server-clock';
 import type {
   LeaseKind,
   LockStore,
@@ -36,14 +38,18 @@ export class RedisLockStore implements LockStore {
   readonly readWrite = true;
   readonly semaphores = true;
   private readonly writes: WriteCoalescer;
+  /** Set when an uncontended grant may be plain commands (fast-grant.ts): a single server. */
+  private readonly clock: ServerClock | undefined;
 
   constructor(
     readonly client: RedisClient,
     private readonly instanceId: string,
     private readonly ack?: ReplicaAck,
+    fastGrants = false,
   ) {
     this.publishCommand = client.isCluster ? 'spublish' : 'publish';
     this.writes = new WriteCoalescer(client);
+    this.clock = fastGrants && !ack ? new ServerClock(client) : undefined;
   }
 
   /**
@@ -60,7 +66,14 @@ export class RedisLockStore implements LockStore {
     return this.ack === undefined;
   }
 
-  acquire(req: StoreAcquire): Promise<number> {
+  async acquire(req: StoreAcquire): Promise<number> {
+    // A first plain attempt is most likely uncontended: try it without a script. A caller that
+    // found the lock busy before goes straight to the script, which marks the lock waited for.
+    if (this.clock && !req.fair && !req.waited) {
+      const { keys, token, leaseMs } = req;
+      const fence = await fastGrant(this.client, this.writes, this.clock, keys, token, leaseMs, this.instanceId);
+      if (fence !== undefined) return fence;
+    }
     const plain = [req.token, req.leaseMs, this.instanceId];
     // A plain attempt sends two keys and three arguments: the fewer bytes and Lua table
     // entries per call, the cheaper the uncontended cycle on both sides.
