@@ -179,6 +179,30 @@ describe('@ScheduledLock on a 1 s cron, across processes', () => {
     expect(ranBySlow).toEqual([]);
   });
 
+  it("with onOverrun: 'wait', a tick whose waiting instance gets SIGTERM is handed on: the job's holder runs it, once", async () => {
+    const prefix = uniquePrefix('hand-on');
+    const wait = { CRON: '*/4 * * * * *', JOB_MS: '5000', ON_OVERRUN: 'wait' };
+    // The holder's clock lags 500 ms, so the other instance always fires first.
+    const [holder] = await instances(prefix, [{ ...wait, CLOCK_SKEW_MS: '-500', NAME: 'holder' }]);
+    const first = Number((await holder.waitFor(/^started (\d+)$/))[1]);
+    const [waiter] = await instances(prefix, [{ ...wait, NAME: 'waiter' }]);
+    // The next tick the waiter fires while the holder's run goes: the waiter claims it and
+    // waits; the holder, firing it later, finds it taken.
+    const next = Number((await waiter.waitFor(/^fired (\d+) /))[1]);
+    expect(next).toBeGreaterThan(first);
+    await waiter.waitFor(/^event waiting job$/);
+    await holder.waitFor(new RegExp(`^event skipped ${next}$`));
+    waiter.kill('SIGTERM');
+    await waiter.exited;
+
+    // Nobody else fires that tick again: only the hand-on can run it, before the tick after it.
+    await holder.waitFor(new RegExp(`^started (${next}|${next + 4000})$`));
+    const all = await runs();
+    expect(all.filter((r) => r.at === next)).toEqual([expect.objectContaining({ instance: 'holder' })]);
+    expect(all.filter((r) => r.instance === 'waiter')).toEqual([]);
+    expect(Number(await observer.get('peak'))).toBe(1);
+  });
+
   it('names a tick alike on instances whose clocks differ by seconds, and never starts it before its time', async () => {
     const workers = await instances(uniquePrefix('skew'), [{ CLOCK_SKEW_MS: '2500' }, { CLOCK_SKEW_MS: '-2500' }, {}]);
     const ticks = await window(8);

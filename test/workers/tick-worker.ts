@@ -85,6 +85,7 @@ function onEvent(event: LockEvent): void {
   if (event.type === 'overrun' || event.type === 'missed' || (event.type === 'skipped' && event.tick)) {
     console.log(`event ${event.type} ${event.tick!.getTime()}`);
   }
+  if (event.type === 'waiting') console.log(`event waiting ${event.key}`);
 }
 
 @Module({

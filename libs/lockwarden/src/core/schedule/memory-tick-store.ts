@@ -49,11 +49,30 @@ export class MemoryTickStore implements TickStore {
     if (outcome === 'released') {
       const [state, instance] = (this.get(keys.record(at)) ?? '').split('|');
       const unrun = state === 'claimed' || state === 'waiting' || state === 'running';
-      if (instance === this.instanceId && unrun) this.entries.delete(keys.record(at));
+      const entry = this.entries.get(keys.record(at));
+      if (instance === this.instanceId && unrun && entry) {
+        this.entries.delete(keys.record(at));
+        if (this.get(keys.given) === undefined)
+          this.entries.set(keys.given, { value: String(at), expiresAt: entry.expiresAt });
+      }
       return Promise.resolve();
     }
     this.replace(keys.record(at), `${outcome}|${this.instanceId}`);
     return Promise.resolve();
+  }
+
+  given(keys: TickKeys): Promise<number | undefined> {
+    const at = this.get(keys.given);
+    return Promise.resolve(at === undefined ? undefined : Number(at));
+  }
+
+  adopt(keys: TickKeys, at: number): Promise<boolean> {
+    const entry = this.entries.get(keys.given);
+    if (this.get(keys.given) !== String(at) || !entry) return Promise.resolve(false);
+    this.entries.delete(keys.given);
+    if (this.get(keys.record(at)) !== undefined) return Promise.resolve(false);
+    this.entries.set(keys.record(at), { value: `claimed|${this.instanceId}`, expiresAt: entry.expiresAt });
+    return Promise.resolve(true);
   }
 
   private get(key: string): string | undefined {

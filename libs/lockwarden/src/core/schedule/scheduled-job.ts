@@ -135,20 +135,54 @@ export class ScheduledJob {
   }
 
   /**
-   * Gives back a tick this instance claimed but will not run, because it began to shut down:
-   * its record goes, so an instance that fires the tick after this runs it. Those whose timers
-   * fired before found it taken; so it is said, as a tick that may go unrun.
+   * Gives back a tick this instance claimed but will not run, because it began to shut down.
+   * Its record goes, so an instance that fires the tick after this runs it; and the job's next
+   * holder runs it (runGiven), since the instances whose timers fired before found it taken.
    */
   private async giveBack(at: number, pointer: string | undefined): Promise<void> {
-    await this.host.ticks.settle(this.keys, at, 'released', pointer).catch(() => undefined);
-    this.host.emit?.({ type: 'missed', key: this.key, name: this.name, tick: new Date(at), reason: 'shutting down' });
-    this.host.logger.warn(
-      `Tick ${iso(at)} of "${this.key}" did not run: this instance began to shut down after it had taken the tick, ` +
-        'and gave it back. The other instances have most likely fired it already and skipped it, so it is probably lost.',
-    );
+    try {
+      await this.host.ticks.settle(this.keys, at, 'released', pointer);
+      this.host.logger.warn(
+        `Tick ${iso(at)} of "${this.key}" did not run here: this instance began to shut down after it had taken ` +
+          'the tick, and handed it on. The next instance to hold the job runs it (right after a run in progress, ' +
+          'or before its own next tick).',
+      );
+    } catch (err) {
+      this.host.emit?.({ type: 'missed', key: this.key, name: this.name, tick: new Date(at), reason: 'shutting down' });
+      this.host.logger.warn(
+        `Tick ${iso(at)} of "${this.key}" did not run: this instance began to shut down after it had taken the tick, ` +
+          `and could not hand it on (${message(err)}). It is probably lost.`,
+      );
+    }
+  }
+
+  /**
+   * Runs a tick another instance gave back while shutting down, this instance holding the
+   * job's lock: `older` ones before this instance's own tick, newer ones after it. A tick an
+   * instance claimed since (its timer fired late) is left to it. Never throws: the tick's own
+   * outcome is recorded and logged by its run.
+   */
+  private async runGiven<T>(at: number, handle: LockHandle, keepMs: number, fn: () => Promise<T>, older: boolean) {
+    if (this.host.stopping.aborted) return; // left for the next holder
+    try {
+      const given = await this.host.ticks.given(this.keys);
+      if (given === undefined || given === at || given < at !== older) return;
+      if (!(await this.host.ticks.adopt(this.keys, given))) return;
+      if (older && this.options.onOverrun === 'wait') {
+        // Only the newest waiting tick runs: this instance's own tick is newer.
+        await this.host.ticks.settle(this.keys, given, 'overrun');
+        this.overrun(given, undefined, 'a later tick came while it waited, and runs instead');
+        return;
+      }
+      this.host.logger.debug(`"${this.key}" runs tick ${iso(given)}, which an instance gave back while shutting down.`);
+      await this.start(given, handle, keepMs, fn);
+    } catch (err) {
+      this.host.logger.warn(`Running a tick of "${this.key}" that another instance handed on failed: ${message(err)}`);
+    }
   }
 
   private async start<T>(at: number, handle: LockHandle, keepMs: number, fn: () => Promise<T>): Promise<T | undefined> {
+    await this.runGiven(at, handle, keepMs, fn, true);
     const token = handle.fencingToken;
     const runKeepMs = keepMs + (this.options.acquire.ttlMs ?? this.host.leaseMs);
     const next = this.options.onOverrun === 'wait' ? this.schedule.after(at) : undefined;
@@ -179,7 +213,11 @@ export class ScheduledJob {
       await this.giveBack(at, pointer);
       return undefined;
     }
-    return this.execute(at, pointer, token, false, fn);
+    try {
+      return await this.execute(at, pointer, token, false, fn);
+    } finally {
+      await this.runGiven(at, handle, keepMs, fn, false);
+    }
   }
 
   /** Runs `fn` as tick `at`, then records how it ended; a failing record never hides fn's own outcome. */

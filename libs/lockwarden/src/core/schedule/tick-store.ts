@@ -10,12 +10,14 @@ import { SCRIPTS } from '../scripts/lua-script';
 export interface TickKeys {
   readonly lock: string;
   readonly run: string;
+  /** A tick an instance gave back while shutting down, for the job's next holder to run. */
+  readonly given: string;
   record(atMs: number): string;
 }
 
 export function tickKeys(prefix: string, job: string): TickKeys {
   const lock = mutexKeys(prefix, job).lock;
-  return { lock, run: `${lock}:run`, record: (at) => `${lock}:tick:${at}` };
+  return { lock, run: `${lock}:run`, given: `${lock}:given`, record: (at) => `${lock}:tick:${at}` };
 }
 
 /** What deciding a tick found: see tick-claim.lua. */
@@ -62,6 +64,10 @@ export interface TickStore {
   start(keys: TickKeys, at: number, fencingToken: number, keepMs: number, nextAt?: number): Promise<TickStart>;
   /** Records how tick `at` ended and clears this run's pointer (tick-settle.lua). */
   settle(keys: TickKeys, at: number, outcome: TickOutcome, pointer?: string): Promise<void>;
+  /** The tick an instance gave back while shutting down, if one waits for the job's holder. */
+  given(keys: TickKeys): Promise<number | undefined>;
+  /** Claims given-back tick `at` for the job's holder; false when it is gone or claimed since (tick-adopt.lua). */
+  adopt(keys: TickKeys, at: number): Promise<boolean>;
 }
 
 export function parsePointer(raw: string): RunPointer | undefined {
@@ -113,8 +119,22 @@ export class RedisTickStore implements TickStore {
   }
 
   async settle(keys: TickKeys, at: number, outcome: TickOutcome, pointer?: string): Promise<void> {
-    const k = pointer === undefined ? [keys.record(at)] : [keys.record(at), keys.run];
-    const args = pointer === undefined ? [outcome, this.instanceId] : [outcome, this.instanceId, pointer];
+    const released = outcome === 'released';
+    const k = pointer === undefined && !released ? [keys.record(at)] : [keys.record(at), keys.run];
+    if (released) k.push(keys.given);
+    const args: (string | number)[] = [outcome, this.instanceId];
+    if (pointer !== undefined || released) args.push(pointer ?? '');
+    if (released) args.push(at);
     await SCRIPTS.tickSettle.run(this.client, k, args);
+  }
+
+  async given(keys: TickKeys): Promise<number | undefined> {
+    const at = await this.client.get(keys.given);
+    return at === null ? undefined : Number(at);
+  }
+
+  async adopt(keys: TickKeys, at: number): Promise<boolean> {
+    const reply = await SCRIPTS.tickAdopt.run(this.client, [keys.given, keys.record(at)], [at, this.instanceId]);
+    return Number(reply) === 1;
   }
 }

@@ -52,6 +52,7 @@ export const SCRIPTS = {
   tickClaim: new LuaScript('tick-claim'),
   tickStart: new LuaScript('tick-start'),
   tickSettle: new LuaScript('tick-settle'),
+  tickAdopt: new LuaScript('tick-adopt'),
 } as const;
 
 /**
