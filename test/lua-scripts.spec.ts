@@ -17,6 +17,8 @@ const INSPECT = lua('inspect');
 const FORCE_UNLOCK = lua('force-unlock');
 const FENCE_RAISE = lua('fence-raise');
 const FENCE_SEED = lua('fence-seed');
+const GRANT_MANY = lua('grant-many');
+const RELEASE_MANY = lua('release-many');
 
 let redis: RedisTarget;
 let client: Redis;
@@ -1323,6 +1325,49 @@ describe('fence-seed.lua', () => {
     await client.set(m.fence, '1');
     expect(await seed(m, 'tok-b')).toBe(0);
     expect(await client.get(m.fence)).toBe('1');
+  });
+});
+
+describe('grant-many.lua and release-many.lua (the first attempts and releases of one tick, one server)', () => {
+  it('grants each free lock with the INCR of its counter (seeded from TIME when missing), and leaves a busy one as it is', async () => {
+    const a = fresh('many-a').m;
+    const b = fresh('many-b').m;
+    const busy = fresh('many-busy').m;
+    await client.set(a.fence, '8000000000000041', 'PX', 60_000);
+    await client.set(busy.lock, 'tok-z||inst-z', 'PX', 30_000);
+    const before = await clock();
+    const reply = (await run(
+      GRANT_MANY,
+      [a.lock, a.fence, b.lock, b.fence, busy.lock, busy.fence],
+      ['tok-a||inst', 5_000, 'tok-b||inst', 6_000, 'tok-c||inst', 7_000],
+    )) as number[];
+    const after = await clock();
+    expect(reply[0]).toBe(8000000000000042);
+    expectWithin(reply[1], before.us, after.us);
+    expect(reply[2]).toBe(-1);
+    expect(await client.get(a.lock)).toBe('tok-a||inst');
+    await expectPttlNear(a.lock, 5_000);
+    await expectPttlNear(b.lock, 6_000);
+    expect(await client.get(b.fence)).toBe(String(reply[1]));
+    await expectPttlNear(b.fence, 60_000);
+    // Busy: untouched, not even marked (the caller's acquire.lua does that), its counter unmoved.
+    expect(await client.get(busy.lock)).toBe('tok-z||inst-z');
+    expect(await client.exists(busy.fence)).toBe(0);
+  });
+
+  it("releases each lock as release.lua would: its owner's, not another's, and wakes waiters of a marked one", async () => {
+    const a = fresh('rel-many-a').m;
+    const b = fresh('rel-many-b').m;
+    const c = fresh('rel-many-c').m;
+    const channel = await listen(c.channel);
+    await holdMutex(a, 'tok-a', '', 'inst-a', 30_000);
+    await holdMutex(b, 'tok-other', '', 'inst-b', 30_000);
+    await holdMutex(c, 'tok-c', '7', 'inst-c', 30_000, true);
+    const keys = [a, b, c].flatMap((m) => [m.lock, m.fence, m.queue, m.waiters, m.channel]);
+    expect(await run(RELEASE_MANY, keys, ['publish', 'tok-a', 'tok-b', 'tok-c'])).toEqual([1, 0, 1]);
+    expect(await client.exists(a.lock, c.lock)).toBe(0);
+    expect(await client.get(b.lock)).toBe('tok-other||inst-b');
+    expect(await channel.take()).toEqual(['r']);
   });
 });
 

@@ -36,6 +36,8 @@ function isNoScript(err: unknown): boolean {
 export const SCRIPTS = {
   acquire: new LuaScript('acquire'),
   release: new LuaScript('release'),
+  grantMany: new LuaScript('grant-many'),
+  releaseMany: new LuaScript('release-many'),
   renew: new LuaScript('renew'),
   fenceRaise: new LuaScript('fence-raise'),
   fenceSeed: new LuaScript('fence-seed'),

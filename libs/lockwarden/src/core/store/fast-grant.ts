@@ -1,7 +1,6 @@
 import type { MutexKeys } from './lock-keys';
 import type { RedisClient } from './redis-client';
 import { SCRIPTS } from '../scripts/lua-script';
-import type { ServerClock } from './server-clock';
 import type { WriteCoalescer } from './write-coalescer';
 
 /** How long a fencing counter lives from the seed that created it (see next-fence.lua). */
@@ -21,20 +20,21 @@ const SEEDED = 1e12;
  * An attempt that finds the lock busy counts too; tokens then skip a number, which fencing
  * allows. The lock's value carries no token ("owner||instance"): the counter has it.
  *
- * Returns the fencing token, or undefined when the lock is busy (the caller then runs
- * acquire.lua, which marks the lock waited for and says how long to wait).
+ * `seed`: the server's time in µs as this process estimates it (server-clock.ts), which a
+ * counter that does not exist yet starts from.
+ *
+ * Returns the fencing token, or undefined when the lock is busy: the acquire loop then tries
+ * again with acquire.lua, which marks the lock waited for and says how long to wait.
  */
 export async function fastGrant(
   client: RedisClient,
   writes: WriteCoalescer,
-  clock: ServerClock,
+  seed: string,
   keys: MutexKeys,
   owner: string,
   leaseMs: number,
   instanceId: string,
 ): Promise<number | undefined> {
-  const seed = clock.nowMicros();
-  if (seed === undefined) return undefined;
   writes.hold();
   const took = client.set(keys.lock, `${owner}||${instanceId}`, 'PX', leaseMs, 'NX');
   writes.hold();

@@ -13,6 +13,7 @@ import { SCRIPTS } from '../scripts/lua-script';
 import type { LuaScript } from '../scripts/lua-script';
 import { WriteCoalescer } from './write-coalescer';
 import { fastGrant } from './fast-grant';
+import { TickBatch } from './tick-batch';
 import { ServerClock } from './server-clock';
 import type {
   LeaseKind,
@@ -40,6 +41,9 @@ export class RedisLockStore implements LockStore {
   private readonly writes: WriteCoalescer;
   /** Set when an uncontended grant may be plain commands (fast-grant.ts): a single server. */
   private readonly clock: ServerClock | undefined;
+  /** Single server: the first attempts and the releases of one tick go out together. */
+  private readonly grants: TickBatch<StoreAcquire, number | undefined> | undefined;
+  private readonly releases: TickBatch<{ keys: MutexKeys; token: string }, boolean> | undefined;
 
   constructor(
     readonly client: RedisClient,
@@ -50,6 +54,22 @@ export class RedisLockStore implements LockStore {
     this.publishCommand = client.isCluster ? 'spublish' : 'publish';
     this.writes = new WriteCoalescer(client);
     this.clock = fastGrants && !ack ? new ServerClock(client) : undefined;
+    if (this.clock) {
+      const clock = this.clock;
+      this.grants = new TickBatch(
+        (req) => {
+          const seed = clock.nowMicros();
+          // Until this process knows the server's clock, the script seeds counters from TIME.
+          if (seed === undefined) return this.grantMany([req]).then((replies) => replies[0]);
+          return fastGrant(client, this.writes, seed, req.keys, req.token, req.leaseMs, instanceId);
+        },
+        (reqs) => this.grantMany(reqs),
+      );
+      this.releases = new TickBatch(
+        ({ keys, token }) => this.releaseOne(keys, token),
+        (items) => this.releaseMany(items),
+      );
+    }
   }
 
   /**
@@ -69,10 +89,12 @@ export class RedisLockStore implements LockStore {
   async acquire(req: StoreAcquire): Promise<number> {
     // A first plain attempt is most likely uncontended: try it without a script. A caller that
     // found the lock busy before goes straight to the script, which marks the lock waited for.
-    if (this.clock && !req.fair && !req.waited) {
-      const { keys, token, leaseMs } = req;
-      const fence = await fastGrant(this.client, this.writes, this.clock, keys, token, leaseMs, this.instanceId);
-      if (fence !== undefined) return fence;
+    if (this.grants && !req.fair && !req.waited) {
+      // Busy: say so (a wait of 1 ms), and the acquire loop tries again with acquire.lua, which
+      // marks the lock waited for. Sending that script from here instead would put a second
+      // grant on the wire after any withdrawal the loop sent meanwhile (an abort): an attempt
+      // must be one call.
+      return (await this.grants.push(req)) ?? -1;
     }
     const plain = [req.token, req.leaseMs, this.instanceId];
     // A plain attempt sends two keys and three arguments: the fewer bytes and Lua table
@@ -90,9 +112,31 @@ export class RedisLockStore implements LockStore {
     );
   }
 
-  async release(keys: MutexKeys, token: string): Promise<boolean> {
+  release(keys: MutexKeys, token: string): Promise<boolean> {
+    return this.releases ? this.releases.push({ keys, token }) : this.releaseOne(keys, token);
+  }
+
+  private async releaseOne(keys: MutexKeys, token: string): Promise<boolean> {
     const reply = await this.run(SCRIPTS.release, keys.releaseKeys, [token, this.publishCommand]);
     return Number(reply) === 1;
+  }
+
+  /** Several first attempts in one script (grant-many.lua): each one's token, or undefined when busy. */
+  private async grantMany(reqs: readonly StoreAcquire[]): Promise<(number | undefined)[]> {
+    const keys = reqs.flatMap((r) => [r.keys.lock, r.keys.fence]);
+    const args = reqs.flatMap((r) => [`${r.token}||${this.instanceId}`, r.leaseMs]);
+    const replies = (await this.run(SCRIPTS.grantMany, keys, args)) as number[];
+    return replies.map((f) => (Number(f) > 0 ? Number(f) : undefined));
+  }
+
+  /** Several releases in one script (release-many.lua), each as release.lua would do it. */
+  private async releaseMany(items: readonly { keys: MutexKeys; token: string }[]): Promise<boolean[]> {
+    const keys = items.flatMap((item) => item.keys.releaseKeys);
+    const replies = (await this.run(SCRIPTS.releaseMany, keys, [
+      this.publishCommand,
+      ...items.map((item) => item.token),
+    ])) as number[];
+    return replies.map((r) => Number(r) === 1);
   }
 
   /** Records the fencing token a quorum granted on this node (see fence-raise.lua). */
