@@ -82,6 +82,10 @@ describe('LockModule', () => {
     await expect(
       app([LockModule.forRoot({ redis: redis.url, waitMS: 5 } as unknown as { redis: string })]),
     ).rejects.toThrow(/Unknown lock module option "waitMS"/);
+    // The list names every option the module takes, its own and Nest's included.
+    await expect(
+      app([LockModule.forRoot({ redis: redis.url, clockToken: true } as unknown as { redis: string })]),
+    ).rejects.toThrow(/Allowed: .*clockTokens.*isGlobal.*retryAfterMs/);
   });
 
   it('uses a client it was given and never closes it', async () => {

@@ -1,4 +1,6 @@
+import { ENGINE_OPTION_NAMES } from '../core/engine/engine-options';
 import type { LockEngineOptions } from '../core/engine/engine-options';
+import { checkKnownNames } from '../core/engine/options';
 
 /**
  * Options of `LockModule.forRoot()` / `forRootAsync()`.
@@ -20,8 +22,12 @@ export interface LockModuleOptions extends LockEngineOptions {
 /** Options only the Nest layer reads: everything else goes to the engine. */
 const NEST_ONLY = ['retryAfterMs'] as const;
 
+/** Every name the module takes: a typo's error lists them all (`isGlobal` is Nest's own). */
+const MODULE_OPTION_NAMES: ReadonlySet<string> = new Set([...ENGINE_OPTION_NAMES, ...NEST_ONLY, 'isGlobal']);
+
 /** The engine's share of the module options. */
 export function engineOptionsOf(options: LockModuleOptions): LockEngineOptions {
+  if (typeof options === 'object' && options !== null) checkKnownNames('lock module', options, MODULE_OPTION_NAMES);
   const engine: Record<string, unknown> = { ...options };
   for (const name of NEST_ONLY) delete engine[name];
   return engine as LockEngineOptions;
