@@ -181,7 +181,10 @@ describe('@ScheduledLock on a 1 s cron, across processes', () => {
 
   it("with onOverrun: 'wait', a tick whose waiting instance gets SIGTERM is handed on: the job's holder runs it, once", async () => {
     const prefix = uniquePrefix('hand-on');
-    const wait = { CRON: '*/4 * * * * *', JOB_MS: '5000', ON_OVERRUN: 'wait' };
+    // A run of 7 s on a 4 s cron: the tick after it comes while it goes (and waits), and the
+    // waiter, stopped right after, has 2.5 s to hand it on before that run ends. The tick
+    // after that (8 s) would supersede the waiting one, so the run must end before it.
+    const wait = { CRON: '*/4 * * * * *', JOB_MS: '7000', ON_OVERRUN: 'wait' };
     // The holder's clock lags 500 ms, so the other instance always fires first.
     const [holder] = await instances(prefix, [{ ...wait, CLOCK_SKEW_MS: '-500', NAME: 'holder' }]);
     const first = Number((await holder.waitFor(/^started (\d+)$/))[1]);
@@ -201,6 +204,9 @@ describe('@ScheduledLock on a 1 s cron, across processes', () => {
     expect(all.filter((r) => r.at === next)).toEqual([expect.objectContaining({ instance: 'holder' })]);
     expect(all.filter((r) => r.instance === 'waiter')).toEqual([]);
     expect(Number(await observer.get('peak'))).toBe(1);
+    // Handed on before its process ended: shutdown waited for the give-back to reach Redis.
+    expect(waiter.lines.some((l) => l.includes('handed it on'))).toBe(true);
+    expect(waiter.lines.some((l) => l.startsWith('event missed'))).toBe(false);
   });
 
   it('names a tick alike on instances whose clocks differ by seconds, and never starts it before its time', async () => {

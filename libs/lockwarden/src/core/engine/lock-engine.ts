@@ -67,6 +67,8 @@ export class LockEngine {
   private readonly stopping = new AbortController();
   private readonly jobHost: JobHost;
   private drained: Promise<void> | undefined;
+  /** Scheduled ticks being handled: shutdown waits for them before it closes Redis (see JobHost.track). */
+  private readonly tracked = new Set<Promise<void>>();
   private closed: Promise<void> | undefined;
 
   /**
@@ -111,6 +113,15 @@ export class LockEngine {
       tryAcquire: (key, options) => this.tryAcquire(key, options),
       acquire: (key, options) => this.acquire(key, options),
       hold: (handle, fn) => this.held.hold([handle as LeaseHandle], fn),
+      track: (work) => {
+        const settled = work.then(
+          () => undefined,
+          () => undefined,
+        );
+        this.tracked.add(settled);
+        void settled.then(() => this.tracked.delete(settled));
+        return work;
+      },
     };
   }
 
@@ -337,8 +348,22 @@ export class LockEngine {
     this.closing = true;
     this.stopping.abort(SHUTTING_DOWN);
     for (const gate of this.gates) gate.abort(SHUTTING_DOWN);
-    this.drained ??= this.held.drain(graceMs);
+    this.drained ??= this.drainWithin(graceMs);
     return this.drained;
+  }
+
+  /** Held locks' work, then the scheduled ticks still being handled (a give-back), within one grace. */
+  private async drainWithin(graceMs: number): Promise<void> {
+    const until = performance.now() + graceMs;
+    await this.held.drain(graceMs);
+    const left = until - performance.now();
+    if (this.tracked.size === 0 || left <= 0) return;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      Promise.all(this.tracked),
+      new Promise<void>((resolve) => (timer = setTimeout(resolve, left))),
+    ]);
+    clearTimeout(timer);
   }
 
   /**

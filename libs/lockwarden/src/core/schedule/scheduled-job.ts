@@ -24,6 +24,11 @@ export interface JobHost {
   acquire(key: string, options: AcquireOptions): Promise<LockHandle>;
   /** Runs `fn` holding `handle`, then releases it (or keeps it to lockAtLeastMs). */
   hold<T>(handle: LockHandle, fn: () => Promise<T>): Promise<T>;
+  /**
+   * Work that shutdown waits for (within its grace) before it closes Redis: a tick's whole
+   * handling, so that a tick given back while shutting down reaches Redis.
+   */
+  track<T>(work: Promise<T>): Promise<T>;
 }
 
 const MINUTE = 60_000;
@@ -79,8 +84,12 @@ export class ScheduledJob {
     return this.runTick(at, fn);
   }
 
-  /** Runs tick `at` (see run). */
-  async runTick<T>(at: number, fn: () => Promise<T>): Promise<T | undefined> {
+  /** Runs tick `at` (see run); shutdown waits for its handling to end (see JobHost.track). */
+  runTick<T>(at: number, fn: () => Promise<T>): Promise<T | undefined> {
+    return this.host.track(this.handleTick(at, fn));
+  }
+
+  private async handleTick<T>(at: number, fn: () => Promise<T>): Promise<T | undefined> {
     const keepMs = this.keepMs(at);
     const wait = this.options.onOverrun === 'wait';
     const claimTick = (): Promise<TickClaim> =>
