@@ -13,6 +13,7 @@ import type { ScheduledTick } from 'lockwarden';
 import { LockTestingModule, MemoryLockBackend } from 'lockwarden/testing';
 import { checkScheduledOptions } from '../libs/lockwarden/src/core/schedule/scheduled-options';
 import { everySchedule } from '../libs/lockwarden/src/core/schedule/tick-schedule';
+import { currentTick } from '../libs/lockwarden/src/core/schedule/tick-context';
 import { EventLog } from './harness/event-log';
 import { startRedis, uniquePrefix } from './harness/redis';
 import type { RedisTarget } from './harness/redis';
@@ -275,6 +276,43 @@ describe('@ScheduledLock in one process', () => {
 });
 
 describe('@ScheduledLock on the in-memory backend', () => {
+  it('hands a given-back tick on in the in-memory backend too, as on Redis', async () => {
+    const backend = new MemoryLockBackend();
+    const events = new EventLog();
+    const a = new LockEngine({ instanceId: 'a', onEvent: events.listener }, undefined, backend);
+    const b = new LockEngine({ instanceId: 'b' }, undefined, backend);
+    closers.push(
+      () => a.close(),
+      () => b.close(),
+    );
+    const options = checkScheduledOptions({ onOverrun: 'wait' }, 'test');
+    const jobOf = (e: LockEngine) => e.scheduledJob('sync', everySchedule(1_000), options);
+    const ranByB: number[] = [];
+    let release!: () => void;
+    let running!: () => void;
+    const started = new Promise<void>((resolve) => (running = resolve));
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const jobOfB = async (): Promise<void> => {
+      ranByB.push(currentTick()!.at.getTime());
+      if (ranByB.length === 1) {
+        running();
+        await gate;
+      }
+    };
+    const first = jobOf(b).runTick(5_000, jobOfB);
+    await started;
+    const waiting = jobOf(a).runTick(6_000, async () => undefined);
+    await events.next({ type: 'waiting', key: 'sync' });
+    await a.drain(1_000);
+    await expect(waiting).resolves.toBeUndefined();
+    expect(events.events.some((e) => e.type === 'missed')).toBe(false);
+    release();
+    await first;
+    expect(ranByB).toEqual([5_000, 6_000]);
+    await expect(jobOf(b).runTick(6_000, jobOfB)).resolves.toBeUndefined();
+    expect(ranByB).toEqual([5_000, 6_000]);
+  });
+
   it('dedups a tick between two instances that share the backend', async () => {
     let runs = 0;
     @Injectable()
