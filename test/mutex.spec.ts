@@ -243,6 +243,13 @@ describe('waiting', () => {
     expect(err).toBeInstanceOf(LockTimeoutError);
     expect((err as LockTimeoutError).message).toMatch(/held by someone else/);
     expect((err as LockTimeoutError).message).not.toMatch(/quorum/i);
+    // The script a waiting attempt runs said how long the holder's lease still ran.
+    expect((err as LockTimeoutError).retryAfterMs).toBeGreaterThan(0);
+    // With waitMs: 0 the only look was the plain SET NX, which says nothing of the lease:
+    // no Retry-After is made up (the engine knows the server's clock since the holder's grant).
+    const once = (await e.acquire('busy', { waitMs: 0 }).catch((x: unknown) => x)) as LockTimeoutError;
+    expect(once).toBeInstanceOf(LockTimeoutError);
+    expect(once.retryAfterMs).toBeUndefined();
     await holder.release();
   });
 

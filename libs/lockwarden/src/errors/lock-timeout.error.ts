@@ -18,7 +18,11 @@ import { LockError } from './lock.error';
 export class LockTimeoutError extends LockError {
   /** How long the caller waited, in milliseconds. */
   readonly waitedMs: number;
-  /** How long the current holder's lease still ran at the last look, when known: a fair Retry-After. */
+  /**
+   * How long the current holder's lease still ran at the last look, when known: a fair
+   * Retry-After. Unknown when the only look was an uncontended attempt on one server (a plain
+   * `SET NX`, which answers no lease), as with `waitMs: 0`.
+   */
   readonly retryAfterMs: number | undefined;
 
   /** `permits`: a semaphore's wait, for that many permits; `limit`: the limit the caller knew. */

@@ -85,7 +85,8 @@ export class LeaseGranter {
     if (typeof result !== 'number') return result;
     const waitedMs = Math.round(performance.now() - started);
     this.emit?.({ type: 'timeout', key: req.key, name: req.name, waitedMs });
-    throw new LockTimeoutError(req.key, waitedMs, result);
+    // An infinite wait is BUSY_FOR_UNKNOWN: no fair Retry-After to give.
+    throw new LockTimeoutError(req.key, waitedMs, Number.isFinite(result) ? result : undefined);
   }
 
   /** A new mutex lease, or how many ms the lock stays busy. */

@@ -63,10 +63,16 @@ export interface StoreSemAcquire {
 }
 
 /**
- * The lock operations one topology offers. Each call is one script, so each
- * is atomic on the server and costs one round trip. Acquires resolve the
- * fencing token (>= 0) when granted, else -(ms worth waiting).
+ * The lock operations one topology offers. Each call is one round trip, atomic on the server
+ * for the lock it grants. Acquires resolve the fencing token (>= 0) when granted, else -(ms
+ * worth waiting), or BUSY_FOR_UNKNOWN when the lock is busy for a time the answer does not say.
  */
+/**
+ * An acquire's answer for a lock found busy without learning for how long (a fast grant: a
+ * plain SET NX answers no lease). As -(ms worth waiting), it is "busy, for an unknown time".
+ */
+export const BUSY_FOR_UNKNOWN = Number.NEGATIVE_INFINITY;
+
 export interface LockStore {
   acquire(req: StoreAcquire): Promise<number>;
   /** True when it released our hold; false when the lock was not ours (any queue place is dropped too). */

@@ -15,6 +15,7 @@ import { WriteCoalescer } from './write-coalescer';
 import { fastGrant } from './fast-grant';
 import { TickBatch } from './tick-batch';
 import { ServerClock } from './server-clock';
+import { BUSY_FOR_UNKNOWN } from './lock-store';
 import type {
   LeaseKind,
   LockStore,
@@ -39,8 +40,6 @@ export class RedisLockStore implements LockStore {
   readonly readWrite = true;
   readonly semaphores = true;
   private readonly writes: WriteCoalescer;
-  /** Set when an uncontended grant may be plain commands (fast-grant.ts): a single server. */
-  private readonly clock: ServerClock | undefined;
   /** Single server: the first attempts and the releases of one tick go out together. */
   private readonly grants: TickBatch<StoreAcquire, number | undefined> | undefined;
   private readonly releases: TickBatch<{ keys: MutexKeys; token: string }, boolean> | undefined;
@@ -53,9 +52,9 @@ export class RedisLockStore implements LockStore {
   ) {
     this.publishCommand = client.isCluster ? 'spublish' : 'publish';
     this.writes = new WriteCoalescer(client);
-    this.clock = fastGrants && !ack ? new ServerClock(client) : undefined;
-    if (this.clock) {
-      const clock = this.clock;
+    if (fastGrants && !ack) {
+      // An uncontended grant may be plain commands (fast-grant.ts): no failover sets counters back.
+      const clock = new ServerClock(client);
       this.grants = new TickBatch(
         (req) => {
           const seed = clock.nowMicros();
@@ -87,14 +86,12 @@ export class RedisLockStore implements LockStore {
   }
 
   async acquire(req: StoreAcquire): Promise<number> {
-    // A first plain attempt is most likely uncontended: try it without a script. A caller that
-    // found the lock busy before goes straight to the script, which marks the lock waited for.
+    // A first plain attempt is most likely uncontended: try it without a script. When it finds
+    // the lock busy, the acquire loop tries again with acquire.lua, which marks the lock waited
+    // for. Sending that script from here instead would put a second grant on the wire after
+    // any withdrawal the loop sent meanwhile (an abort): an attempt must be one call.
     if (this.grants && !req.fair && !req.waited) {
-      // Busy: say so (a wait of 1 ms), and the acquire loop tries again with acquire.lua, which
-      // marks the lock waited for. Sending that script from here instead would put a second
-      // grant on the wire after any withdrawal the loop sent meanwhile (an abort): an attempt
-      // must be one call.
-      return (await this.grants.push(req)) ?? -1;
+      return (await this.grants.push(req)) ?? BUSY_FOR_UNKNOWN;
     }
     const plain = [req.token, req.leaseMs, this.instanceId];
     // A plain attempt sends two keys and three arguments: the fewer bytes and Lua table
