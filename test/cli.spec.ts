@@ -38,7 +38,7 @@ function cli(...args: string[]): Promise<{ code: number | null; out: string; err
 }
 
 describe('the lockwarden CLI', () => {
-  it('runs as `npx lockwarden` in the repository, built or not, as the README documents', async () => {
+  it('runs as `npx lockwarden` in the repository, built or not, as docs/operating.md documents', async () => {
     const child = spawn('npx', ['--no-install', 'lockwarden', '--help'], { stdio: 'pipe', env: process.env });
     let out = '';
     child.stdout.on('data', (c: Buffer) => (out += c.toString()));
@@ -134,6 +134,43 @@ describe('the lockwarden CLI', () => {
     expect(frames).toHaveLength(3);
     for (const f of frames) expect(f.map((i) => i.key)).toContain('watched');
     await lock.release();
+  });
+
+  it('says on stderr where a name is in use when the --prefix given finds nothing there', async () => {
+    // Names no other run uses, even on a shared REDIS_URL: a note must point at this lock only.
+    const name = `moved:${process.pid}:${Date.now().toString(36)}`;
+    const lock = await engine.acquire(name, { ttlMs: 60_000 });
+    const note = new RegExp(
+      `^Note: nothing under the prefix "wrong:", but lock "${name}" is held under the prefix "${prefix}"\\. ` +
+        `Pass the keyPrefix your application uses: --prefix "${prefix}"\\n$`,
+    );
+    const json = await cli('inspect', name, '--redis', redis.url, '--prefix', 'wrong:', '--json');
+    expect(json.code).toBe(1); // the answer for the prefix asked about is unchanged
+    expect(JSON.parse(json.out)).toMatchObject({ key: name, held: false });
+    expect(json.err).toMatch(note);
+    const byDefault = await cli('inspect', name, '--redis', redis.url); // no --prefix: lock:
+    expect(byDefault.err).toMatch(
+      new RegExp(`nothing under the prefix "lock:", but lock "${name}" is held under the prefix`),
+    );
+    const unlock = await cli('unlock', name, '--force', '--redis', redis.url, '--prefix', 'wrong:');
+    expect(unlock.code).toBe(1);
+    expect(unlock.err).toMatch(new RegExp(`lock "${name}" is held under the prefix`));
+    expect(await admin.exists(`${prefix}{${name}}`)).toBe(1); // nothing removed under the other prefix
+    const right = await cli('inspect', name, '--redis', redis.url, '--prefix', prefix);
+    expect(right.code).toBe(0);
+    expect(right.err).toBe('');
+    await lock.release();
+    const free = await cli('inspect', name, '--redis', redis.url, '--prefix', 'wrong:');
+    expect(free.code).toBe(1);
+    expect(free.err).toBe(''); // held nowhere: nothing to point at
+
+    const semName = `${name}:sem`;
+    const sem = engine.semaphore(semName, { permits: 2 });
+    await (await sem.acquire({ leaseMs: 60_000 })).release(); // stores the limit under `prefix`
+    const semaphore = await cli('semaphore', semName, '--redis', redis.url, '--prefix', 'wrong:');
+    expect(semaphore.code).toBe(1);
+    expect(semaphore.err).toMatch(new RegExp(`semaphore "${semName}" exists under the prefix`));
+    expect((await cli('semaphore', semName, '--redis', redis.url, '--prefix', prefix)).err).toBe('');
   });
 
   it('exits 2 on usage errors and 3 when Redis cannot be reached', async () => {

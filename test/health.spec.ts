@@ -88,11 +88,25 @@ describe('LockHealthIndicator', () => {
     await lock.release();
   });
 
-  it('is down while Redis is unreachable, and up again once it is back', async () => {
+  it('is down with "no answer" while Redis is stalled, and up again once it runs', async () => {
+    redis.process!.freeze();
+    try {
+      const stalled = await request(app.getHttpServer()).get('/health').expect(503);
+      expect(stalled.body.error.locks).toMatchObject({ status: 'down', serversUp: 0, failure: 'no-answer' });
+      expect(stalled.body.error.locks.message).toBe('Redis is unreachable (no answer): no answer within 300 ms');
+    } finally {
+      redis.process!.thaw();
+    }
+    await request(app.getHttpServer()).get('/health').expect(200);
+  });
+
+  it('is down with "refused" while Redis is unreachable, and up again once it is back', async () => {
     await redis.process!.kill();
     const down = await request(app.getHttpServer()).get('/health').expect(503);
-    expect(down.body.error.locks).toMatchObject({ status: 'down', serversUp: 0 });
-    expect(down.body.error.locks.message).toMatch(/Redis is unreachable/);
+    expect(down.body.error.locks).toMatchObject({ status: 'down', serversUp: 0, failure: 'refused' });
+    // Said in the library's words, never as the client's "maxRetriesPerRequest" advice.
+    expect(down.body.error.locks.message).toMatch(/^Redis is unreachable \(connection refused or lost\): /);
+    expect(down.body.error.locks.message).not.toMatch(/maxRetriesPerRequest|no answer/);
     await redis.process!.restart();
     await app.get(LockService).withLock('back', () => undefined, { waitMs: 2_000 });
     await request(app.getHttpServer()).get('/health').expect(200);

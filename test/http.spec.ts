@@ -1,4 +1,4 @@
-import { Controller, Get, Param } from '@nestjs/common';
+import { Controller, Get, Param, Post } from '@nestjs/common';
 import type { INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import type { Redis } from 'ioredis';
@@ -39,6 +39,22 @@ class RouteController {
   @Get('strict')
   @Locked('route:strict', { onBusy: 'throw' })
   async strict(): Promise<string> {
+    return 'ran';
+  }
+
+  skippedRuns = 0;
+
+  @Get('skip')
+  @Locked('route:skip', { onBusy: 'skip' })
+  async skip(): Promise<string> {
+    this.skippedRuns++;
+    return 'ran';
+  }
+
+  @Post('skip')
+  @Locked('route:skip', { onBusy: 'skip' })
+  async skipPost(): Promise<string> {
+    this.skippedRuns++;
     return 'ran';
   }
 
@@ -129,6 +145,24 @@ describe('@Locked controller routes over HTTP', () => {
     const ok = await request(app.getHttpServer()).get('/r/strict');
     expect(ok.status).toBe(200);
     expect(ok.text).toBe('ran');
+  });
+
+  it("answers an empty success when busy and onBusy is 'skip': the route's own status, so a client cannot tell", async () => {
+    const routes = app.get(RouteController);
+    const held = await other.acquire('route:skip', { ttlMs: 30_000 });
+    const get = await request(app.getHttpServer()).get('/r/skip');
+    expect(get.status).toBe(200);
+    expect(get.text).toBe('');
+    expect(get.headers['retry-after']).toBeUndefined();
+    const post = await request(app.getHttpServer()).post('/r/skip');
+    expect(post.status).toBe(201); // Nest's default for POST, as if the method had run and returned nothing
+    expect(post.text).toBe('');
+    expect(routes.skippedRuns).toBe(0);
+    await held.release();
+    const ran = await request(app.getHttpServer()).get('/r/skip');
+    expect(ran.status).toBe(200);
+    expect(ran.text).toBe('ran');
+    expect(routes.skippedRuns).toBe(1);
   });
 
   it("@Semaphore routes: 409 with Retry-After while every permit is taken and onBusy is 'throw', 200 once one is back", async () => {

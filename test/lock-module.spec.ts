@@ -1,5 +1,5 @@
 import { Inject, Injectable, Module } from '@nestjs/common';
-import type { INestApplicationContext } from '@nestjs/common';
+import type { INestApplicationContext, OnApplicationBootstrap } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { Redis } from 'ioredis';
 import { LockAbortedError, LockConfigError, LockModule, LockService } from 'lockwarden';
@@ -152,39 +152,77 @@ function openHandlesBeyond(baseline: string[]): string[] {
 describe('shutdown hooks', () => {
   class Lines {
     readonly debugs: string[] = [];
+    private waiting: { match: RegExp; resolve: () => void }[] = [];
     log(): void {}
     error(): void {}
     warn(): void {}
     verbose(): void {}
     debug(message: unknown): void {
-      this.debugs.push(String(message));
+      const text = String(message);
+      this.debugs.push(text);
+      this.waiting = this.waiting.filter((w) => {
+        if (!w.match.test(text)) return true;
+        w.resolve();
+        return false;
+      });
+    }
+    /** Resolves once a debug line matching `match` has been logged. */
+    seen(match: RegExp): Promise<void> {
+      if (this.debugs.some((d) => match.test(d))) return Promise.resolve();
+      return new Promise((resolve) => this.waiting.push({ match, resolve }));
     }
   }
 
-  /** Boots like a cron worker: createApplicationContext, then maybe enableShutdownHooks() right after. */
-  async function boot(hooksAfterInit: boolean, takeLock: boolean): Promise<string[]> {
+  /** Takes a lock while the application bootstraps, as a migration step would. */
+  @Injectable()
+  class Migration implements OnApplicationBootstrap {
+    constructor(private readonly locks: LockService) {}
+
+    async onApplicationBootstrap(): Promise<void> {
+      await this.locks.withLock('migrate', () => undefined);
+    }
+  }
+
+  /**
+   * Boots like a cron worker: createApplicationContext, then maybe enableShutdownHooks() right
+   * after, with a lock taken during bootstrap or after it (or none), and returns what was said
+   * about the hooks once the check has made up its mind.
+   */
+  async function boot(hooks: boolean, lockAt: 'bootstrap' | 'after' | 'never'): Promise<string[]> {
     const lines = new Lines();
     const moduleRef = await Test.createTestingModule({
-      imports: [LockModule.forRoot({ redis: redis.url, keyPrefix: uniquePrefix('hooks') })],
+      // Hooks found off are looked at again a lease after bootstrap: a short one keeps this quick.
+      imports: [LockModule.forRoot({ redis: redis.url, keyPrefix: uniquePrefix('hooks'), leaseMs: 300 })],
+      providers: lockAt === 'bootstrap' ? [Migration] : [],
     }).compile();
     moduleRef.useLogger(lines);
     const before = process.listenerCount('SIGTERM');
     await moduleRef.init();
-    if (hooksAfterInit) moduleRef.enableShutdownHooks(['SIGTERM']);
-    if (takeLock) {
-      await (await moduleRef.get(LockService).acquire('job')).release();
+    if (hooks) moduleRef.enableShutdownHooks(['SIGTERM']);
+    if (lockAt === 'after') await (await moduleRef.get(LockService).acquire('job')).release();
+    if (lockAt === 'after' && hooks) {
       await new Promise((resolve) => setImmediate(resolve)); // the check runs just after the grant
+    } else if (lockAt === 'bootstrap' && hooks) {
+      // Found off during bootstrap, then on once it was over (or, wrongly, warned about).
+      await lines.seen(/Shutdown hooks are on|enableShutdownHooks/);
+    } else if (lockAt !== 'never') {
+      await lines.seen(/enableShutdownHooks/);
     }
     await moduleRef.close();
     expect(process.listenerCount('SIGTERM')).toBeLessThanOrEqual(before);
     return lines.debugs.filter((d) => d.includes('enableShutdownHooks'));
   }
 
-  it('says so at the first lock when app.enableShutdownHooks() was not called, and only then', async () => {
-    expect(await boot(false, true)).toHaveLength(1);
+  it('says so when app.enableShutdownHooks() was not called, and only then', async () => {
+    expect(await boot(false, 'after')).toHaveLength(1);
     // The usual cron worker turns the hooks on right after the context is created: no false warning.
-    expect(await boot(true, true)).toEqual([]);
+    expect(await boot(true, 'after')).toEqual([]);
     // Nothing held, nothing to leave behind: nothing said.
-    expect(await boot(false, false)).toEqual([]);
+    expect(await boot(false, 'never')).toEqual([]);
+  });
+
+  it('says nothing when a lock taken during bootstrap came before hooks turned on right after it', async () => {
+    expect(await boot(true, 'bootstrap')).toEqual([]);
+    expect(await boot(false, 'bootstrap')).toHaveLength(1);
   });
 });

@@ -59,9 +59,12 @@ import { LOCK_BACKEND, LockEngine, LockModule, LockService, Locked } from 'lockw
 import type { LockHandle, LockModuleOptions } from 'lockwarden';
 import { LockHealthIndicator } from 'lockwarden/health';
 import { LockTestingModule, MemoryLockBackend } from 'lockwarden/testing';
+import { LockDashboardModule } from 'lockwarden/dashboard';
+import type { LockDashboardOptions } from 'lockwarden/dashboard';
 const options: LockModuleOptions = { redis: 'redis://127.0.0.1:6380' };
 const handle: LockHandle | undefined = undefined;
-export const all = [LOCK_BACKEND, LockEngine, LockModule, LockService, Locked, LockHealthIndicator, LockTestingModule, MemoryLockBackend, options, handle];
+const dashboard: LockDashboardOptions = { path: '/locks' };
+export const all = [LOCK_BACKEND, LockEngine, LockModule, LockService, Locked, LockHealthIndicator, LockTestingModule, MemoryLockBackend, LockDashboardModule, options, handle, dashboard];
 `;
 
 /** A decorated service and the app module, the way a user writes them. */

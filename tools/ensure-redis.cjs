@@ -52,7 +52,37 @@ function ensureRedis({ needed = true } = {}) {
   console.log('Redis installed.');
 }
 
-module.exports = { ensureRedis };
+/**
+ * The dashboard's browser test drives Debian's Chromium (playwright-core downloads no
+ * browser). Installed like Redis when missing; CHROMIUM_PATH names another build.
+ */
+function ensureChromium() {
+  const path = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+  if (fs.existsSync(path)) return;
+  const isDebian = fs.existsSync('/etc/debian_version');
+  const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
+  if (!isDebian || !isRoot || !has('apt-get')) {
+    console.error(
+      `The dashboard's browser test needs Chromium at ${path}, and it is missing.\n` +
+        'Install it (on Debian: sudo apt-get install -y chromium), or set CHROMIUM_PATH to a Chromium or Chrome binary.',
+    );
+    process.exit(1);
+  }
+  console.log('Installing chromium with apt-get (for the dashboard browser test) ...');
+  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+  for (const args of [
+    ['update', '-qq'],
+    ['install', '-y', '-qq', 'chromium'],
+  ]) {
+    const r = spawnSync('apt-get', args, { stdio: 'inherit', env });
+    if (r.status !== 0) {
+      console.error(`apt-get ${args.join(' ')} failed (exit ${r.status}). Run "apt-get install -y chromium" yourself.`);
+      process.exit(1);
+    }
+  }
+}
+
+module.exports = { ensureRedis, ensureChromium };
 
 if (require.main === module) {
   // With REDIS_URL the tests still start private servers for crash and restart tests.

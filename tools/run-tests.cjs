@@ -7,10 +7,11 @@ const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { ensureRedis } = require('./ensure-redis.cjs');
+const { ensureChromium, ensureRedis } = require('./ensure-redis.cjs');
 
 const root = path.join(__dirname, '..');
 ensureRedis();
+ensureChromium();
 
 const report = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'lockwarden-jest-')), 'report.json');
 const jest = spawnSync(

@@ -91,6 +91,7 @@ async function main(): Promise<void> {
   say('Starting 3 lottery instances as separate processes ...');
   cluster = await LotteryCluster.start({ redisUrl: url, cron: '*/5 * * * * *', drawDelayMs: 1_200, leaseMs: 1_500 });
   say(`Instances: ${cluster.instances.map((i) => `${i.id} on :${i.port}`).join(', ')}. Scheduled draws every 5 s.`);
+  say(`Live lock dashboard, while the demo runs: http://127.0.0.1:${cluster.instances[0].port}/locks`);
 
   const scheduled = await cluster.scheduledRound();
   printRound('Round 1: the scheduled tick fires on all three instances', scheduled);

@@ -4,6 +4,7 @@ import { ScheduleModule } from '@nestjs/schedule';
 import { Redis } from 'ioredis';
 import { LockModule } from 'lockwarden';
 import type { LockEvent } from 'lockwarden';
+import { LockDashboardModule } from 'lockwarden/dashboard';
 import type { LotteryConfig } from './config';
 import { drawIdOf } from './config';
 import { DRAW_JOB, DrawTicker } from './draw-ticker';
@@ -31,6 +32,8 @@ export class AppModule implements OnApplicationShutdown {
           leaseMs: config.leaseMs,
           onEvent: config.report ? reportLockEvent(config.instanceId) : undefined,
         }),
+        // The live lock page at /locks. A real app puts it behind its admin guard (`guards`).
+        LockDashboardModule.forRoot({ path: '/locks' }),
       ],
       controllers: [DrawsController],
       providers: [

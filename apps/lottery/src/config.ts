@@ -27,7 +27,7 @@ export interface LotteryConfig {
   /**
    * Who runs the scheduled draws (LOTTERY_SCHEDULER): 'lock' (default), every instance's
    * cron and a per-draw lock that one of them wins; or 'leader', only the elected leader's
-   * cron, still through the same per-draw lock and fence. README.md compares the two.
+   * cron, still through the same per-draw lock and fence. docs/leadership.md compares the two.
    */
   readonly scheduler: 'lock' | 'leader';
   /**

@@ -68,7 +68,9 @@ Commands:
 
 Options:
   --redis <url>     Redis to inspect (default: $REDIS_URL)
-  --prefix <text>   The keyPrefix the application uses (default: lock:)
+  --prefix <text>   The keyPrefix the application uses (default: lock:). When inspect,
+                    semaphore or unlock find nothing under it but the name is in use under
+                    another prefix, a note on stderr names that prefix
   --json            Machine-readable output
   --interval <ms>   Refresh period of watch (default: 1000)
   --count <n>       Stop watch after n refreshes

@@ -7,6 +7,8 @@ import { checkKey } from '../core/engine/options';
 import { parseArgs, UsageError, USAGE } from './args';
 import type { CliArgs } from './args';
 import { scanLockNames } from './scan';
+import { elsewhereNote, otherPrefixes } from './elsewhere';
+import type { NameKind } from './elsewhere';
 import { renderSemaphore, renderTable } from './table';
 
 /** Exit codes a script can rely on (see USAGE). */
@@ -75,12 +77,15 @@ async function dispatch(args: CliArgs, redis: Redis, io: Io): Promise<number> {
     case 'inspect': {
       const info = await inspectLock(redis, args.prefix, args.positional[0]);
       io.out(args.json ? `${JSON.stringify(info)}\n` : renderTable([info]));
+      if (!info.held) await noteElsewhere(redis, args, 'lock', io);
       return info.held ? EXIT.ok : EXIT.negative;
     }
     case 'semaphore': {
       const key = args.positional[0];
       const info = await inspectSemaphore(redis, semKeys(args.prefix, key), key);
       io.out(args.json ? `${JSON.stringify(info)}\n` : renderSemaphore(info));
+      // A stored limit says the prefix is right, even with no permit held now.
+      if (info.permits === null) await noteElsewhere(redis, args, 'semaphore', io);
       return info.holders.length > 0 ? EXIT.ok : EXIT.negative;
     }
     case 'unlock': {
@@ -92,6 +97,7 @@ async function dispatch(args: CliArgs, redis: Redis, io: Io): Promise<number> {
             ? `Removed lock "${args.positional[0]}". Its holder finds out at its next renewal.\n`
             : `Lock "${args.positional[0]}" was not held.\n`,
       );
+      if (!removed) await noteElsewhere(redis, args, 'lock', io);
       return removed ? EXIT.ok : EXIT.negative;
     }
     case 'list':
@@ -100,6 +106,17 @@ async function dispatch(args: CliArgs, redis: Redis, io: Io): Promise<number> {
     default:
       return watch(args, redis, io);
   }
+}
+
+/**
+ * Found nothing under the given prefix: if the name is in use under another one, say so on
+ * stderr (the answer and exit code stay the same), since the usual cause is a `--prefix`
+ * that is not the application's `keyPrefix`.
+ */
+async function noteElsewhere(redis: Redis, args: CliArgs, kind: NameKind, io: Io): Promise<void> {
+  const name = args.positional[0];
+  const others = await otherPrefixes(redis, args.prefix, name, kind);
+  if (others.length > 0) io.err(elsewhereNote(name, kind, args.prefix, others));
 }
 
 async function listLocks(redis: Redis, args: CliArgs): Promise<LockInfo[]> {

@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import { escapeGlob } from '../core/store/lock-keys';
 
 /**
  * Lock names under `prefix` whose name matches `pattern`, found with SCAN
@@ -19,8 +20,4 @@ export async function scanLockNames(redis: Redis, prefix: string, pattern: strin
     }
   } while (cursor !== '0');
   return [...names].sort();
-}
-
-function escapeGlob(text: string): string {
-  return text.replace(/[*?[\]\\]/g, (c) => `\\${c}`);
 }

@@ -1,10 +1,12 @@
 import { quoteKey } from './key-text';
 import { LockError } from './lock.error';
+import { redisReason } from './redis-reason';
 
 /**
- * Redis was unreachable or failed while handling a lock; `cause` carries the
- * underlying error. Unlike {@link LockTimeoutError} this says nothing about
- * other holders: the state of the lock is unknown.
+ * Redis was unreachable or failed while handling a lock. The message says why in the
+ * library's words ("Redis 10.0.0.5:6379 refused the connection"); `cause` carries the
+ * underlying error as the Redis client raised it. Unlike {@link LockTimeoutError} this
+ * says nothing about other holders: the state of the lock is unknown.
  *
  * @example
  * ```ts
@@ -18,7 +20,7 @@ import { LockError } from './lock.error';
  */
 export class LockBackendError extends LockError {
   constructor(key: string | undefined, action: string, cause: unknown) {
-    const detail = cause instanceof Error ? cause.message : String(cause);
+    const detail = redisReason(cause);
     super(
       `Redis failed while trying to ${action}${key === undefined ? '' : ` lock ${quoteKey(key)}`}: ${detail}. ` +
         `Check that Redis is reachable; the lock state is unknown until it is.`,

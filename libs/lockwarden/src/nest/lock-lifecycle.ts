@@ -20,6 +20,9 @@ import type { LockModuleOptions } from './lock-options.interface';
  */
 @Injectable()
 export class LockLifecycle implements OnApplicationBootstrap, BeforeApplicationShutdown, OnApplicationShutdown {
+  private bootstrappedAt = 0;
+  private recheck: NodeJS.Timeout | undefined;
+
   constructor(
     private readonly engine: LockEngine,
     private readonly leaderships: LeadershipRegistry,
@@ -28,16 +31,34 @@ export class LockLifecycle implements OnApplicationBootstrap, BeforeApplicationS
 
   onApplicationBootstrap(): void {
     this.engine.watchdog.start();
+    this.bootstrappedAt = performance.now();
     // Checked when it matters, not now: a cron worker calls app.enableShutdownHooks() right
     // after createApplicationContext() resolves, which is after bootstrap.
     this.engine.onFirstGrant(() => this.checkShutdownHooks());
   }
 
-  /** Warns once when SIGTERM would end this process with its locks still in Redis. */
+  /**
+   * Warns once when SIGTERM would end this process with its locks still in Redis. A standalone
+   * context can turn its hooks on only once createApplicationContext() has resolved, after
+   * every bootstrap hook, and a lock taken in one of those hooks comes before that. Nest tells
+   * no provider when bootstrap is over, so hooks found off within the first lease after
+   * bootstrap are looked at again when that lease is over; only then are they truly off.
+   */
   private checkShutdownHooks(): void {
-    if (process.listenerCount('SIGTERM') > 0) return;
+    const logger = this.engine.options.logger;
+    if (process.listenerCount('SIGTERM') > 0) {
+      if (this.recheck) logger.debug('Shutdown hooks are on: SIGTERM releases the locks first.');
+      return;
+    }
+    const wait = this.bootstrappedAt + this.engine.options.leaseMs - performance.now();
+    if (wait > 0 && !this.recheck) {
+      logger.debug('Shutdown hooks are not on yet; looking again once the application has had time to start.');
+      this.recheck = setTimeout(() => this.checkShutdownHooks(), wait);
+      this.recheck.unref();
+      return;
+    }
     const say = process.env.NODE_ENV === 'test' ? 'debug' : 'warn';
-    this.engine.options.logger[say](
+    logger[say](
       'Shutdown hooks are off: on SIGTERM this process will exit holding its locks, which then stay in Redis ' +
         'until their lease ends. Call app.enableShutdownHooks() (in an HTTP app, before app.listen()) so that ' +
         'locks are released.',
@@ -45,6 +66,7 @@ export class LockLifecycle implements OnApplicationBootstrap, BeforeApplicationS
   }
 
   async beforeApplicationShutdown(): Promise<void> {
+    clearTimeout(this.recheck);
     await this.engine.drain(this.options.shutdownGraceMs);
   }
 

@@ -75,6 +75,31 @@ export interface LockEngineOptions {
    * (see `otelMetricsListener`). Default true; without the package it costs nothing.
    */
   metrics?: boolean;
+  /**
+   * Record OpenTelemetry spans through @opentelemetry/api when the application has it. Default
+   * true; without the package it costs nothing. Both spans are children of the span active
+   * where the lock was asked for, so the hold is the acquire's sibling:
+   * - `lockwarden.acquire`, from the ask to the grant or refusal: `lock.name`, `lock.key`,
+   *   `lock.kind` (mutex, read, write, permit), `lock.outcome` (acquired, timeout, busy when no
+   *   wait was asked for, aborted, error), `lock.waited_ms`, and `lock.fencing_token` when
+   *   acquired. Only `error` sets the status to ERROR, with `error.type`.
+   * - `lockwarden.hold`, from the grant to the release or the loss: `lock.name`, `lock.key`,
+   *   `lock.kind`, `lock.fencing_token`, `lock.outcome` (released, lost) and `lock.lost_reason`.
+   *
+   * A reentrant acquire of a lock already held makes neither span, and a config error thrown
+   * before anything is asked of Redis makes none either. The owner token is never recorded.
+   * Parents are found through OpenTelemetry's context manager, so register one with the
+   * tracer provider (the Node SDK does both).
+   *
+   * @example
+   * ```ts
+   * // At startup: register() installs the provider and an async context manager.
+   * new NodeTracerProvider({ spanProcessors: [new BatchSpanProcessor(exporter)] }).register();
+   * // Traces are on by default; `traces: false` turns them off for this module.
+   * LockModule.forRoot({ redis: process.env.REDIS_URL!, traces: false });
+   * ```
+   */
+  traces?: boolean;
   /** Default cap on how long one acquisition may be kept alive (see AcquireOptions.maxHoldMs). Default: none. */
   maxHoldMs?: number;
   /** On shutdown, how long in-flight locked work may take to finish after its signal aborted. Default 10 000 ms. */
@@ -117,6 +142,7 @@ export interface ResolvedEngineOptions extends LockDefaults {
   logger: LockLogger;
   onEvent: LockEventListener | undefined;
   metrics: boolean;
+  traces: boolean;
   shutdownGraceMs: number;
 }
 
@@ -133,6 +159,7 @@ export const ENGINE_OPTION_NAMES: ReadonlySet<string> = new Set([
   'commandTimeoutMs',
   'onEvent',
   'metrics',
+  'traces',
   'maxHoldMs',
   'shutdownGraceMs',
 ]);
@@ -195,6 +222,7 @@ export function resolveEngineOptions(
     logger,
     onEvent: o.onEvent as LockEventListener | undefined,
     metrics: checkBoolean('metrics', o.metrics, true),
+    traces: checkBoolean('traces', o.traces, true),
     maxHoldMs: o.maxHoldMs === undefined ? undefined : checkInteger('maxHoldMs', o.maxHoldMs, MIN_LEASE_MS, MAX_MS),
     shutdownGraceMs:
       o.shutdownGraceMs === undefined ? 10_000 : checkInteger('shutdownGraceMs', o.shutdownGraceMs, 0, MAX_MS),

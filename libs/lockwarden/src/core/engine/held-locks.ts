@@ -170,6 +170,7 @@ export class HeldLocks implements LeaseOwner {
     lease.holds--;
     if (lease.holds > 0) return lease.state === 'held';
     lease.state = 'released';
+    lease.trace?.released();
     this.forget(lease);
     if (this.stopped) return false;
     try {

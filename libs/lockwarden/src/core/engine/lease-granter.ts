@@ -1,6 +1,7 @@
 import { LockConfigError, LockTimeoutError } from '../../errors';
 import { Lease, LeaseHandle } from '../lease/lease';
 import type { LockEvent } from '../observe/events';
+import type { LockTracer } from '../observe/traces';
 import { mutexKeys, rwKeys } from '../store/lock-keys';
 import type { MutexKeys, RwKeys, SemKeys } from '../store/lock-keys';
 import type { LeaseKind, LockStore } from '../store/lock-store';
@@ -48,6 +49,8 @@ export class LeaseGranter {
     private readonly held: HeldLocks,
     private readonly loop: LoopContext,
     private readonly emit: ((event: LockEvent) => void) | undefined,
+    /** Spans of each acquisition and hold; undefined when traces are off or OpenTelemetry is absent. */
+    private readonly tracer?: LockTracer,
   ) {}
 
   resolveMutex(key: string, options: AcquireOptions | undefined): ResolvedAcquire {
@@ -171,7 +174,18 @@ export class LeaseGranter {
     return this.grantOrBusy(req, spec, 'permit', keys, token);
   }
 
-  private async grantOrBusy(
+  private grantOrBusy(
+    req: ResolvedAcquire,
+    spec: AttemptSpec,
+    kind: LeaseKind,
+    keys: MutexKeys | RwKeys | SemKeys,
+    token: string,
+  ): Promise<LeaseHandle | number> {
+    if (!this.tracer) return this.grant(req, spec, kind, keys, token);
+    return this.tracer.acquire(req, kind, () => this.grant(req, spec, kind, keys, token));
+  }
+
+  private async grant(
     req: ResolvedAcquire,
     spec: AttemptSpec,
     kind: LeaseKind,
@@ -206,6 +220,7 @@ export class LeaseGranter {
       name: req.name,
       fencingToken: result.fence,
       waitedMs: Math.round(performance.now() - started),
+      ...(result.handedOff ? { handedOff: true } : {}),
     });
     const handle = new LeaseHandle(lease);
     this.onGrant?.(handle);

@@ -1,13 +1,18 @@
-import { LockConfigError, LockLostError, LockTimeoutError, LockUpgradeError } from '../../errors';
+import { LockBackendError, LockConfigError, LockLostError, LockTimeoutError, LockUpgradeError } from '../../errors';
 import { LeaseHandle } from '../lease/lease';
 import type { Lease } from '../lease/lease';
 import { LockContext } from '../lease/lock-context';
 import type { LockHandle } from '../lease/lock-handle';
 import { RenewalScheduler } from '../lease/renewal-scheduler';
 import { emitter } from '../observe/events';
+import type { LockEventListener } from '../observe/events';
+import { EventHub } from '../observe/event-hub';
+import { surveyLocks } from '../observe/lock-survey';
+import type { LockSurvey, SurveyOptions } from '../observe/lock-survey';
 import type { LockEvent } from '../observe/events';
 import type { LockLogger } from '../observe/logger';
 import { otelMetricsListener } from '../observe/metrics';
+import { otelLockTracer } from '../observe/traces';
 import type { LockHealthReport } from '../store/health-probe';
 import type { LockInfo } from '../store/inspect';
 import type { LockBackend, Topology } from '../store/lock-backend';
@@ -63,6 +68,7 @@ export class LockEngine {
   private readonly permitGranter: PermitGranter;
   private readonly gates = new Set<AcquireGate>();
   private readonly emit: ((event: LockEvent) => void) | undefined;
+  private readonly hub = new EventHub();
   private closing = false;
   private readonly stopping = new AbortController();
   private readonly jobHost: JobHost;
@@ -79,7 +85,7 @@ export class LockEngine {
     this.options = resolveEngineOptions(options, logger, backend !== undefined);
     this.topology = (backend ?? new RedisBackend(this.options)).open(this.options.instanceId, this.options.logger);
     const store = this.topology.store;
-    this.emit = emitter(this.options.onEvent, this.options.metrics ? otelMetricsListener() : undefined);
+    this.emit = emitter(this.options.onEvent, this.options.metrics ? otelMetricsListener() : undefined, this.hub.emit);
     this.scheduler = new RenewalScheduler(store, this.options.logger, this.emit);
     this.held = new HeldLocks(store, this.scheduler, this.context, this.options.logger, this.emit);
     const loop = {
@@ -90,9 +96,11 @@ export class LockEngine {
       settleGraceMs: SETTLE_GRACE_MS + store.attemptMs,
       emit: this.emit,
       logger: this.options.logger,
+      connectionDown: () => this.topology.connectionDown?.(),
     };
     if (store.permitPass) this.held.passTarget = (channel) => this.topology.bus.claimPassTarget(channel);
-    this.granter = new LeaseGranter(this.options, store, this.held, loop, this.emit);
+    const tracer = this.options.traces ? otelLockTracer() : undefined;
+    this.granter = new LeaseGranter(this.options, store, this.held, loop, this.emit, tracer);
     this.admin = new LockAdmin(store, this.options.keyPrefix, this.scheduler, this.held);
     this.permitGranter = {
       defaults: this.options,
@@ -132,6 +140,39 @@ export class LockEngine {
 
   set onGrant(listener: ((handle: LeaseHandle) => void) | undefined) {
     this.granter.onGrant = listener;
+  }
+
+  /**
+   * Calls `listener` with every lock event of this engine from now on, as `onEvent` does;
+   * returns the function that stops it. For listeners that come later than the options
+   * (a dashboard, a test).
+   *
+   * @example
+   * ```ts
+   * const stop = engine.subscribe((e) => e.type === 'lost' && alert(e.key));
+   * // ...
+   * stop();
+   * ```
+   */
+  subscribe(listener: LockEventListener): () => void {
+    return this.hub.add(listener);
+  }
+
+  /**
+   * One bounded look at every lock, semaphore and leadership under this engine's
+   * `keyPrefix`, on every master (see `surveyLocks` for its cost). Rejects with a
+   * LockBackendError when Redis does not answer; an in-memory backend has nothing to scan
+   * and gives an empty survey.
+   */
+  async survey(options: SurveyOptions = {}): Promise<LockSurvey> {
+    const client = this.topology.client;
+    if (!client)
+      return { at: Date.now(), locks: [], semaphores: [], leaderships: [], scanned: 0, keys: 0, cursor: null };
+    try {
+      return await surveyLocks(client, this.options.keyPrefix, options);
+    } catch (err) {
+      throw new LockBackendError(undefined, 'survey the locks', err);
+    }
   }
 
   /** Calls `check` once, soon after the next lock or permit is granted (it must not throw). */

@@ -2,6 +2,7 @@ import type { LockLogger } from '../observe/logger';
 import { loadScripts } from '../scripts/lua-script';
 import type { LockBackend, Topology } from '../store/lock-backend';
 import { QuorumLockStore } from '../store/quorum-store';
+import { ConnectionWatch, connectionFailureOf } from '../store/connection-watch';
 import { closeClient, openClient } from '../store/redis-client';
 import type { RedisClient, RedisSpec } from '../store/redis-client';
 import { RedisLockStore } from '../store/redis-store';
@@ -30,9 +31,8 @@ export class RedisBackend implements LockBackend {
   open(instanceId: string, logger: LockLogger): Topology {
     const { redis, quorum, replicaAck, clockTokens } = this.options;
     const connections = (quorum ? quorum.nodes : [redis as RedisSpec]).map((spec) => openClient(spec));
-    for (const { client, owned } of connections) {
-      if (owned) client.on('error', (err: Error) => logger.debug(`Redis connection error: ${err.message}`));
-    }
+    // A client the user gave is theirs to watch: listening to its errors would silence ioredis's own report.
+    const watches = connections.filter((c) => c.owned).map((c) => new ConnectionWatch(c.client, logger));
     const clients = connections.map((c) => c.client);
     for (const client of clients) {
       client.on('ready', preload);
@@ -55,10 +55,13 @@ export class RedisBackend implements LockBackend {
       ticks: new RedisTickStore(clients[0], instanceId),
       bus,
       client: clients[0],
+      // In quorum mode one node down is no outage: the quorum store times each node out by itself.
+      connectionDown: () => (quorum ? undefined : connectionFailureOf(clients[0])),
       close: async () => {
         await bus.close();
         for (const client of clients) client.off('ready', preload);
         await Promise.all(connections.filter((c) => c.owned).map((c) => closeClient(c.client)));
+        for (const watch of watches) watch.detach();
       },
     };
   }

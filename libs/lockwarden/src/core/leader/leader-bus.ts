@@ -3,6 +3,7 @@ import type { LockLogger } from '../observe/logger';
 import { closeClient } from '../store/redis-client';
 import type { RedisClient } from '../store/redis-client';
 import type { ChannelListener } from './term-log';
+import { redisReason } from '../../errors/redis-reason';
 
 /**
  * Hears leadership announcements on one subscriber connection of its own (a duplicate of
@@ -71,7 +72,7 @@ export class LeaderBus implements ChannelListener {
     const sub: Redis | Cluster = this.main.isCluster
       ? (this.main as Cluster).duplicate(undefined, { shardedSubscribers: true })
       : (this.main as Redis).duplicate({ disconnectTimeout: 0 });
-    sub.on('error', (err: Error) => this.logger.debug(`Leadership subscriber: ${err.message}`));
+    sub.on('error', (err: Error) => this.logger.debug(`Leadership subscriber: ${redisReason(err)}`));
     sub.on(this.sharded ? 'smessage' : 'message', (channel: string) => {
       for (const wake of this.channels.get(channel)?.wakers ?? []) wake();
     });

@@ -1,6 +1,7 @@
 import type { LockInfo } from '../store/inspect';
 import type { LockLogger } from '../observe/logger';
 import type { LeaderTerm, TermLog } from './term-log';
+import { redisReason } from '../../errors/redis-reason';
 
 /**
  * One change of leader, as `Leadership.changes()` yields it: a term began, or the term
@@ -95,7 +96,7 @@ export async function* watchLeader(ctx: WatchContext, signal: AbortSignal | unde
         await wakeup.wait(waitMs);
       } catch (err) {
         failures++;
-        ctx.logger.debug(`Watching a leadership failed (retrying): ${String(err)}`);
+        ctx.logger.debug(`Watching a leadership failed (retrying): ${redisReason(err)}`);
         await wakeup.wait(Math.min(MAX_BACKOFF_MS, 50 * 2 ** failures));
       }
     }

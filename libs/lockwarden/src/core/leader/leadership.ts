@@ -138,7 +138,9 @@ export class Leadership {
       } catch (err) {
         if (signal?.aborted || this.resigned || this.ctx.engine.shuttingDown) break;
         failures++;
-        this.ctx.watch.logger.warn(
+        // The first failure in a row is news; its retries through an outage are not (the
+        // connection's own warning already says Redis cannot be reached).
+        this.ctx.watch.logger[failures === 1 ? 'warn' : 'debug'](
           `Campaign for ${this.key} failed, retrying: ${err instanceof Error ? err.message : String(err)}`,
         );
         await sleep(Math.min(MAX_BACKOFF_MS, 100 * 2 ** failures), signal);

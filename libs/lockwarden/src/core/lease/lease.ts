@@ -1,6 +1,7 @@
 import { LockLostError } from '../../errors';
 import type { LockError } from '../../errors';
 import type { LockHandle } from './lock-handle';
+import type { HoldTrace } from '../observe/traces';
 import type { MutexKeys, RwKeys, SemKeys } from '../store/lock-keys';
 import type { LeaseKind } from '../store/lock-store';
 
@@ -46,6 +47,8 @@ export class Lease {
   name = '';
   /** When it was granted (performance.now()), for hold times. */
   readonly acquiredAt: number;
+  /** Ends its `lockwarden.hold` span once it is released or lost; undefined when not traced. */
+  trace: HoldTrace | undefined;
 
   constructor(
     readonly owner: LeaseOwner,
@@ -128,6 +131,7 @@ export class Lease {
     if (this.state !== 'held') return false;
     this.state = 'lost';
     this.lostError = new LockLostError(this.key, reason, cause === undefined ? undefined : { cause });
+    this.trace?.lost(reason);
     // An interrupted holder's signal already fired; the loss still changes what withLock reports.
     if (!this.aborted) this.abort(this.lostError);
     return true;

@@ -1,4 +1,5 @@
 import { quoteKey } from '../../errors/key-text';
+import { redisReason } from '../../errors/redis-reason';
 import type { LockEvent } from '../observe/events';
 import type { Lease } from './lease';
 import type { LockLogger } from '../observe/logger';
@@ -147,7 +148,7 @@ export class RenewalScheduler {
       (err: unknown) => {
         const retryAt = performance.now();
         let next = Infinity;
-        const reason = err instanceof Error ? err.message : String(err);
+        const reason = redisReason(err);
         for (const lease of due) {
           lease.renewing = false;
           lease.nextRenewAt = retryAt + Math.min(1_000, lease.leaseMs / 10);
@@ -160,7 +161,7 @@ export class RenewalScheduler {
             reason,
           });
         }
-        this.logger.debug(`Lock renewal failed, retrying within the lease: ${String(err)}`);
+        this.logger.debug(`Lock renewal failed, retrying within the lease: ${reason}`);
         if (next < this.timerAt) this.arm(next);
       },
     );
@@ -171,12 +172,19 @@ export class RenewalScheduler {
 
   private expire(lease: Lease, now: number): void {
     this.untrack(lease);
-    this.lost(
-      lease,
-      lease.capped || now >= lease.maxHoldUntil - lease.safetyMarginMs
-        ? 'it was held for its maxHoldMs, the longest one acquisition may be kept'
-        : `its lease ran out before a renewal succeeded (safety margin ${lease.safetyMarginMs} ms)`,
-    );
+    if (lease.capped || now >= lease.maxHoldUntil - lease.safetyMarginMs) {
+      this.lost(lease, 'it was held for its maxHoldMs, the longest one acquisition may be kept');
+    } else if (lease.renew) {
+      this.lost(lease, `its lease ran out before a renewal succeeded (safety margin ${lease.safetyMarginMs} ms)`);
+    } else {
+      // A ttlMs lease ends when it was asked to: nothing went wrong, so no warning. It still ends
+      // as a loss (a 'lost' event, LockLostError on the signal and from withLock) because code
+      // still holding it no longer has the lock, which is what the signal is for.
+      const reason = `its fixed lease of ${lease.leaseMs} ms ran out (a ttlMs lease is never renewed)`;
+      if (this.lost(lease, reason, false)) {
+        this.logger.debug(`Lock ${quoteKey(lease.key)} expired while still held: ${reason}; its signal aborted.`);
+      }
+    }
   }
 
   /**

@@ -39,6 +39,8 @@ export interface LockEvent {
   readonly waitedMs?: number;
   /** How long the lock was held (released, lost). */
   readonly heldMs?: number;
+  /** On 'acquired': a release handed this waiter the lock (fair queue) or passed it its permits. */
+  readonly handedOff?: boolean;
   /** The scheduled tick the event is about (scheduled jobs). */
   readonly tick?: Date;
 }

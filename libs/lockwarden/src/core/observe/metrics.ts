@@ -1,6 +1,5 @@
-import { createRequire } from 'node:module';
-import { join } from 'node:path';
 import type { LockEvent, LockEventListener } from './events';
+import { loadOtel } from './otel';
 
 // The few parts of @opentelemetry/api used here, typed locally so that the package's
 // declarations never mention an optional peer.
@@ -20,16 +19,6 @@ interface OtelApi {
   metrics: { getMeter(name: string, version?: string): Meter };
 }
 
-/** @opentelemetry/api when the application has it, resolved from the application; else undefined. */
-function loadOtel(): OtelApi | undefined {
-  try {
-    const load = typeof require === 'function' ? require : createRequire(join(process.cwd(), 'index.js'));
-    return load('@opentelemetry/api') as OtelApi;
-  } catch {
-    return undefined;
-  }
-}
-
 /**
  * Lock metrics through the OpenTelemetry API, labelled only by the lock's
  * low-cardinality name (`lock.name`), never by the expanded key:
@@ -43,7 +32,7 @@ function loadOtel(): OtelApi | undefined {
  * no cost. Register your MeterProvider before the lock module starts.
  */
 export function otelMetricsListener(): LockEventListener | undefined {
-  const api = loadOtel();
+  const api = loadOtel<OtelApi>();
   if (!api) return undefined;
   const meter = api.metrics.getMeter('lockwarden');
   const ms = { unit: 'ms' };

@@ -70,6 +70,12 @@ export class ScheduledJob {
    * resolves `undefined` without running it otherwise.
    */
   async run<T>(fn: () => Promise<T>): Promise<T | undefined> {
+    const at = this.due();
+    return at === undefined ? undefined : this.runTick(at, fn);
+  }
+
+  /** The tick that fired now, or undefined (said at debug level) when there is none to run here. */
+  due(): number | undefined {
     // A process that is shutting down claims nothing: the other instances, whose timers fire
     // for the same tick, run it instead.
     if (this.host.stopping.aborted) {
@@ -79,9 +85,8 @@ export class ScheduledJob {
     const at = this.schedule.latest(Date.now());
     if (at === undefined) {
       this.host.logger.debug(`"${this.key}" did not run: ${this.schedule.description} has no tick yet.`);
-      return undefined;
     }
-    return this.runTick(at, fn);
+    return at;
   }
 
   /** Runs tick `at` (see run); shutdown waits for its handling to end (see JobHost.track). */

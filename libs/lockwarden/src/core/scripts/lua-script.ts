@@ -51,6 +51,7 @@ export const SCRIPTS = {
   semRelease: new LuaScript('sem-release'),
   semLimit: new LuaScript('sem-limit'),
   semInspect: new LuaScript('sem-inspect'),
+  queueInspect: new LuaScript('queue-inspect'),
   tickClaim: new LuaScript('tick-claim'),
   tickStart: new LuaScript('tick-start'),
   tickSettle: new LuaScript('tick-settle'),

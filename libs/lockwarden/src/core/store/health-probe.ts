@@ -1,4 +1,7 @@
 import type { Cluster, Redis } from 'ioredis';
+import { connectionFailure, redisReason } from '../../errors/redis-reason';
+import type { ConnectionFailure } from '../../errors/redis-reason';
+import { connectionFailureOf } from './connection-watch';
 import type { RedisClient } from './redis-client';
 import { SCRIPTS } from '../scripts/lua-script';
 
@@ -27,6 +30,12 @@ export interface LockHealthReport {
   heldLocks: number;
   /** Why a server did not answer, when one did not. */
   error?: string;
+  /**
+   * How that server failed: `'refused'` when its connection was turned away or is down (Redis
+   * stopped, wrong port, host gone), `'no-answer'` when nothing came back in time (a stalled or
+   * overloaded server, a partition). Absent when the failure was something else (an error reply).
+   */
+  failure?: ConnectionFailure;
 }
 
 /** What the store knows of its servers; the engine adds the watchdog's side. */
@@ -46,25 +55,38 @@ export async function probeServers(
   const servers = clients.flatMap((c) => (c.isCluster ? (c as Cluster).nodes('master') : [c as Redis]));
   const results = await Promise.all(servers.map((s) => probeOne(s, timeoutMs)));
   const up = results.filter((r) => r.ok);
-  const failed = results.find((r) => !r.ok);
+  const failed: Probe | undefined =
+    servers.length === 0 ? down(new Error('None of startup nodes is available')) : results.find((r) => !r.ok);
   return {
     reachable: up.length > 0 && up.length >= (needed ?? servers.length),
     pingMs: up.length === 0 ? 0 : Math.max(...up.map((r) => r.pingMs)),
     servers: servers.length,
     serversUp: up.length,
     scriptsLoaded: up.length === servers.length && up.every((r) => r.scripts),
-    ...(failed ? { error: failed.error } : {}),
+    ...(failed ? { error: failed.error, ...(failed.failure ? { failure: failed.failure } : {}) } : {}),
   };
 }
 
-async function probeOne(
-  server: Redis,
-  timeoutMs: number,
-): Promise<{ ok: boolean; pingMs: number; scripts: boolean; error?: string }> {
+interface Probe {
+  ok: boolean;
+  pingMs: number;
+  scripts: boolean;
+  error?: string;
+  failure?: ConnectionFailure;
+}
+
+const NO_ANSWER = Symbol('no answer');
+
+async function probeOne(server: Redis, timeoutMs: number): Promise<Probe> {
+  // Between reconnection attempts a PING would only wait in the client's queue for the whole
+  // timeout, and then read as "no answer" although the server turned the connection away.
+  if (server.status === 'reconnecting' || server.status === 'close' || server.status === 'end') {
+    return down(connectionFailureOf(server) ?? new Error('Connection is closed.'));
+  }
   const started = performance.now();
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+    timer = setTimeout(() => reject(NO_ANSWER), timeoutMs);
   });
   try {
     await Promise.race([server.ping(), timeout]);
@@ -72,8 +94,17 @@ async function probeOne(
     const cached = (await Promise.race([server.script('EXISTS', ...SHAS), timeout])) as number[];
     return { ok: true, pingMs: Math.round(pingMs * 100) / 100, scripts: cached.every((n) => Number(n) === 1) };
   } catch (err) {
-    return { ok: false, pingMs: 0, scripts: false, error: err instanceof Error ? err.message : String(err) };
+    if (err !== NO_ANSWER) return down(err);
+    // Still connecting when time ran out: what the last attempt met says more than the silence.
+    const known = server.status === 'ready' ? undefined : connectionFailureOf(server);
+    if (known) return down(known);
+    return { ok: false, pingMs: 0, scripts: false, error: `no answer within ${timeoutMs} ms`, failure: 'no-answer' };
   } finally {
     clearTimeout(timer);
   }
+}
+
+function down(err: unknown): Probe {
+  const failure = connectionFailure(err);
+  return { ok: false, pingMs: 0, scripts: false, error: redisReason(err), ...(failure ? { failure } : {}) };
 }

@@ -14,6 +14,8 @@ export interface Topology {
   readonly bus: WakeBus;
   /** The Redis client (in quorum mode, the first node's); none in memory. */
   readonly client: RedisClient | undefined;
+  /** Why Redis cannot be reached right now, when that is known (the last connection error). */
+  connectionDown?(): Error | undefined;
   /** Closes what the backend opened for this engine (never a client the user gave). */
   close(): Promise<void>;
 }

@@ -115,3 +115,8 @@ export function semKeys(prefix: string, key: string): SemKeys {
 export function semPermitsKey(holdersKey: string): string {
   return `${holdersKey.slice(0, -':holders'.length)}:permits`;
 }
+
+/** `text` with SCAN's glob characters escaped, for a MATCH pattern that must take it literally. */
+export function escapeGlob(text: string): string {
+  return text.replace(/[*?[\]\\]/g, (c) => `\\${c}`);
+}

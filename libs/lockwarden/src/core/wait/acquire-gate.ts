@@ -41,16 +41,18 @@ export class AcquireGate {
 
   /**
    * Settles with `work`, unless a signal fires first (LockAbortedError) or
-   * `timeoutMs` passes (LockBackendError). The caller still owns `work`'s
-   * eventual result and must clean up after it.
+   * `timeoutMs` passes (LockBackendError, whose cause is what `down` knows of a
+   * connection that is down, since "no answer" would hide a refused connection).
+   * The caller still owns `work`'s eventual result and must clean up after it.
    */
-  race<T>(work: Promise<T>, timeoutMs: number, action: string): Promise<T> {
+  race<T>(work: Promise<T>, timeoutMs: number, action: string, down?: () => Error | undefined): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       const timer = setTimeout(
         () => {
           this.whenAborted(undefined);
           const ms = Math.round(timeoutMs);
-          reject(new LockBackendError(this.key, action, new Error(`Redis did not answer within ${ms} ms`)));
+          const cause = down?.() ?? new Error(`Redis did not answer within ${ms} ms`);
+          reject(new LockBackendError(this.key, action, cause));
         },
         // Node fires a longer delay at once: a budget this long is a wait without end.
         Math.min(timeoutMs, 2 ** 31 - 1),

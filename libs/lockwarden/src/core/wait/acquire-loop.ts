@@ -1,4 +1,6 @@
 import { LockBackendError, LockError } from '../../errors';
+import { quoteKey } from '../../errors/key-text';
+import { redisReason } from '../../errors/redis-reason';
 import { AcquireGate } from './acquire-gate';
 import type { LockEvent } from '../observe/events';
 import type { LockLogger } from '../observe/logger';
@@ -45,6 +47,8 @@ export interface LoopContext {
   readonly settleGraceMs: number;
   readonly emit: ((event: LockEvent) => void) | undefined;
   readonly logger: LockLogger;
+  /** Why Redis cannot be reached right now, when that is known. */
+  readonly connectionDown?: () => Error | undefined;
 }
 
 /** An acquire settles this long after its wait budget at the latest, whatever Redis does. */
@@ -57,6 +61,8 @@ export type LoopResult =
       readonly leaseFrom: number;
       /** How many releases passed the permits on in a row to get here (sem-release.lua). */
       readonly passes?: number;
+      /** A release handed this waiter the lock (fair queue) or passed it its permits. */
+      readonly handedOff?: boolean;
     }
   | { readonly granted: false; readonly busyMs: number };
 
@@ -93,6 +99,7 @@ export async function acquireLoop(
   let sent = false;
   let parked = false;
   let granted = false;
+  let handedOff = false;
   try {
     if (spec.pass) {
       // Semaphores, where a new caller usually finds every permit taken: on a channel already
@@ -112,6 +119,7 @@ export async function acquireLoop(
         waiter.waiterId = waiterId = newWaiterId();
       }
       const reply = await ask(
+        ctx,
         gate,
         spec.key,
         'acquire',
@@ -120,7 +128,9 @@ export async function acquireLoop(
       );
       if (reply >= 0) {
         granted = true;
-        return { granted: true, fence: reply, leaseFrom: sentAt };
+        return handedOff
+          ? { granted: true, fence: reply, leaseFrom: sentAt, handedOff }
+          : { granted: true, fence: reply, leaseFrom: sentAt };
       }
       const now = performance.now();
       if (now >= deadline) return { granted: false, busyMs: -reply };
@@ -128,7 +138,7 @@ export async function acquireLoop(
         waiter = new Waiter(spec.channel, queued, waiterId);
         waiter.handoffMs = spec.handoffMs;
         waiter.pass = spec.pass;
-        await ask(gate, spec.key, 'subscribe to', ctx.bus.join(waiter), settleBy - now);
+        await ask(ctx, gate, spec.key, 'subscribe to', ctx.bus.join(waiter), settleBy - now);
         continue;
       }
       const refresh = (queued ? spec.queueRefreshMs : spec.refreshMs) ?? Infinity;
@@ -143,7 +153,7 @@ export async function acquireLoop(
       if (woke === 'pass') {
         // Granted in a release of this process, timed from when that release was sent.
         granted = true;
-        return { granted: true, ...waiter.passed! };
+        return { granted: true, ...waiter.passed!, handedOff: true };
       }
       if (woke === 'grant') {
         // A release handed us the lock, but the message proves nothing about when: it may
@@ -151,6 +161,7 @@ export async function acquireLoop(
         // someone else's by now. Confirm it: the next attempt finds the lock ours, starts the
         // full lease, and times it from when that attempt was sent.
         waiter.handedOver = false;
+        handedOff = true;
       }
     }
   } finally {
@@ -162,9 +173,16 @@ export async function acquireLoop(
 }
 
 /** Awaits one Redis call within the budget, as a typed error on failure. */
-async function ask<T>(gate: AcquireGate, key: string, action: string, work: Promise<T>, budgetMs: number): Promise<T> {
+async function ask<T>(
+  ctx: LoopContext,
+  gate: AcquireGate,
+  key: string,
+  action: string,
+  work: Promise<T>,
+  budgetMs: number,
+): Promise<T> {
   try {
-    return await gate.race(work, Math.max(budgetMs, 0), action);
+    return await gate.race(work, Math.max(budgetMs, 0), action, ctx.connectionDown);
   } catch (err) {
     throw err instanceof LockError ? err : new LockBackendError(key, action, err);
   }
@@ -203,7 +221,12 @@ async function withdrawUntilAnswered(
       return;
     } catch (err) {
       if (ctx.shuttingDown() || performance.now() + pause >= giveUpAt) {
-        ctx.logger.debug(`Could not withdraw from lock "${spec.key}"; what it left lapses by itself: ${String(err)}`);
+        // Said of an acquire that got nothing: it is no lock to give back, only an attempt that
+        // may have reached Redis (a queued place, or a grant whose answer was lost).
+        ctx.logger.debug(
+          `An acquire of ${quoteKey(spec.key)} that did not get the lock could not be cleaned up after ` +
+            `(${redisReason(err)}); whatever it may have left in Redis expires by itself.`,
+        );
         return;
       }
       await new Promise<void>((resolve) => setTimeout(resolve, pause).unref());

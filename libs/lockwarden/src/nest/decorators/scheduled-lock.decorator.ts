@@ -1,4 +1,5 @@
-import { LockAbortedError, LockConfigError } from '../../errors';
+import { LockAbortedError, LockBackendError, LockConfigError } from '../../errors';
+import { redisReason } from '../../errors/redis-reason';
 import { checkScheduledOptions } from '../../core/schedule/scheduled-options';
 import type { CheckedScheduledOptions, ScheduledJobOptions } from '../../core/schedule/scheduled-options';
 import type { TickSchedule } from '../../core/schedule/tick-schedule';
@@ -52,6 +53,10 @@ export interface ScheduledLockMetadata {
  * Nothing needs tuning; `lockAtLeastMs` is still honoured but not needed. Inside the run,
  * `LockService.currentTick()` says which tick it is. A method called by your own scheduler
  * names its schedule with `schedule`.
+ *
+ * A tick that Redis fails to decide (it is down) does not run here: one warning line names the
+ * tick and the reason, and the call resolves `undefined`. The method's own errors reach its
+ * scheduler as they would without the decorator.
  *
  * @example
  * ```ts
@@ -127,12 +132,31 @@ async function runScheduled(
     );
   }
   const job = engine.scheduledJob(keys[0], schedule, meta.job);
+  const at = job.due();
+  if (at === undefined) return undefined;
+  let own: { error: unknown } | undefined;
+  const run = async (): Promise<unknown> => {
+    try {
+      return await original.apply(self, args);
+    } catch (error) {
+      own = { error };
+      throw error;
+    }
+  };
+  const logger = engine.options.logger;
   try {
-    return await job.run(async () => original.apply(self, args));
+    return await job.runTick(at, run);
   } catch (err) {
     // A tick that cannot run because the app is stopping did not run, as a skip.
-    if (!(err instanceof LockAbortedError) || !engine.shuttingDown) throw err;
-    engine.options.logger.debug(`${meta.where} did not run: the application is shutting down.`);
+    if (err instanceof LockAbortedError && engine.shuttingDown) {
+      logger.debug(`${meta.where} did not run: the application is shutting down.`);
+      return undefined;
+    }
+    // The method's own failure is the scheduler's to report, as without the decorator.
+    if (own?.error === err || !(err instanceof LockBackendError)) throw err;
+    // Redis failed, not the method: one line per tick, not a stack trace per tick of an outage.
+    logger.warn(`Tick ${new Date(at).toISOString()} of "${job.key}" did not run: ${redisReason(err.cause)}.`);
+    logger.debug(`${meta.where}: ${err.stack ?? err.message}`);
     return undefined;
   }
 }

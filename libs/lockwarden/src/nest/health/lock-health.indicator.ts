@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { HealthIndicatorService } from '@nestjs/terminus';
 import type { HealthIndicatorResult } from '@nestjs/terminus';
 import { LockEngine } from '../../core/engine/lock-engine';
+import type { LockHealthReport } from '../../core/store/health-probe';
 
 /** Thresholds of one health check. */
 export interface LockHealthOptions {
@@ -16,8 +17,10 @@ export interface LockHealthOptions {
  * does not answer PING (in quorum mode: a majority of the nodes), or when the
  * watchdog runs so late that leases are at risk. The details carry the PING
  * round trip, whether the lock scripts are cached, the watchdog's lag and
- * the locks held. Import it from `lockwarden/health`; the main entry never
- * loads terminus, which stays an optional peer.
+ * the locks held; when Redis is down, `failure` tells a refused or lost
+ * connection (`'refused'`) from a server that does not answer (`'no-answer'`).
+ * Import it from `lockwarden/health`; the main entry never loads terminus,
+ * which stays an optional peer.
  *
  * @example
  * ```ts
@@ -57,7 +60,11 @@ export class LockHealthIndicator {
       heldLocks: report.heldLocks,
     };
     if (!report.reachable) {
-      return indicator.down({ ...details, message: `Redis is unreachable: ${report.error ?? 'no answer'}` });
+      return indicator.down({
+        ...details,
+        ...(report.failure ? { failure: report.failure } : {}),
+        message: unreachable(report),
+      });
     }
     const maxLag = options.maxWatchdogLagMs ?? 5_000;
     if (report.watchdogLagMs > maxLag) {
@@ -65,4 +72,12 @@ export class LockHealthIndicator {
     }
     return indicator.up(details);
   }
+}
+
+/** "Redis is unreachable: …", saying whether it refused the connection or did not answer. */
+function unreachable(report: LockHealthReport): string {
+  const why = report.error ?? 'no answer';
+  if (report.failure === 'refused') return `Redis is unreachable (connection refused or lost): ${why}`;
+  if (report.failure === 'no-answer') return `Redis is unreachable (no answer): ${why}`;
+  return `Redis is unreachable: ${why}`;
 }

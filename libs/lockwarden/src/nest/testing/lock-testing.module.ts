@@ -44,7 +44,7 @@ export interface LockTestingOptions extends Omit<LockModuleOptions, 'redis' | 'q
 export class LockTestingModule {
   static forRoot(options: LockTestingOptions = {}): DynamicModule {
     const { backend = new MemoryLockBackend(), isGlobal = false, ...rest } = options;
-    const moduleOptions: LockModuleOptions = { ...rest, metrics: rest.metrics ?? false };
+    const moduleOptions: LockModuleOptions = { ...rest, metrics: rest.metrics ?? false, traces: rest.traces ?? false };
     return {
       module: LockTestingModule,
       global: isGlobal,

@@ -1,0 +1,77 @@
+import type { Redis } from 'ioredis';
+import { connectionFailure, redisReasonShort } from '../../errors/redis-reason';
+import type { LockLogger } from '../observe/logger';
+import type { RedisClient } from './redis-client';
+
+const watches = new WeakMap<RedisClient, ConnectionWatch>();
+
+/**
+ * Follows one connection Lockwarden opened and says what an operator needs to know: once
+ * when Redis cannot be reached (at startup, or after a connection was lost), and once when
+ * it is back. The client reports every failed reconnection, several a second while Redis is
+ * down; those go to debug only.
+ */
+export class ConnectionWatch {
+  private down = false;
+  private lastError: Error | undefined;
+  readonly server: string;
+
+  constructor(
+    private readonly client: RedisClient,
+    private readonly logger: LockLogger,
+  ) {
+    this.server = describeServer(client);
+    client.on('error', this.onError);
+    client.on('ready', this.onReady);
+    watches.set(client, this);
+  }
+
+  /** Why the connection is down, while it is down; undefined while it works. */
+  get failure(): Error | undefined {
+    return this.down ? this.lastError : undefined;
+  }
+
+  detach(): void {
+    this.client.off('error', this.onError);
+    this.client.off('ready', this.onReady);
+    watches.delete(this.client);
+  }
+
+  private readonly onError = (err: Error): void => {
+    this.logger.debug(`Redis connection error, ${this.server}: ${redisReasonShort(err)}`);
+    // An error on a working connection (a reset the client recovers from at once) is no outage;
+    // the failed reconnections after it, if Redis is really gone, are.
+    if (this.client.status === 'ready') return;
+    this.lastError = err;
+    if (this.down) return;
+    this.down = true;
+    const verb = connectionFailure(err) === undefined ? 'cannot be used' : 'cannot be reached';
+    this.logger.warn(
+      `${this.server} ${verb} (${redisReasonShort(err)}): locks cannot be taken or renewed until it is back. ` +
+        'Reconnecting.',
+    );
+  };
+
+  private readonly onReady = (): void => {
+    this.lastError = undefined;
+    if (!this.down) return;
+    this.down = false;
+    const message = `${this.server} is reachable again.`;
+    if (this.logger.log) this.logger.log(message);
+    else this.logger.warn(message);
+  };
+}
+
+/** Why `client`'s connection is down, when Lockwarden watches it and it is. */
+export function connectionFailureOf(client: RedisClient): Error | undefined {
+  return watches.get(client)?.failure;
+}
+
+/** "Redis at 10.0.0.5:6379", "Redis \"orders\" (through Sentinel)", "the Redis Cluster". */
+export function describeServer(client: RedisClient): string {
+  if (client.isCluster) return 'the Redis Cluster';
+  const o = (client as Redis).options;
+  if (o.sentinels && o.sentinels.length > 0) return `Redis "${o.name ?? ''}" (through Sentinel)`;
+  if (o.path) return `Redis at ${o.path}`;
+  return `Redis at ${o.host ?? 'localhost'}:${o.port ?? 6379}`;
+}
