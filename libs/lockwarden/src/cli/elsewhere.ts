@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { escapeGlob } from '../core/store/lock-keys';
+import { escapeGlob } from '../core';
 
 /** What the CLI looked for: a lock (mutex or read/write) or a semaphore. */
 export type NameKind = 'lock' | 'semaphore';

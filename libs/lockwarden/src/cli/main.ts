@@ -1,9 +1,6 @@
 import { Redis } from 'ioredis';
-import { forceUnlockKey, inspectLock } from '../core/store/inspect';
-import { semKeys } from '../core/store/lock-keys';
-import { inspectSemaphore } from '../core/store/sem-inspect';
-import type { LockInfo } from '../core/store/inspect';
-import { checkKey } from '../core/engine/options';
+import { forceUnlockKey, inspectLock, semKeys, inspectSemaphore, checkKey } from '../core';
+import type { LockInfo } from '../core';
 import { parseArgs, UsageError, USAGE } from './args';
 import type { CliArgs } from './args';
 import { scanLockNames } from './scan';

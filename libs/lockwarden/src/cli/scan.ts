@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { escapeGlob } from '../core/store/lock-keys';
+import { escapeGlob } from '../core';
 
 /**
  * Lock names under `prefix` whose name matches `pattern`, found with SCAN

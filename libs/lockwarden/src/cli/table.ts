@@ -1,5 +1,4 @@
-import type { LockInfo } from '../core/store/inspect';
-import type { SemaphoreInfo } from '../core/store/sem-inspect';
+import type { LockInfo, SemaphoreInfo } from '../core';
 
 /** A plain-text table of locks for people; columns sized to their content. */
 export function renderTable(infos: readonly LockInfo[]): string {

@@ -5,5 +5,4 @@ export { LockDashboard } from '../nest/dashboard/lock-dashboard.service';
 export { FORCE_UNLOCK_HEADER } from '../nest/dashboard/lock-dashboard.controller';
 export type { LockDashboardOptions } from '../nest/dashboard/dashboard-options';
 export type { DashboardState, DashboardLock, DashboardEvent } from '../nest/dashboard/dashboard-state';
-export type { LockSurvey, SurveyOptions, SurveyedLock, QueuedWaiterInfo } from '../core/observe/lock-survey';
-export type { LeadershipInfo, SurveyedTerm } from '../core/observe/leader-survey';
+export type { LockSurvey, SurveyOptions, SurveyedLock, QueuedWaiterInfo, LeadershipInfo, SurveyedTerm } from '../core';

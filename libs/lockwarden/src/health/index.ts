@@ -2,4 +2,4 @@
 // @nestjs/terminus stays an optional peer.
 export { LockHealthIndicator } from '../nest/health/lock-health.indicator';
 export type { LockHealthOptions } from '../nest/health/lock-health.indicator';
-export type { LockHealthReport } from '../core/store/health-probe';
+export type { LockHealthReport } from '../core';

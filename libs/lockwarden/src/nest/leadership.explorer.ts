@@ -1,9 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import type { OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner } from '@nestjs/core';
-import { LockEngine } from '../core/engine/lock-engine';
-import { LeadershipRegistry } from '../core/leader/leadership-registry';
-import type { LeaderTerm } from '../core/leader/term-log';
+import { LockEngine, LeadershipRegistry } from '../core';
+import type { LeaderTerm } from '../core';
 import { getLeaderOnlyName, getOnLeadership } from './decorators/leadership.constants';
 import { providerMethods } from './provider-methods';
 

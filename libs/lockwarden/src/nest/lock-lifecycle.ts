@@ -1,7 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { BeforeApplicationShutdown, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
-import { LockEngine } from '../core/engine/lock-engine';
-import { LeadershipRegistry } from '../core/leader/leadership-registry';
+import { LockEngine, LeadershipRegistry } from '../core';
 import { LOCK_MODULE_OPTIONS } from './lock.module-definition';
 import type { LockModuleOptions } from './lock-options.interface';
 

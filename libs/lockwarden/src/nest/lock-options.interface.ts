@@ -1,6 +1,5 @@
-import { ENGINE_OPTION_NAMES } from '../core/engine/engine-options';
-import type { LockEngineOptions } from '../core/engine/engine-options';
-import { checkKnownNames } from '../core/engine/options';
+import { ENGINE_OPTION_NAMES, checkKnownNames } from '../core';
+import type { LockEngineOptions } from '../core';
 
 /**
  * Options of `LockModule.forRoot()` / `forRootAsync()`.

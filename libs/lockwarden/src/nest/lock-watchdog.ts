@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { LockEngine } from '../core/engine/lock-engine';
+import { LockEngine } from '../core';
 
 /**
  * The lease watchdog, as the app sees it. One timer renews every held lock in batched

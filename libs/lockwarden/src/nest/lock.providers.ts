@@ -1,10 +1,7 @@
 import { Logger } from '@nestjs/common';
 import type { Provider } from '@nestjs/common';
-import { LockEngine } from '../core/engine/lock-engine';
-import { resolveEngineOptions } from '../core/engine/engine-options';
-import { RedisBackend } from '../core/engine/redis-backend';
-import type { LockBackend } from '../core/store/lock-backend';
-import { LeadershipRegistry } from '../core/leader/leadership-registry';
+import { LockEngine, resolveEngineOptions, RedisBackend, LeadershipRegistry } from '../core';
+import type { LockBackend } from '../core';
 import { LeadershipExplorer } from './leadership.explorer';
 import { ScheduledLockExplorer } from './scheduled-lock.explorer';
 import { LOCK_ENGINE_FOR_DECORATORS, LOCK_SERVICE_FOR_DECORATORS } from './decorators/locked.constants';

@@ -1,15 +1,17 @@
 import { Injectable } from '@nestjs/common';
-import { LockEngine } from '../core/engine/lock-engine';
-import type { Leadership } from '../core/leader/leadership';
-import { LeadershipRegistry } from '../core/leader/leadership-registry';
-import type { LockInfo } from '../core/store/inspect';
-import type { LockHandle } from '../core/lease/lock-handle';
-import type { AcquireOptions, RwAcquireOptions } from '../core/engine/options';
-import type { PermitScope, Semaphore } from '../core/semaphore/semaphore';
-import type { SemaphoreOptions } from '../core/semaphore/semaphore-options';
+import { LockEngine, LeadershipRegistry, currentTick } from '../core';
+import type {
+  Leadership,
+  LockInfo,
+  LockHandle,
+  AcquireOptions,
+  RwAcquireOptions,
+  PermitScope,
+  Semaphore,
+  SemaphoreOptions,
+  ScheduledTick,
+} from '../core';
 import { RequestLockScope, withRequestSignal } from './request-lock-scope';
-import { currentTick } from '../core/schedule/tick-context';
-import type { ScheduledTick } from '../core/schedule/tick-context';
 
 /**
  * Distributed locks on Redis, injectable anywhere once `LockModule` is imported.

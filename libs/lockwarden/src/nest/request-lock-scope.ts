@@ -1,5 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import type { LockHandle } from '../core/lease/lock-handle';
+import type { LockHandle } from '../core';
 
 const scopes = new AsyncLocalStorage<RequestLockScope>();
 

@@ -1,4 +1,4 @@
 // `lockwarden/testing`: LockService without Redis, for users' unit tests.
 export { LockTestingModule } from '../nest/testing/lock-testing.module';
 export type { LockTestingOptions } from '../nest/testing/lock-testing.module';
-export { MemoryLockBackend } from '../core/store/memory-store';
+export { MemoryLockBackend } from '../core';

@@ -1,5 +1,4 @@
-import type { LockEvent } from '../../core/observe/events';
-import type { LockSurvey, SurveyedLock } from '../../core/observe/lock-survey';
+import type { LockEvent, LockSurvey, SurveyedLock } from '../../core';
 
 /** A lock event of this instance, as the page shows it (events never carry owner tokens). */
 export interface DashboardEvent {

@@ -3,7 +3,7 @@ import type { MessageEvent, OnApplicationShutdown, OnModuleDestroy, OnModuleInit
 import { ModuleRef } from '@nestjs/core';
 import { Observable } from 'rxjs';
 import type { Subscriber } from 'rxjs';
-import { LockEngine } from '../../core/engine/lock-engine';
+import { LockEngine } from '../../core';
 import { LockConfigError } from '../../errors';
 import { dashboardEvent, HeldSince } from './dashboard-state';
 import type { DashboardEvent, DashboardState } from './dashboard-state';

@@ -1,5 +1,5 @@
 import { LockConfigError } from '../../errors';
-import { checkKey, describe } from '../../core/engine/options';
+import { checkKey, describe } from '../../core';
 import { quoteKey } from '../../errors/key-text';
 
 /**

@@ -1,6 +1,6 @@
 import { Inject } from '@nestjs/common';
 import { LockConfigError } from '../../errors';
-import { checkKey, describe } from '../../core/engine/options';
+import { checkKey, describe } from '../../core';
 import type { LockService } from '../lock.service';
 import { copyMethodMetadata } from './copy-method-metadata';
 import { LEADER_ONLY_METADATA, LEADERSHIP_SERVICE_PROPERTY } from './leadership.constants';

@@ -1,8 +1,7 @@
 import { Inject, SetMetadata } from '@nestjs/common';
 import { Observable } from 'rxjs';
 import { LockAbortedError, LockConfigError } from '../../errors';
-import type { LockEngine } from '../../core/engine/lock-engine';
-import type { LeaseHandle } from '../../core/lease/lease';
+import type { LockEngine, LeaseHandle } from '../../core';
 import { compileKeySpec } from './key-template';
 import type { KeySpec } from './key-template';
 import { copyMethodMetadata } from './copy-method-metadata';

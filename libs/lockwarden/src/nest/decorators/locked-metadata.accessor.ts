@@ -1,8 +1,7 @@
-import type { LeaseKind } from '../../core/store/lock-store';
+import type { LeaseKind, AcquireOptions } from '../../core';
 import type { KeyResolver, KeySpec } from './key-template';
 import { LOCKED_METADATA } from './locked.constants';
 import type { OnBusy } from './locked-options';
-import type { AcquireOptions } from '../../core/engine/options';
 
 /** The lock a decorator takes: a mutex (`@Locked`), one side of a read/write lock, or a permit (`@Semaphore`). */
 /** How a decorated method locks: the engine's one name for mutex, read and write holds. */

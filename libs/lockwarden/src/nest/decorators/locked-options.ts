@@ -1,6 +1,6 @@
 import { LockConfigError } from '../../errors';
-import { checkAcquireOptions, describe } from '../../core/engine/options';
-import type { AcquireOptions } from '../../core/engine/options';
+import { checkAcquireOptions, describe } from '../../core';
+import type { AcquireOptions } from '../../core';
 
 /** What a decorated method does when its lock is held by someone else. */
 export type OnBusy = 'wait' | 'throw' | 'skip';

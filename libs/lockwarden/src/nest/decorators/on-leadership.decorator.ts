@@ -1,8 +1,8 @@
 import { LockConfigError } from '../../errors';
-import { describe } from '../../core/engine/options';
+import { describe } from '../../core';
+import type { LeaderTerm } from '../../core';
 import { checkLeadershipName } from './leader-only.decorator';
 import { getOnLeadership, ON_LEADERSHIP_METADATA } from './leadership.constants';
-import type { LeaderTerm } from '../../core/leader/term-log';
 
 /**
  * Calls the method when this instance gains (`'gained'`) or loses (`'lost'`: a lost

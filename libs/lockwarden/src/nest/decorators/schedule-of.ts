@@ -1,9 +1,6 @@
 import { LockConfigError } from '../../errors';
-import { describe } from '../../core/engine/options';
-import { cronSchedule } from '../../core/schedule/cron-schedule';
-import type { CronSpec } from '../../core/schedule/cron-schedule';
-import { everySchedule } from '../../core/schedule/tick-schedule';
-import type { TickSchedule } from '../../core/schedule/tick-schedule';
+import { describe, cronSchedule, everySchedule } from '../../core';
+import type { CronSpec, TickSchedule } from '../../core';
 
 /**
  * The schedule of a `@ScheduledLock` method that no `@Cron` or `@Interval` decorates (one

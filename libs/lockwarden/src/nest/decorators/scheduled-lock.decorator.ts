@@ -1,8 +1,7 @@
 import { LockAbortedError, LockBackendError, LockConfigError } from '../../errors';
 import { redisReason } from '../../errors/redis-reason';
-import { checkScheduledOptions } from '../../core/schedule/scheduled-options';
-import type { CheckedScheduledOptions, ScheduledJobOptions } from '../../core/schedule/scheduled-options';
-import type { TickSchedule } from '../../core/schedule/tick-schedule';
+import { checkScheduledOptions } from '../../core';
+import type { CheckedScheduledOptions, ScheduledJobOptions, TickSchedule } from '../../core';
 import { compileKeySpec } from './key-template';
 import type { KeyResolver } from './key-template';
 import { checkLockable, className, engineOf, runLocked, toMetadataOptions, wrapMethod } from './lock-method';

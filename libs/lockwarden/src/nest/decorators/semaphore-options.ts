@@ -1,7 +1,6 @@
 import { LockConfigError } from '../../errors';
-import { checkKnownNames, checkOptionsObject, describe } from '../../core/engine/options';
-import { resolvePermitAcquire, resolveSemaphore } from '../../core/semaphore/semaphore-options';
-import type { AcquireOptions } from '../../core/engine/options';
+import { checkKnownNames, checkOptionsObject, describe, resolvePermitAcquire, resolveSemaphore } from '../../core';
+import type { AcquireOptions } from '../../core';
 import { checkRetryAfter } from './locked-options';
 import type { CheckedLockedOptions, OnBusy } from './locked-options';
 

@@ -1,4 +1,4 @@
-import type { Semaphore as SemaphoreObject } from '../../core/semaphore/semaphore';
+import type { Semaphore as SemaphoreObject } from '../../core';
 import type { KeySpec } from './key-template';
 import { lockDecorator } from './lock-method';
 import type { LockMethodDecorator } from './lock-method';

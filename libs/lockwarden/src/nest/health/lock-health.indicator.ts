@@ -1,8 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { HealthIndicatorService } from '@nestjs/terminus';
 import type { HealthIndicatorResult } from '@nestjs/terminus';
-import { LockEngine } from '../../core/engine/lock-engine';
-import type { LockHealthReport } from '../../core/store/health-probe';
+import { LockEngine } from '../../core';
+import type { LockHealthReport } from '../../core';
 
 /** Thresholds of one health check. */
 export interface LockHealthOptions {

@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { LockEngine } from '../../core/engine/lock-engine';
+import { LockEngine } from '../../core';
 import type { CallHandler, ExecutionContext, NestInterceptor } from '@nestjs/common';
 import { Observable, catchError, concat, defer, EMPTY, throwError } from 'rxjs';
 import { getLockedMetadata } from '../decorators/locked-metadata.accessor';

@@ -1,7 +1,7 @@
 import { Module } from '@nestjs/common';
 import type { DynamicModule } from '@nestjs/common';
 import { APP_INTERCEPTOR, DiscoveryModule } from '@nestjs/core';
-import { MemoryLockBackend } from '../../core/store/memory-store';
+import { MemoryLockBackend } from '../../core';
 import { LockInterceptor } from '../interceptors/lock.interceptor';
 import { LOCK_MODULE_OPTIONS } from '../lock.module-definition';
 import type { LockModuleOptions } from '../lock-options.interface';
