@@ -1,10 +1,9 @@
-import { Inject } from '@nestjs/common';
 import { LockConfigError } from '../../errors';
 import { checkKey, describe } from '../../core';
 import type { LockService } from '../lock.service';
 import { copyMethodMetadata } from './copy-method-metadata';
-import { LEADER_ONLY_METADATA, LEADERSHIP_SERVICE_PROPERTY } from './leadership.constants';
-import { LOCK_SERVICE_FOR_DECORATORS } from './locked.constants';
+import { LEADER_ONLY_METADATA } from './leadership.constants';
+import { injectLockService, lockServiceOf } from './inject-lock-service';
 
 /**
  * What `@LeaderOnly` may wrap: a method that returns a promise (it resolves undefined when skipped).
@@ -69,7 +68,7 @@ export function LeaderOnly(name: string): LeaderOnlyDecorator {
     }
     const method = original as (...args: unknown[]) => unknown;
     const wrapper = function (this: unknown, ...args: unknown[]): Promise<unknown> {
-      const service = (this as Record<symbol, LockService | undefined> | undefined)?.[LEADERSHIP_SERVICE_PROPERTY];
+      const service = lockServiceOf<LockService>(this);
       if (!service) {
         return Promise.reject(
           new LockConfigError(
@@ -93,13 +92,6 @@ export function checkLeadershipName(name: unknown, decorator: string): void {
     throw new LockConfigError(`${decorator} needs a leadership name, a non-empty string; got ${describe(name)}.`);
   }
   checkKey(`leader:${name}`, `lock key of ${decorator}('${name.slice(0, 40)}')`);
-}
-
-function injectLockService(prototype: object): void {
-  const marker = Symbol.for('lockwarden:leadership-injected');
-  if (Object.prototype.hasOwnProperty.call(prototype, marker)) return;
-  Object.defineProperty(prototype, marker, { value: true });
-  Inject(LOCK_SERVICE_FOR_DECORATORS)(prototype, LEADERSHIP_SERVICE_PROPERTY);
 }
 
 function className(target: object): string {

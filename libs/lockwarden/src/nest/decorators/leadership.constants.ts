@@ -4,9 +4,6 @@ export const LEADER_ONLY_METADATA = 'lockwarden:leader-only';
 /** Metadata key of `@OnLeadership`: the (name, event) pairs a method handles. */
 export const ON_LEADERSHIP_METADATA = 'lockwarden:on-leadership';
 
-/** The property a `@LeaderOnly` instance holds its LockService in. */
-export const LEADERSHIP_SERVICE_PROPERTY = Symbol('lockwarden:leadershipService');
-
 /** What `@OnLeadership` stores per handler. */
 export interface OnLeadershipMetadata {
   readonly name: string;

@@ -1,16 +1,12 @@
-import { Inject, SetMetadata } from '@nestjs/common';
+import { SetMetadata } from '@nestjs/common';
 import { Observable } from 'rxjs';
 import { LockAbortedError, LockConfigError } from '../../errors';
 import type { LockEngine, LeaseHandle } from '../../core';
 import { compileKeySpec } from './key-template';
 import type { KeySpec } from './key-template';
 import { copyMethodMetadata } from './copy-method-metadata';
-import {
-  LOCK_ENGINE_FOR_DECORATORS,
-  LOCK_ENGINE_PROPERTY,
-  LOCKED_METADATA,
-  SCHEDULED_LOCK_METADATA,
-} from './locked.constants';
+import { injectLockService, lockServiceOf } from './inject-lock-service';
+import { LOCKED_METADATA, SCHEDULED_LOCK_METADATA } from './locked.constants';
 import { getLockedMetadata } from './locked-metadata.accessor';
 import type { LockedMetadata, LockMode } from './locked-metadata.accessor';
 import { checkLockedOptions } from './locked-options';
@@ -89,7 +85,7 @@ export function wrapMethod(
   copyMethodMetadata(original, wrapper);
   descriptor.value = wrapper as never;
   SetMetadata(metadataKey, metadata)(target, propertyKey, descriptor);
-  injectLockEngine(target);
+  injectLockService(target);
   return descriptor;
 }
 
@@ -127,13 +123,6 @@ function templateName(key: KeySpec, where: string): string {
   return where.replace(/\(\)$/, '');
 }
 
-export function injectLockEngine(prototype: object): void {
-  const marker = Symbol.for('lockwarden:injected');
-  if (Object.prototype.hasOwnProperty.call(prototype, marker)) return;
-  Object.defineProperty(prototype, marker, { value: true });
-  Inject(LOCK_ENGINE_FOR_DECORATORS)(prototype, LOCK_ENGINE_PROPERTY);
-}
-
 export function className(target: object): string {
   return typeof target === 'function' ? target.name : (target.constructor?.name ?? 'Anonymous');
 }
@@ -148,7 +137,7 @@ export function className(target: object): string {
  */
 /** The engine Nest injected into a decorated instance, or a LockConfigError saying how to get one. */
 export function engineOf(self: unknown, where: string): LockEngine {
-  const engine = (self as Record<symbol, LockEngine | undefined> | undefined)?.[LOCK_ENGINE_PROPERTY];
+  const engine = lockServiceOf<{ readonly lockEngine: LockEngine }>(self)?.lockEngine;
   if (!engine) {
     throw new LockConfigError(
       `${where} is lock-decorated but has no LockService: create the class through Nest and import LockModule. The method did not run.`,

@@ -9,14 +9,15 @@ export const LOCK_SERVICE_FOR_DECORATORS =
   'LockService (import LockModule.forRoot() or forRootAsync() into this module, or make it global with isGlobal: true, to use @Locked, @ReadLocked and @WriteLocked)';
 
 /**
- * The token decorated classes receive the `LockEngine` under: its name is the fix for a
- * missing LockModule, which Nest prints when it cannot resolve it.
+ * @deprecated Decorators now receive `LockService` only, under `LOCK_SERVICE_FOR_DECORATORS`
+ * (the engine is its `lockEngine`). `LockModule` still provides this token, as an alias of
+ * `LockEngine`, for code that injects it.
  */
 export const LOCK_ENGINE_FOR_DECORATORS =
   'LockEngine (import LockModule.forRoot() or forRootAsync() into this module, or make it global with isGlobal: true, to use @Locked, @ReadLocked and @WriteLocked)';
 
-/** The property a decorated instance holds its LockEngine in. */
-export const LOCK_ENGINE_PROPERTY = Symbol('lockwarden:lockEngine');
+/** The property a decorated instance holds its LockService in: one for every lockwarden decorator. */
+export const LOCK_SERVICE_PROPERTY = Symbol('lockwarden:lockService');
 
 /** Metadata key under which a `@ScheduledLock` method's job settings are stored. */
 export const SCHEDULED_LOCK_METADATA = 'lockwarden:scheduled';
