@@ -181,10 +181,11 @@ describe('@ScheduledLock on a 1 s cron, across processes', () => {
 
   it("with onOverrun: 'wait', a tick whose waiting instance gets SIGTERM is handed on: the job's holder runs it, once", async () => {
     const prefix = uniquePrefix('hand-on');
-    // A run of 7 s on a 4 s cron: the tick after it comes while it goes (and waits), and the
-    // waiter, stopped right after, has 2.5 s to hand it on before that run ends. The tick
-    // after that (8 s) would supersede the waiting one, so the run must end before it.
-    const wait = { CRON: '*/4 * * * * *', JOB_MS: '7000', ON_OVERRUN: 'wait' };
+    // A run of 9 s on a 6 s cron: the tick after it comes while it goes (and waits), and the
+    // waiter, stopped right after, has ~3 s to hand it on before that run ends. The tick
+    // after that (12 s) would supersede the waiting one, so the run must end before it: 3 s
+    // to spare on both sides, for a busy machine.
+    const wait = { CRON: '*/6 * * * * *', JOB_MS: '9000', ON_OVERRUN: 'wait' };
     // The holder's clock lags 500 ms, so the other instance always fires first.
     const [holder] = await instances(prefix, [{ ...wait, CLOCK_SKEW_MS: '-500', NAME: 'holder' }]);
     const first = Number((await holder.waitFor(/^started (\d+)$/))[1]);
@@ -199,7 +200,7 @@ describe('@ScheduledLock on a 1 s cron, across processes', () => {
     await waiter.exited;
 
     // Nobody else fires that tick again: only the hand-on can run it, before the tick after it.
-    await holder.waitFor(new RegExp(`^started (${next}|${next + 4000})$`));
+    await holder.waitFor(new RegExp(`^started (${next}|${next + 6000})$`));
     const all = await runs();
     expect(all.filter((r) => r.at === next)).toEqual([expect.objectContaining({ instance: 'holder' })]);
     expect(all.filter((r) => r.instance === 'waiter')).toEqual([]);

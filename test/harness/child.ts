@@ -6,6 +6,8 @@ import { createInterface } from 'node:readline';
 export class ChildScript {
   readonly lines: string[] = [];
   readonly exited: Promise<number | null>;
+  /** Settles once the process has exited and every line it printed has been read. */
+  private readonly closed: Promise<number | null>;
   private waiters: { re: RegExp; resolve: (m: RegExpMatchArray) => void }[] = [];
   private stderr = '';
 
@@ -20,6 +22,9 @@ export class ChildScript {
     });
     child.stderr!.on('data', (chunk: Buffer) => (this.stderr += chunk.toString()));
     this.exited = new Promise((done) => child.once('exit', (code) => done(code)));
+    // 'exit' may come before the last output is read (on a busy machine it often does);
+    // 'close' comes once stdout and stderr are drained too.
+    this.closed = new Promise((done) => child.once('close', (code) => done(code)));
   }
 
   /** Resolves with the first line (already printed or still to come) matching `re`. */
@@ -36,9 +41,9 @@ export class ChildScript {
     });
   }
 
-  /** Waits for a clean exit and fails with the child's stderr otherwise. */
+  /** Waits for a clean exit, with all its output read, and fails with the child's stderr otherwise. */
   async succeeded(): Promise<void> {
-    const code = await this.exited;
+    const code = await this.closed;
     if (code !== 0) throw new Error(`child exited with ${code}:\n${this.stderr.slice(-3000)}`);
   }
 
