@@ -2,6 +2,9 @@ import { LockBackendError } from '../../errors';
 import type { RenewalScheduler } from '../lease/renewal-scheduler';
 import type { LockHealthReport } from '../store/health-probe';
 import type { LockInfo } from '../store/inspect';
+import { surveyLocks } from '../observe/lock-survey';
+import type { LockSurvey, SurveyOptions } from '../observe/lock-survey';
+import type { RedisClient } from '../store/redis-client';
 import type { LockStore } from '../store/lock-store';
 import type { HeldLocks } from './held-locks';
 import { checkKey } from './options';
@@ -13,7 +16,23 @@ export class LockAdmin {
     private readonly keyPrefix: string,
     private readonly scheduler: RenewalScheduler,
     private readonly held: HeldLocks,
+    /** The Redis client to survey; none on the in-memory backend. */
+    private readonly client: RedisClient | undefined,
   ) {}
+
+  /**
+   * One bounded look at every lock, semaphore and leadership under the prefix (see
+   * `surveyLocks` for its cost). An in-memory backend has nothing to scan: an empty survey.
+   */
+  async survey(options: SurveyOptions): Promise<LockSurvey> {
+    if (!this.client)
+      return { at: Date.now(), locks: [], semaphores: [], leaderships: [], scanned: 0, keys: 0, cursor: null };
+    try {
+      return await surveyLocks(this.client, this.keyPrefix, options);
+    } catch (err) {
+      throw new LockBackendError(undefined, 'survey the locks', err);
+    }
+  }
 
   /**
    * Who holds `key` (as a mutex or a read/write lock), for how long, with which fencing

@@ -1,13 +1,11 @@
-import { LockBackendError, LockConfigError, LockLostError, LockTimeoutError, LockUpgradeError } from '../../errors';
+import { LockConfigError } from '../../errors';
 import { LeaseHandle } from '../lease/lease';
-import type { Lease } from '../lease/lease';
 import { LockContext } from '../lease/lock-context';
 import type { LockHandle } from '../lease/lock-handle';
 import { RenewalScheduler } from '../lease/renewal-scheduler';
 import { emitter } from '../observe/events';
 import type { LockEventListener } from '../observe/events';
 import { EventHub } from '../observe/event-hub';
-import { surveyLocks } from '../observe/lock-survey';
 import type { LockSurvey, SurveyOptions } from '../observe/lock-survey';
 import type { LockEvent } from '../observe/events';
 import type { LockLogger } from '../observe/logger';
@@ -18,26 +16,26 @@ import type { LockInfo } from '../store/inspect';
 import type { LockBackend, Topology } from '../store/lock-backend';
 import type { LeaseKind } from '../store/lock-store';
 import type { RedisClient } from '../store/redis-client';
-import type { AcquireGate } from '../wait/acquire-gate';
 import { SETTLE_GRACE_MS } from '../wait/acquire-loop';
 import { resolveEngineOptions } from './engine-options';
 import type { LockEngineOptions, ResolvedEngineOptions } from './engine-options';
 import { HeldLocks } from './held-locks';
 import { LeaseGranter } from './lease-granter';
 import { LockAdmin } from './lock-admin';
+import { acquireAll } from './acquire-all';
+import { EngineShutdown } from './engine-shutdown';
+import { Reentrancy } from './reentrancy';
 import { defaultLockName, describeKey } from './options';
 import type { AcquireOptions, RwAcquireOptions } from './options';
 import { RedisBackend } from './redis-backend';
 import { Semaphore } from '../semaphore/semaphore';
 import type { PermitGranter, PermitScope } from '../semaphore/semaphore';
-import type { PermitOptions, SemaphoreOptions } from '../semaphore/semaphore-options';
+import type { SemaphoreOptions } from '../semaphore/semaphore-options';
 import { QuorumLockStore } from '../store/quorum-store';
 import { ScheduledJob } from '../schedule/scheduled-job';
 import type { JobHost } from '../schedule/scheduled-job';
 import type { CheckedScheduledOptions } from '../schedule/scheduled-options';
 import type { TickSchedule } from '../schedule/tick-schedule';
-
-const SHUTTING_DOWN = new Error('the lock service is shutting down');
 
 /**
  * The framework-free lock engine behind `LockService`: reentrant, fenced
@@ -66,16 +64,11 @@ export class LockEngine {
   private readonly granter: LeaseGranter;
   private readonly admin: LockAdmin;
   private readonly permitGranter: PermitGranter;
-  private readonly gates = new Set<AcquireGate>();
   private readonly emit: ((event: LockEvent) => void) | undefined;
   private readonly hub = new EventHub();
-  private closing = false;
-  private readonly stopping = new AbortController();
   private readonly jobHost: JobHost;
-  private drained: Promise<void> | undefined;
-  /** Scheduled ticks being handled: shutdown waits for them before it closes Redis (see JobHost.track). */
-  private readonly tracked = new Set<Promise<void>>();
-  private closed: Promise<void> | undefined;
+  private readonly stop: EngineShutdown;
+  private readonly reentrancy: Reentrancy;
 
   /**
    * @param backend where the locks live: by default the Redis topology `options` names;
@@ -88,10 +81,12 @@ export class LockEngine {
     this.emit = emitter(this.options.onEvent, this.options.metrics ? otelMetricsListener() : undefined, this.hub.emit);
     this.scheduler = new RenewalScheduler(store, this.options.logger, this.emit);
     this.held = new HeldLocks(store, this.scheduler, this.context, this.options.logger, this.emit);
+    this.stop = new EngineShutdown(this.held, this.scheduler, this.topology);
+    this.reentrancy = new Reentrancy(this.context);
     const loop = {
       bus: this.topology.bus,
-      gates: this.gates,
-      shuttingDown: () => (this.closing ? SHUTTING_DOWN : undefined),
+      gates: this.stop.gates,
+      shuttingDown: this.stop.refusal,
       commandTimeoutMs: this.options.commandTimeoutMs,
       settleGraceMs: SETTLE_GRACE_MS + store.attemptMs,
       emit: this.emit,
@@ -101,7 +96,7 @@ export class LockEngine {
     if (store.permitPass) this.held.passTarget = (channel) => this.topology.bus.claimPassTarget(channel);
     const tracer = this.options.traces ? otelLockTracer() : undefined;
     this.granter = new LeaseGranter(this.options, store, this.held, loop, this.emit, tracer);
-    this.admin = new LockAdmin(store, this.options.keyPrefix, this.scheduler, this.held);
+    this.admin = new LockAdmin(store, this.options.keyPrefix, this.scheduler, this.held, this.topology.client);
     this.permitGranter = {
       defaults: this.options,
       grant: (req, keys, permits, limit) => this.granter.permits(req, keys, permits, limit),
@@ -116,20 +111,12 @@ export class LockEngine {
       leaseMs: this.options.leaseMs,
       logger: this.options.logger,
       emit: this.emit,
-      stopping: this.stopping.signal,
+      stopping: this.stop.signal,
       noticed: new Set(),
       tryAcquire: (key, options) => this.tryAcquire(key, options),
       acquire: (key, options) => this.acquire(key, options),
       hold: (handle, fn) => this.held.hold([handle as LeaseHandle], fn),
-      track: (work) => {
-        const settled = work.then(
-          () => undefined,
-          () => undefined,
-        );
-        this.tracked.add(settled);
-        void settled.then(() => this.tracked.delete(settled));
-        return work;
-      },
+      track: (work) => this.stop.track(work),
     };
   }
 
@@ -164,15 +151,8 @@ export class LockEngine {
    * LockBackendError when Redis does not answer; an in-memory backend has nothing to scan
    * and gives an empty survey.
    */
-  async survey(options: SurveyOptions = {}): Promise<LockSurvey> {
-    const client = this.topology.client;
-    if (!client)
-      return { at: Date.now(), locks: [], semaphores: [], leaderships: [], scanned: 0, keys: 0, cursor: null };
-    try {
-      return await surveyLocks(client, this.options.keyPrefix, options);
-    } catch (err) {
-      throw new LockBackendError(undefined, 'survey the locks', err);
-    }
+  survey(options: SurveyOptions = {}): Promise<LockSurvey> {
+    return this.admin.survey(options);
   }
 
   /** Calls `check` once, soon after the next lock or permit is granted (it must not throw). */
@@ -194,7 +174,7 @@ export class LockEngine {
 
   /** True once shutdown began: new acquires are refused with LockAbortedError. */
   get shuttingDown(): boolean {
-    return this.closing;
+    return this.stop.started;
   }
 
   /** The renewal scheduler behind the watchdog, for health reporting. */
@@ -206,12 +186,12 @@ export class LockEngine {
 
   async acquire(key: string, options?: AcquireOptions): Promise<LockHandle> {
     const req = this.granter.resolveMutex(key, options);
-    return this.reenter(req.key, 'mutex') ?? this.granter.orThrow(req, this.granter.mutex(req));
+    return this.reentrancy.again(req.key, 'mutex') ?? this.granter.orThrow(req, this.granter.mutex(req));
   }
 
   async tryAcquire(key: string, options?: AcquireOptions): Promise<LockHandle | null> {
     const req = this.granter.resolveMutex(key, options);
-    const reentered = this.reenter(req.key, 'mutex');
+    const reentered = this.reentrancy.again(req.key, 'mutex');
     if (reentered) return reentered;
     const got = await this.granter.mutex({ ...req, waitMs: 0 });
     return typeof got === 'number' ? null : got;
@@ -228,7 +208,7 @@ export class LockEngine {
   /** A shared hold: many readers at once, never together with a writer. */
   async acquireRead(key: string, options?: RwAcquireOptions): Promise<LockHandle> {
     const req = this.granter.resolveRw(key, options);
-    const enclosing = this.reenterRw(req.key, 'read');
+    const enclosing = this.reentrancy.rw(req.key, 'read');
     if (enclosing instanceof LeaseHandle) return enclosing;
     const preference = options?.writerPreference !== false;
     return this.granter.orThrow(req, this.granter.readWrite(req, 'read', enclosing?.token ?? '', preference));
@@ -237,7 +217,7 @@ export class LockEngine {
   /** An exclusive hold: no reader and no other writer. Refused at once (LockUpgradeError) inside a read hold. */
   async acquireWrite(key: string, options?: RwAcquireOptions): Promise<LockHandle> {
     const req = this.granter.resolveRw(key, options);
-    const enclosing = this.reenterRw(req.key, 'write');
+    const enclosing = this.reentrancy.rw(req.key, 'write');
     if (enclosing instanceof LeaseHandle) return enclosing;
     return this.granter.orThrow(req, this.granter.readWrite(req, 'write', '', true));
   }
@@ -309,30 +289,31 @@ export class LockEngine {
    * releases what it took. With `busy: 'skip'` a held key yields `null`; with
    * `'throw'` it fails at once with LockTimeoutError.
    */
-  async acquireAll(
+  acquireAll(
     keys: readonly string[],
     options: AcquireOptions,
     busy: 'wait' | 'throw' | 'skip',
     kind: LeaseKind = 'mutex',
   ): Promise<LeaseHandle[] | null> {
-    const opts = busy === 'wait' ? options : { ...options, waitMs: 0 };
-    const taken: LeaseHandle[] = [];
-    try {
-      for (const key of keys) {
-        const handle = await this.acquireKind(key, opts, kind, busy === 'skip');
-        if (!handle) {
-          await this.held.releaseAll(taken);
-          this.emit?.({ type: 'skipped', key, name: options.name ?? defaultLockName(key) });
-          this.options.logger.debug(`Skipped "${key}": it is held by ${await this.admin.holderOf(key)}.`);
-          return null;
-        }
-        taken.push(handle as LeaseHandle);
-      }
-      return taken;
-    } catch (err) {
-      await this.held.releaseAll(taken);
-      throw err;
-    }
+    const skipped = async (key: string, opts: AcquireOptions): Promise<void> => {
+      this.emit?.({ type: 'skipped', key, name: opts.name ?? defaultLockName(key) });
+      this.options.logger.debug(`Skipped "${key}": it is held by ${await this.admin.holderOf(key)}.`);
+    };
+    return acquireAll(
+      {
+        acquire: (k, o) => this.acquire(k, o),
+        tryAcquire: (k, o) => this.tryAcquire(k, o),
+        acquireRead: (k, o) => this.acquireRead(k, o),
+        acquireWrite: (k, o) => this.acquireWrite(k, o),
+        semaphore: (k, o) => this.semaphore(k, o),
+        releaseAll: (handles) => this.releaseAll(handles),
+        skipped,
+      },
+      keys,
+      options,
+      busy,
+      kind,
+    );
   }
 
   /** Asks the holders of these handles to stop, without releasing anything. */
@@ -348,16 +329,6 @@ export class LockEngine {
   /** The innermost lock held by the calling async context (for `key`, when given). */
   current(key?: string): LockHandle | undefined {
     return this.context.current(key)?.handle;
-  }
-
-  /** Releases one hold on `lease` (what a handle's release() calls). */
-  releaseLease(lease: Lease): Promise<boolean> {
-    return this.held.releaseLease(lease);
-  }
-
-  /** Extends `lease` (what a handle's extend() calls). */
-  extendLease(lease: Lease, ms: number | undefined): Promise<void> {
-    return this.held.extendLease(lease, ms);
   }
 
   // ---- inspection and admin ----------------------------------------------------------------
@@ -386,25 +357,7 @@ export class LockEngine {
    * meanwhile. Nothing is released here: work releases its own locks as it ends.
    */
   drain(graceMs: number = this.options.shutdownGraceMs): Promise<void> {
-    this.closing = true;
-    this.stopping.abort(SHUTTING_DOWN);
-    for (const gate of this.gates) gate.abort(SHUTTING_DOWN);
-    this.drained ??= this.drainWithin(graceMs);
-    return this.drained;
-  }
-
-  /** Held locks' work, then the scheduled ticks still being handled (a give-back), within one grace. */
-  private async drainWithin(graceMs: number): Promise<void> {
-    const until = performance.now() + graceMs;
-    await this.held.drain(graceMs);
-    const left = until - performance.now();
-    if (this.tracked.size === 0 || left <= 0) return;
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([
-      Promise.all(this.tracked),
-      new Promise<void>((resolve) => (timer = setTimeout(resolve, left))),
-    ]);
-    clearTimeout(timer);
+    return this.stop.drain(graceMs);
   }
 
   /**
@@ -415,70 +368,8 @@ export class LockEngine {
    * warning names it.
    */
   close(): Promise<void> {
-    this.closed ??= this.shutdown();
-    return this.closed;
+    return this.stop.close(this.options.shutdownGraceMs);
   }
-
-  private async shutdown(): Promise<void> {
-    await this.drain();
-    this.scheduler.stop();
-    this.held.abandon();
-    await this.topology.close();
-  }
-
-  // ---- reentrancy ---------------------------------------------------------------------------
-
-  private acquireKind(
-    key: string,
-    options: AcquireOptions,
-    kind: LeaseKind,
-    once: boolean,
-  ): Promise<LockHandle | null> {
-    if (kind === 'mutex') return once ? this.tryAcquire(key, options) : this.acquire(key, options);
-    if (kind === 'permit') {
-      // A decorator's options carry the semaphore's limit as `permits`; each call takes one.
-      const { permits, ...rest } = options as PermitOptions & SemaphoreOptions;
-      const semaphore = this.semaphore(key, { permits });
-      return once ? semaphore.tryAcquire(rest) : semaphore.acquire(rest);
-    }
-    const rw = kind === 'read' ? this.acquireRead(key, options) : this.acquireWrite(key, options);
-    if (!once) return rw;
-    return rw.catch((err: unknown) => {
-      if (err instanceof LockTimeoutError) return null;
-      throw err;
-    });
-  }
-
-  private reenter(key: string, kind: LeaseKind): LeaseHandle | undefined {
-    const frame = this.context.find(key, kind);
-    return frame ? holdAgain(frame.lease) : undefined;
-  }
-
-  /**
-   * Reentrancy of read/write locks by ancestry: read in read and write in
-   * write re-enter; read in write is a downgrade (a real read hold, proved by
-   * the write token, that outlives the write); write in read is refused.
-   * Returns the reentrant handle, or the write lease a read may downgrade from.
-   */
-  private reenterRw(key: string, mode: 'read' | 'write'): LeaseHandle | Lease | undefined {
-    const write = this.context.find(key, 'write');
-    if (mode === 'write') {
-      if (write) return holdAgain(write.lease);
-      if (this.context.find(key, 'read')) throw new LockUpgradeError(key);
-      return undefined;
-    }
-    const read = this.context.find(key, 'read');
-    if (read) return holdAgain(read.lease);
-    if (write && write.lease.state === 'lost') return holdAgain(write.lease);
-    return write?.lease;
-  }
-}
-
-/** Another hold on a lease this flow already has. */
-function holdAgain(lease: Lease): LeaseHandle {
-  if (lease.state === 'lost') throw new LockLostError(lease.key, 'the enclosing hold of this key was already lost');
-  lease.holds++;
-  return new LeaseHandle(lease);
 }
 
 function checkCallback(method: string, key: unknown, fn: unknown): void {
