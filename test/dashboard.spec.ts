@@ -243,3 +243,35 @@ describe('the dashboard’s data', () => {
     }
   });
 });
+
+describe('the dashboard while Redis is down', () => {
+  it('says the locks are unknown, not that none is held, and comes back live', async () => {
+    const own = await startRedis({ own: true });
+    @Module({
+      imports: [
+        LockModule.forRoot({ redis: own.url, keyPrefix: uniquePrefix('dash-down'), instanceId: 'web-3' }),
+        LockDashboardModule.forRoot(),
+      ],
+    })
+    class DownModule {}
+    const ref = await Test.createTestingModule({ imports: [DownModule] }).compile();
+    const app = ref.createNestApplication({ logger: false });
+    await app.listen(0, '127.0.0.1');
+    const page = await browser.newPage();
+    try {
+      await page.goto(`${await app.getUrl()}/locks`);
+      await page.getByText('No lock is held.').waitFor();
+      await own.process!.stop();
+      await page.locator('#status', { hasText: 'Redis unreachable' }).waitFor();
+      await page.getByText('Unknown: Redis cannot be reached.').first().waitFor();
+      expect(await page.getByText('No lock is held.').count()).toBe(0);
+      await own.process!.restart();
+      await page.locator('#status.live').waitFor();
+      await page.getByText('No lock is held.').waitFor();
+    } finally {
+      await page.close();
+      await app.close();
+      await own.stop();
+    }
+  });
+});

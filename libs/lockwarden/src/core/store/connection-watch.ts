@@ -5,6 +5,9 @@ import type { RedisClient } from './redis-client';
 
 const watches = new WeakMap<RedisClient, ConnectionWatch>();
 
+/** While Redis stays down, one debug line per this many ms at most (the client retries twice a second). */
+const DEBUG_EVERY_MS = 30_000;
+
 /**
  * Follows one connection Lockwarden opened and says what an operator needs to know: once
  * when Redis cannot be reached (at startup, or after a connection was lost), and once when
@@ -14,6 +17,9 @@ const watches = new WeakMap<RedisClient, ConnectionWatch>();
 export class ConnectionWatch {
   private down = false;
   private lastError: Error | undefined;
+  /** Failed reconnections not yet told at debug, and when one last was. */
+  private quiet = 0;
+  private toldAt = -Infinity;
   readonly server: string;
 
   constructor(
@@ -38,7 +44,7 @@ export class ConnectionWatch {
   }
 
   private readonly onError = (err: Error): void => {
-    this.logger.debug(`Redis connection error, ${this.server}: ${redisReasonShort(err)}`);
+    this.debugThrottled(err);
     // An error on a working connection (a reset the client recovers from at once) is no outage;
     // the failed reconnections after it, if Redis is really gone, are.
     if (this.client.status === 'ready') return;
@@ -52,8 +58,23 @@ export class ConnectionWatch {
     );
   };
 
+  /** The first error of an outage, then one line per DEBUG_EVERY_MS with how many came between. */
+  private debugThrottled(err: Error): void {
+    const now = performance.now();
+    if (this.down && now - this.toldAt < DEBUG_EVERY_MS) {
+      this.quiet++;
+      return;
+    }
+    const more = this.quiet > 0 ? ` (and ${this.quiet} failed reconnections before this one)` : '';
+    this.quiet = 0;
+    this.toldAt = now;
+    this.logger.debug(`Redis connection error, ${this.server}: ${redisReasonShort(err)}${more}`);
+  }
+
   private readonly onReady = (): void => {
     this.lastError = undefined;
+    this.quiet = 0;
+    this.toldAt = -Infinity;
     if (!this.down) return;
     this.down = false;
     const message = `${this.server} is reachable again.`;

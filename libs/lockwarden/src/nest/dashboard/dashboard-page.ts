@@ -45,6 +45,7 @@ export function dashboardPage(settings: PageSettings): string {
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Locks · Lockwarden</title>
+<link rel="icon" href="data:,">
 <style>${STYLE}</style>
 </head>
 <body>

@@ -66,7 +66,7 @@ export const DASHBOARD_SCRIPT = String.raw`
     });
     var headers = ['key', 'mode', 'holder', '#fencing token', '#held for', '#lease left', '#waiters', 'fair queue'];
     if (settings.allowForceUnlock) headers.push('');
-    $('locks').replaceChildren(table(headers, rows, 'No lock is held.'));
+    $('locks').replaceChildren(table(headers, rows, unknown() || 'No lock is held.'));
   }
 
   function drawSemaphores() {
@@ -77,7 +77,7 @@ export const DASHBOARD_SCRIPT = String.raw`
         td(holders.join(', ') || '—', 'mono'), td(s.fencingToken, 'num mono')
       ]);
     });
-    $('semaphores').replaceChildren(table(['name', '#limit', '#in use', 'holders', '#last token'], rows, 'No semaphore.'));
+    $('semaphores').replaceChildren(table(['name', '#limit', '#in use', 'holders', '#last token'], rows, unknown() || 'No semaphore.'));
   }
 
   function drawLeaderships() {
@@ -91,7 +91,7 @@ export const DASHBOARD_SCRIPT = String.raw`
         td(recent.join('; ') || '—', 'mono')
       ]);
     });
-    $('leaderships').replaceChildren(table(['name', 'leader', '#term', 'since', 'recent terms'], rows, 'No leadership.'));
+    $('leaderships').replaceChildren(table(['name', 'leader', '#term', 'since', 'recent terms'], rows, unknown() || 'No leadership.'));
   }
 
   function drawEvents() {
@@ -168,6 +168,13 @@ export const DASHBOARD_SCRIPT = String.raw`
     $('more').hidden = !state.cursor;
     $('error').hidden = !state.error;
     $('error').textContent = state.error ? 'Redis: ' + state.error : '';
+    if (state.error) { $('status').className = 'status down'; $('status').textContent = 'Redis unreachable'; }
+    else if (source.readyState === 1) { $('status').className = 'status live'; $('status').textContent = 'live'; }
+  }
+
+  // While Redis does not answer, the lists are unknown, not empty.
+  function unknown() {
+    return state.error ? 'Unknown: Redis cannot be reached.' : null;
   }
 
   function draw() {
