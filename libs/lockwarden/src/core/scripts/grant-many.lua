@@ -1,4 +1,4 @@
--- Uncontended mutex grants for several locks in one call, one server only (store/grant-batch.ts):
+-- Uncontended mutex grants for several locks in one call, one server only (store/tick-batch.ts):
 -- the first attempts that concurrent flows made in the same tick. Each is the plain grant of
 -- store/fast-grant.ts: SET NX PX, and the token from INCR of the counter, seeded from the
 -- server clock when it was missing (it then lives a minute). A busy lock is left as it is:
