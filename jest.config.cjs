@@ -16,5 +16,6 @@ module.exports = {
   globalTeardown: '<rootDir>/test/harness/global-teardown.cjs',
   setupFilesAfterEnv: ['<rootDir>/test/harness/no-unhandled.ts'],
   testTimeout: 60000,
-  maxWorkers: 2,
+  maxWorkers: 4,
+  testSequencer: '<rootDir>/test/harness/sequencer.cjs',
 };

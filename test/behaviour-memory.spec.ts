@@ -2,12 +2,13 @@ import { LockEngine } from 'lockwarden';
 import type { LockEngineOptions } from 'lockwarden';
 import { LockTestingModule, MemoryLockBackend } from 'lockwarden/testing';
 import { describeLockBehaviour } from './behaviour/lock-behaviour';
+import { closeNow } from './harness/engines';
 
 /** The shared behaviour suite against LockTestingModule's in-memory backend: no Redis anywhere. */
 const engines: LockEngine[] = [];
 
 afterEach(async () => {
-  await Promise.all(engines.splice(0).map((e) => e.close()));
+  await Promise.all(engines.splice(0).map(closeNow));
 });
 
 describeLockBehaviour('the in-memory test double', () => {

@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { resolve } from 'node:path';
 import type { Redis } from 'ioredis';
 import { LockEngine } from 'lockwarden';
+import { TS_ARGS } from './harness/child';
 import { startRedis, uniquePrefix } from './harness/redis';
 import type { RedisTarget } from './harness/redis';
 
@@ -25,11 +26,10 @@ afterAll(async () => {
 });
 
 function cli(...args: string[]): Promise<{ code: number | null; out: string; err: string }> {
-  const child = spawn(
-    process.execPath,
-    ['-r', 'ts-node/register/transpile-only', resolve('libs/lockwarden/src/cli/bin.ts'), ...args],
-    { env: { ...process.env, TS_NODE_PROJECT: resolve('tsconfig.json'), REDIS_URL: '' }, stdio: 'pipe' },
-  );
+  const child = spawn(process.execPath, [...TS_ARGS, resolve('libs/lockwarden/src/cli/bin.ts'), ...args], {
+    env: { ...process.env, TS_NODE_PROJECT: resolve('tsconfig.json'), REDIS_URL: '' },
+    stdio: 'pipe',
+  });
   let out = '';
   let err = '';
   child.stdout.on('data', (c: Buffer) => (out += c.toString()));

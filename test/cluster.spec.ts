@@ -10,6 +10,7 @@ import { RedisCluster } from './harness/redis-cluster';
 import { uniquePrefix } from './harness/redis';
 import { checkScheduledOptions } from '../libs/lockwarden/src/core/schedule/scheduled-options';
 import { everySchedule } from '../libs/lockwarden/src/core/schedule/tick-schedule';
+import { closeNow } from './harness/engines';
 
 /** The engine on a 3-master Redis Cluster: slots, sharded pub/sub and per-node renewal batches. */
 let cluster: RedisCluster;
@@ -24,7 +25,7 @@ beforeAll(async () => {
 
 afterEach(async () => {
   for (const c of children.splice(0)) c.kill();
-  await Promise.all(engines.splice(0).map((e) => e.close()));
+  await Promise.all(engines.splice(0).map(closeNow));
 });
 
 afterAll(async () => {

@@ -12,6 +12,7 @@ import { EventLog } from './harness/event-log';
 import { startRedis, uniquePrefix } from './harness/redis';
 import type { RedisTarget } from './harness/redis';
 import { FencedResource } from './harness/fenced-resource';
+import { closeNow } from './harness/engines';
 
 const TRIALS = 20;
 /** The longest a release hands a queued waiter the lock before it confirms (see lock-engine.ts). */
@@ -51,7 +52,7 @@ function keys(name: string): string[] {
 
 function engine(keyPrefix: string, extra: Partial<ConstructorParameters<typeof LockEngine>[0]> = {}): LockEngine {
   const e = new LockEngine({ redis: redis.url, keyPrefix, shutdownGraceMs: 0, ...extra });
-  closers.push(() => e.close());
+  closers.push(() => closeNow(e));
   return e;
 }
 

@@ -11,6 +11,7 @@ import { FaultProxy } from './harness/fault-proxy';
 import { checkHistory, type Section } from './harness/history';
 import { startRedis, uniquePrefix } from './harness/redis';
 import type { RedisTarget } from './harness/redis';
+import { closeNow } from './harness/engines';
 
 /** Faults on one Redis: a restart that loses every key, and a holder cut off by a partition. */
 let redis: RedisTarget;
@@ -25,7 +26,7 @@ beforeAll(async () => {
 
 afterEach(async () => {
   proxy.pass();
-  await Promise.all(engines.splice(0).map((e) => e.close()));
+  await Promise.all(engines.splice(0).map(closeNow));
 });
 
 afterAll(async () => {

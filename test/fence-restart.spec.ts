@@ -6,6 +6,7 @@ import { MemoryLockBackend } from 'lockwarden/testing';
 import { EventLog } from './harness/event-log';
 import { startRedis, uniquePrefix } from './harness/redis';
 import type { RedisTarget } from './harness/redis';
+import { closeNow } from './harness/engines';
 
 /**
  * Fencing tokens across a Redis restart without persistence. The restart wipes the
@@ -23,7 +24,7 @@ beforeAll(async () => {
 });
 
 afterEach(async () => {
-  await Promise.all(engines.splice(0).map((e) => e.close()));
+  await Promise.all(engines.splice(0).map(closeNow));
 });
 
 afterAll(async () => {

@@ -4,6 +4,7 @@ import { LockConfigError, LockEngine, LockError } from 'lockwarden';
 import type { LockHandle } from 'lockwarden';
 import { startRedis, uniquePrefix } from './harness/redis';
 import type { RedisTarget } from './harness/redis';
+import { closeNow } from './harness/engines';
 
 /**
  * Property tests of the public engine API against a real Redis: whatever the
@@ -24,7 +25,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await Promise.all(engines.map((e) => e.close()));
+  await Promise.all(engines.map(closeNow));
   admin.disconnect();
   await redis.stop();
 });

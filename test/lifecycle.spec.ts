@@ -22,6 +22,7 @@ import type { ChildScript } from './harness/child';
 import { aborted, EventLog } from './harness/event-log';
 import { startRedis, uniquePrefix } from './harness/redis';
 import type { RedisTarget } from './harness/redis';
+import { closeNow } from './harness/engines';
 
 let redis: RedisTarget;
 let admin: Redis;
@@ -295,7 +296,7 @@ describe('renewal failure', () => {
     const pauser = own.client();
     closers.push(() => pauser.quit());
     const engine = new LockEngine({ redis: own.url, leaseMs: 600 });
-    closers.push(() => engine.close());
+    closers.push(() => closeNow(engine));
     const lock = await engine.acquire('paused');
     await pauser.call('CLIENT', 'PAUSE', '10000', 'WRITE');
     try {
@@ -316,8 +317,8 @@ describe('maxHoldMs', () => {
     const engine = new LockEngine({ redis: redis.url, keyPrefix, leaseMs: 200, onEvent: events.listener });
     const other = new LockEngine({ redis: redis.url, keyPrefix });
     closers.push(
-      () => engine.close(),
-      () => other.close(),
+      () => closeNow(engine),
+      () => closeNow(other),
     );
     const lock = await engine.acquire('capped', { maxHoldMs: 500 });
     const reason = await aborted(lock.signal);
@@ -560,7 +561,7 @@ describe('renewal at scale', () => {
     closers.push(() => own.stop());
     const events = new EventLog();
     const engine = new LockEngine({ redis: own.url, leaseMs: 6_000, onEvent: events.listener });
-    closers.push(() => engine.close());
+    closers.push(() => closeNow(engine));
     const keys = Array.from({ length: 10_000 }, (_, i) => `k${i}`);
     for (let i = 0; i < keys.length; i += 500) {
       await Promise.all(keys.slice(i, i + 500).map((k) => engine.acquire(k)));

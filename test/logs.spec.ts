@@ -12,6 +12,7 @@ import { freePort } from './harness/free-port';
 import { RedisProcess } from './harness/redis-process';
 import { startRedis, uniquePrefix } from './harness/redis';
 import type { RedisTarget } from './harness/redis';
+import { closeNow } from './harness/engines';
 
 type Level = 'log' | 'warn' | 'debug' | 'error';
 
@@ -71,7 +72,7 @@ function engine(lines: Lines, options: Partial<LockEngineOptions> = {}, events?:
     { redis: redis.url, keyPrefix: uniquePrefix('logs'), onEvent: events?.listener, ...options },
     lines,
   );
-  closers.push(() => e.close());
+  closers.push(() => closeNow(e));
   return e;
 }
 

@@ -5,6 +5,7 @@ import { aborted, EventLog } from './harness/event-log';
 import { FaultProxy } from './harness/fault-proxy';
 import { uniquePrefix } from './harness/redis';
 import { RedisProcess } from './harness/redis-process';
+import { closeNow } from './harness/engines';
 
 /** Redlock across 5 independent masters, each behind a fault proxy that can cut it off. */
 let masters: RedisProcess[];
@@ -20,7 +21,7 @@ beforeAll(async () => {
 
 afterEach(async () => {
   for (const p of proxies) p.pass();
-  await Promise.all(engines.splice(0).map((e) => e.close()));
+  await Promise.all(engines.splice(0).map(closeNow));
 });
 
 afterAll(async () => {

@@ -4,6 +4,7 @@ import type { LockEngineOptions } from 'lockwarden';
 import { EventLog } from './harness/event-log';
 import { RedisCluster } from './harness/redis-cluster';
 import { uniquePrefix } from './harness/redis';
+import { closeNow } from './harness/engines';
 
 /** Semaphores on a 3-master Redis Cluster: one slot per semaphore, sharded pub/sub, per-slot renewal batches. */
 let cluster: RedisCluster;
@@ -16,7 +17,7 @@ beforeAll(async () => {
 }, 60_000);
 
 afterEach(async () => {
-  await Promise.all(engines.splice(0).map((e) => e.close()));
+  await Promise.all(engines.splice(0).map(closeNow));
 });
 
 afterAll(async () => {

@@ -4,13 +4,14 @@ import type { LockEngineOptions } from 'lockwarden';
 import { RedisSentinelGroup } from './harness/redis-sentinel';
 import { RedisProcess } from './harness/redis-process';
 import { uniquePrefix } from './harness/redis';
+import { closeNow } from './harness/engines';
 
 /** Redis behind Sentinel (1 master, 1 replica, 3 sentinels): failover, and replica acknowledgement. */
 const engines: LockEngine[] = [];
 const groups: RedisSentinelGroup[] = [];
 
 afterEach(async () => {
-  await Promise.all(engines.splice(0).map((e) => e.close()));
+  await Promise.all(engines.splice(0).map(closeNow));
   await Promise.all(groups.splice(0).map((g) => g.stop()));
 });
 

@@ -27,9 +27,38 @@ const jest = spawnSync(
   { stdio: 'inherit', cwd: root },
 );
 
+/** The slowest tests and files, so a slow suite says where its time goes. */
+function slowest(r) {
+  const rel = (file) => path.relative(root, file);
+  const seconds = (ms) => `${(ms / 1000).toFixed(1)} s`;
+  const tests = r.testResults
+    .flatMap((file) =>
+      file.assertionResults
+        .filter((t) => t.status === 'passed' || t.status === 'failed')
+        .map((t) => ({ name: t.fullName, file: rel(file.name), ms: t.duration ?? 0 })),
+    )
+    .sort((a, b) => b.ms - a.ms)
+    .slice(0, 10);
+  const files = r.testResults
+    .map((file) => ({ file: rel(file.name), ms: file.endTime - file.startTime }))
+    .sort((a, b) => b.ms - a.ms)
+    .slice(0, 5);
+  if (tests.length === 0) return '';
+  return [
+    'slowest tests:',
+    ...tests.map((t) => `  ${String(t.ms).padStart(7)} ms  ${t.name}  (${t.file})`),
+    'slowest files:',
+    ...files.map((f) => `  ${seconds(f.ms).padStart(8)}  ${f.file}`),
+  ].join('\n');
+}
+
 let summary = 'tests: no report (Jest did not finish)';
 try {
   const r = JSON.parse(fs.readFileSync(report, 'utf8'));
+  // LOCKWARDEN_TEST_REPORT=<file> keeps Jest's JSON report, e.g. to compare runs.
+  if (process.env.LOCKWARDEN_TEST_REPORT) fs.copyFileSync(report, process.env.LOCKWARDEN_TEST_REPORT);
+  const top = slowest(r);
+  if (top) console.log(`\n${top}`);
   const skipped = r.numPendingTests + r.numTodoTests;
   summary = `tests: ${r.numPassedTests} passed, ${r.numFailedTests} failed${skipped ? `, ${skipped} skipped` : ''}`;
   if (r.numTotalTests === 0) summary += ' (no test ran)';

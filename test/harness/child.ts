@@ -52,10 +52,16 @@ export class ChildScript {
   }
 }
 
-/** Runs `test/workers/<name>.ts` under ts-node (CommonJS, like a user's compiled app). */
+/**
+ * Node's arguments to run a TypeScript file as CommonJS, like a user's compiled app:
+ * ts-node's transpile-only mode, with the transpiled files cached across processes and runs.
+ */
+export const TS_ARGS = ['-r', resolve('test', 'harness', 'ts-register.cjs')];
+
+/** Runs `test/workers/<name>.ts` as CommonJS, like a user's compiled app (see TS_ARGS). */
 export function runWorker(name: string, env: Record<string, string>): ChildScript {
   const script = resolve('test', 'workers', `${name}.ts`);
-  const child = spawn(process.execPath, ['-r', 'ts-node/register/transpile-only', script], {
+  const child = spawn(process.execPath, [...TS_ARGS, script], {
     env: { ...process.env, TS_NODE_PROJECT: resolve('tsconfig.json'), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
