@@ -359,6 +359,7 @@ export class LotteryCluster {
   }
 
   private async verifyNow(): Promise<Verification> {
+    await this.settleDrawsInFlight();
     const pending = await this.data.smembers(PENDING_KEY);
     const unannounced = await this.data.smembers(UNANNOUNCED_KEY);
     const reported = (drawId: string, what: string, match: (e: InstanceEvent) => boolean): Promise<InstanceEvent> =>
@@ -401,6 +402,37 @@ export class LotteryCluster {
       problems.push(`the prize office had ${this.prizeOffice.peak} calls at once, over its ${this.prizeOfficePermits}`);
     }
     return { draws: [...started].sort(), problems };
+  }
+
+  /**
+   * Waits until no live instance is in the middle of a draw. The cron keeps ticking while
+   * the draws are checked: a draw caught between its start and its outcome has its result in
+   * Redis already but not yet its outcome line, and would read as drawn 0 times.
+   */
+  private async settleDrawsInFlight(): Promise<void> {
+    // A draw that fails without an outcome line (a route that threw) must not stall the check.
+    const deadline = Date.now() + 15_000;
+    for (;;) {
+      const inFlight = this.alive.flatMap((instance) =>
+        instance.events
+          .filter((e) => e.event === 'drawing')
+          .map((e) => String(e.drawId))
+          .filter((drawId) => !instance.events.some((e) => e.event === 'draw' && e.drawId === drawId))
+          .map((drawId) =>
+            instance
+              .waitFor((e) => e.event === 'draw' && e.drawId === drawId, `the outcome of ${drawId}`)
+              .catch(() => undefined),
+          ),
+      );
+      const left = deadline - Date.now();
+      if (inFlight.length === 0 || left <= 0) return;
+      const timer = new AbortController(); // cancelled after, so it never holds the process open
+      await Promise.race([
+        Promise.all(inFlight),
+        sleep(left, undefined, { signal: timer.signal }).catch(() => undefined),
+      ]);
+      timer.abort();
+    }
   }
 
   async stop(): Promise<void> {
