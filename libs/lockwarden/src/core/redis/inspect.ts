@@ -1,46 +1,7 @@
-import { mutexKeys, rwKeys } from './lock-keys';
-import type { RedisClient } from './redis-client';
-import { SCRIPTS } from '../scripts/lua-script';
-
-/** One holder of a lock, as operators may see it: never its owner token. */
-export interface LockHolderInfo {
-  /** The instance id the holder's process gave (`instanceId`, by default `hostname:pid`). */
-  instanceId: string;
-  /** How long this holder's lease has left, in ms. */
-  ttlMs: number;
-}
-
-/**
- * What `inspect()` reports about one lock name.
- *
- * @example
- * ```ts
- * const info = await locks.inspect('invoice:42');
- * if (info.held) console.log(`${info.mode} held by ${info.holders.map((h) => h.instanceId).join(', ')}`);
- * ```
- */
-export interface LockInfo {
-  key: string;
-  held: boolean;
-  /** 'mutex', or the side of a read/write lock that holds it; null when free. */
-  mode: 'mutex' | 'read' | 'write' | null;
-  holders: LockHolderInfo[];
-  /** The longest remaining lease among the holders, in ms; 0 when free. */
-  ttlMs: number;
-  /**
-   * The holder's fencing token (a reader's: the last write's); when free, the last one handed
-   * out. A mutex taken uncontended on one server keeps its token only in the counter: then it
-   * is the last token handed out on the name, which is the holder's unless an attempt that
-   * found the lock busy has counted since.
-   */
-  fencingToken: number;
-  /**
-   * Waiters with a place on the server: fair waiters, waiters that have waited more than a
-   * few ms (starvation mode), and waiting writers. A waiter that has just started is not
-   * counted yet.
-   */
-  waiters: number;
-}
+import { mutexKeys, rwKeys } from '../backend/lock-keys';
+import type { RedisClient } from '../backend/lock-backend';
+import { SCRIPTS } from './lua-script';
+import type { LockHolderInfo, LockInfo } from '../backend/lock-info';
 
 /** Reads one lock's state in one script call. */
 export async function inspectLock(client: RedisClient, prefix: string, key: string): Promise<LockInfo> {
