@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis';
 import { LockEngine } from 'lockwarden';
-import { WriteCoalescer } from '../libs/lockwarden/src/core/store/write-coalescer';
+import { WriteCoalescer } from '../libs/lockwarden/src/core/redis/write-coalescer';
 import { startRedis, uniquePrefix } from './harness/redis';
 import type { RedisTarget } from './harness/redis';
 

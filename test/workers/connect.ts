@@ -2,7 +2,7 @@
 // cluster, QUORUM=<url>,<url>,... for Redlock across independent masters.
 import { Cluster, Redis } from 'ioredis';
 import type { LockEngineOptions } from '../../libs/lockwarden/src/core/engine/engine-options';
-import type { RedisSpec } from '../../libs/lockwarden/src/core/store/redis-client';
+import type { RedisSpec } from '../../libs/lockwarden/src/core/redis/redis-client';
 
 function clusterNodes(): { host: string; port: number }[] | undefined {
   return process.env.CLUSTER?.split(',').map((hp) => {

@@ -3,7 +3,7 @@ import type { LeaseHandle } from '../lease/lease';
 import type { LockHandle } from '../lease/lock-handle';
 import type { Semaphore } from '../semaphore/semaphore';
 import type { PermitOptions, SemaphoreOptions } from '../semaphore/semaphore-options';
-import type { LeaseKind } from '../store/lock-store';
+import type { LeaseKind } from '../backend/lock-store';
 import type { AcquireOptions, RwAcquireOptions } from './options';
 
 /** What taking several locks asks of the engine. */

@@ -13,8 +13,11 @@ import {
   MIN_LEASE_MS,
 } from './options';
 import type { LockDefaults } from './options';
-import type { RedisSpec } from '../store/redis-client';
-import type { ReplicaAckOptions } from '../store/replica-ack';
+import type { LockBackend } from '../backend/lock-backend';
+import { RedisBackend } from '../redis/redis-backend';
+import type { ResolvedQuorum } from '../redis/redis-backend';
+import type { RedisSpec } from '../redis/redis-client';
+import type { ReplicaAckOptions } from '../redis/replica-ack';
 
 /**
  * Settings of one lock engine (one `LockModule`).
@@ -123,11 +126,6 @@ export interface QuorumOptions {
   nodes: RedisSpec[];
   /** The longest one node may take to answer; never more than a tenth of the lease. Default 500 ms. */
   nodeTimeoutMs?: number;
-}
-
-export interface ResolvedQuorum {
-  nodes: RedisSpec[];
-  nodeTimeoutMs: number;
 }
 
 export interface ResolvedEngineOptions extends LockDefaults {
@@ -270,4 +268,12 @@ function resolveQuorum(raw: unknown): ResolvedQuorum {
 export function safetyMarginFor(leaseMs: number, configured: number | undefined): number {
   const margin = configured ?? Math.min(2_000, Math.floor(leaseMs / 5));
   return Math.min(margin, Math.floor(leaseMs / 3));
+}
+
+/**
+ * The backend an engine given none uses: the Redis topology its options name. Made here, where
+ * those options are checked, so that this file is the engine's one door to the Redis backend.
+ */
+export function redisBackendOf(options: ResolvedEngineOptions): LockBackend {
+  return new RedisBackend(options);
 }

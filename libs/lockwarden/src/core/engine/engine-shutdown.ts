@@ -1,5 +1,5 @@
 import type { RenewalScheduler } from '../lease/renewal-scheduler';
-import type { Topology } from '../store/lock-backend';
+import type { Topology } from '../backend/lock-backend';
 import type { AcquireGate } from '../wait/acquire-gate';
 import type { HeldLocks } from './held-locks';
 

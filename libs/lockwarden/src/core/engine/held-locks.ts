@@ -6,9 +6,9 @@ import type { LockHandle } from '../lease/lock-handle';
 import type { RenewalScheduler } from '../lease/renewal-scheduler';
 import type { LockEvent } from '../observe/events';
 import type { LockLogger } from '../observe/logger';
-import type { MutexKeys, RwKeys, SemKeys } from '../store/lock-keys';
-import type { LockStore } from '../store/lock-store';
-import type { Waiter } from '../wait/wake-bus';
+import type { MutexKeys, RwKeys, SemKeys } from '../backend/lock-keys';
+import type { LockStore } from '../backend/lock-store';
+import type { Waiter } from '../backend/waiter';
 import { checkInteger, MAX_MS, MIN_LEASE_MS } from './options';
 
 /**

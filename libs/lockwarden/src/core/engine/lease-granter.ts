@@ -2,10 +2,10 @@ import { LockConfigError, LockTimeoutError } from '../../errors';
 import { Lease, LeaseHandle } from '../lease/lease';
 import type { LockEvent } from '../observe/events';
 import type { LockTracer } from '../observe/traces';
-import { mutexKeys, rwKeys } from '../store/lock-keys';
-import type { MutexKeys, RwKeys, SemKeys } from '../store/lock-keys';
-import type { LeaseKind, LockStore } from '../store/lock-store';
-import { QuorumLockStore } from '../store/quorum-store';
+import { mutexKeys, rwKeys } from '../backend/lock-keys';
+import type { MutexKeys, RwKeys, SemKeys } from '../backend/lock-keys';
+import { noReadWrite } from '../backend/lock-store';
+import type { LeaseKind, LockStore } from '../backend/lock-store';
 import { acquireLoop } from '../wait/acquire-loop';
 import type { AttemptSpec, LoopContext } from '../wait/acquire-loop';
 import { safetyMarginFor } from './engine-options';
@@ -13,7 +13,7 @@ import type { ResolvedEngineOptions } from './engine-options';
 import type { HeldLocks } from './held-locks';
 import { describe, resolveAcquire } from './options';
 import type { AcquireOptions, ResolvedAcquire, RwAcquireOptions } from './options';
-import { newOwnerToken } from './tokens';
+import { newOwnerToken } from '../backend/tokens';
 
 /**
  * A waiter with a place on the server (a queued mutex waiter, fair or starving, or a waiting
@@ -67,7 +67,7 @@ export class LeaseGranter {
 
   resolveRw(key: string, options: RwAcquireOptions | undefined): ResolvedAcquire {
     const req = resolveAcquire(key, options, this.options, RW_OPTION_NAMES);
-    if (!this.store.readWrite) throw QuorumLockStore.noReadWrite(req.key);
+    if (!this.store.readWrite) throw noReadWrite(req.key);
     const pref = (options as { writerPreference?: unknown } | undefined)?.writerPreference;
     if (pref !== undefined && typeof pref !== 'boolean') {
       throw new LockConfigError(`writerPreference must be a boolean, got ${describe(pref)}.`, req.key);

@@ -1,11 +1,11 @@
 import { LockBackendError } from '../../errors';
 import type { RenewalScheduler } from '../lease/renewal-scheduler';
-import type { LockHealthReport } from '../store/health-probe';
-import type { LockInfo } from '../store/inspect';
+import type { LockHealthReport } from '../backend/lock-info';
+import type { LockInfo } from '../backend/lock-info';
 import { surveyLocks } from '../observe/lock-survey';
 import type { LockSurvey, SurveyOptions } from '../observe/lock-survey';
-import type { RedisClient } from '../store/redis-client';
-import type { LockStore } from '../store/lock-store';
+import type { RedisClient } from '../backend/lock-backend';
+import type { LockStore } from '../backend/lock-store';
 import type { HeldLocks } from './held-locks';
 import { checkKey } from './options';
 

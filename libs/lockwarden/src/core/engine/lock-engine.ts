@@ -11,13 +11,14 @@ import type { LockEvent } from '../observe/events';
 import type { LockLogger } from '../observe/logger';
 import { otelMetricsListener } from '../observe/metrics';
 import { otelLockTracer } from '../observe/traces';
-import type { LockHealthReport } from '../store/health-probe';
-import type { LockInfo } from '../store/inspect';
-import type { LockBackend, Topology } from '../store/lock-backend';
-import type { LeaseKind } from '../store/lock-store';
-import type { RedisClient } from '../store/redis-client';
+import type { LockHealthReport } from '../backend/lock-info';
+import type { LockInfo } from '../backend/lock-info';
+import type { LockBackend, Topology } from '../backend/lock-backend';
+import { noSemaphore } from '../backend/lock-store';
+import type { LeaseKind } from '../backend/lock-store';
+import type { RedisClient } from '../backend/lock-backend';
 import { SETTLE_GRACE_MS } from '../wait/acquire-loop';
-import { resolveEngineOptions } from './engine-options';
+import { redisBackendOf, resolveEngineOptions } from './engine-options';
 import type { LockEngineOptions, ResolvedEngineOptions } from './engine-options';
 import { HeldLocks } from './held-locks';
 import { LeaseGranter } from './lease-granter';
@@ -27,11 +28,9 @@ import { EngineShutdown } from './engine-shutdown';
 import { Reentrancy } from './reentrancy';
 import { defaultLockName, describeKey } from './options';
 import type { AcquireOptions, RwAcquireOptions } from './options';
-import { RedisBackend } from './redis-backend';
 import { Semaphore } from '../semaphore/semaphore';
 import type { PermitGranter, PermitScope } from '../semaphore/semaphore';
 import type { SemaphoreOptions } from '../semaphore/semaphore-options';
-import { QuorumLockStore } from '../store/quorum-store';
 import { ScheduledJob } from '../schedule/scheduled-job';
 import type { JobHost } from '../schedule/scheduled-job';
 import type { CheckedScheduledOptions } from '../schedule/scheduled-options';
@@ -76,7 +75,7 @@ export class LockEngine {
    */
   constructor(options: LockEngineOptions, logger?: LockLogger, backend?: LockBackend) {
     this.options = resolveEngineOptions(options, logger, backend !== undefined);
-    this.topology = (backend ?? new RedisBackend(this.options)).open(this.options.instanceId, this.options.logger);
+    this.topology = (backend ?? redisBackendOf(this.options)).open(this.options.instanceId, this.options.logger);
     const store = this.topology.store;
     this.emit = emitter(this.options.onEvent, this.options.metrics ? otelMetricsListener() : undefined, this.hub.emit);
     this.scheduler = new RenewalScheduler(store, this.options.logger, this.emit);
@@ -247,7 +246,7 @@ export class LockEngine {
    */
   semaphore(key: string, options: SemaphoreOptions, scope?: PermitScope): Semaphore {
     const semaphore = new Semaphore(this.permitGranter, key, options, this.options.keyPrefix, scope);
-    if (!this.topology.store.semaphores) throw QuorumLockStore.noSemaphore(semaphore.key);
+    if (!this.topology.store.semaphores) throw noSemaphore(semaphore.key);
     return semaphore;
   }
 

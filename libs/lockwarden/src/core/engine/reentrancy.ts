@@ -2,7 +2,7 @@ import { LockLostError, LockUpgradeError } from '../../errors';
 import { LeaseHandle } from '../lease/lease';
 import type { Lease } from '../lease/lease';
 import type { LockContext } from '../lease/lock-context';
-import type { LeaseKind } from '../store/lock-store';
+import type { LeaseKind } from '../backend/lock-store';
 
 /**
  * Reentrancy, by the calling flow's ancestry (its LockContext): a flow that already holds a

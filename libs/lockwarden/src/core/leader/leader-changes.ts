@@ -1,4 +1,4 @@
-import type { LockInfo } from '../store/inspect';
+import type { LockInfo } from '../backend/lock-info';
 import type { LockLogger } from '../observe/logger';
 import type { LeaderTerm, TermLog } from './term-log';
 import { redisReason } from '../../errors/redis-reason';

@@ -1,9 +1,9 @@
 import { LockConfigError } from '../../errors';
 import type { LockEngine } from '../engine/lock-engine';
 import { checkKey, describe } from '../engine/options';
-import type { LockBackend } from '../store/lock-backend';
-import type { RedisClient } from '../store/redis-client';
-import { LeaderBus } from './leader-bus';
+import type { LockBackend } from '../backend/lock-backend';
+import type { RedisClient } from '../backend/lock-backend';
+import { LeaderBus } from '../redis/leader-bus';
 import { Leadership } from './leadership';
 import { MemoryTermLog, RedisTermLog, termKeys } from './term-log';
 

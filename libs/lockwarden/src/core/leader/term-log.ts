@@ -1,6 +1,7 @@
-import { SCRIPTS } from '../scripts/lua-script';
-import { mutexKeys } from '../store/lock-keys';
-import type { RedisClient } from '../store/redis-client';
+import { SCRIPTS } from '../redis/lua-script';
+import { mutexKeys } from '../backend/lock-keys';
+import type { RedisClient } from '../backend/lock-backend';
+import type { ChannelListener } from '../backend/wake-bus';
 
 /**
  * One term of a leadership: who led, with which fencing token, since when (Redis server
@@ -66,11 +67,6 @@ export interface TermKeys {
 export function termKeys(prefix: string, lockKey: string): TermKeys {
   const lock = mutexKeys(prefix, lockKey).lock;
   return { lock, term: `${lock}:term`, log: `${lock}:terms`, channel: `${lock}:elections` };
-}
-
-/** Subscribes to channels on a connection of its own: see LeaderBus. */
-export interface ChannelListener {
-  listen(channel: string, wake: () => void): Promise<() => void>;
 }
 
 /** The term log on Redis: a hash for the latest term, a stream for the history, pub/sub to announce. */

@@ -2,8 +2,8 @@ import { LockLostError } from '../../errors';
 import type { LockError } from '../../errors';
 import type { LockHandle } from './lock-handle';
 import type { HoldTrace } from '../observe/traces';
-import type { MutexKeys, RwKeys, SemKeys } from '../store/lock-keys';
-import type { LeaseKind } from '../store/lock-store';
+import type { MutexKeys, RwKeys, SemKeys } from '../backend/lock-keys';
+import type { LeaseKind } from '../backend/lock-store';
 
 export type LeaseState = 'held' | 'released' | 'lost';
 

@@ -1,6 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Lease, LeaseHandle } from './lease';
-import type { LeaseKind } from '../store/lock-store';
+import type { LeaseKind } from '../backend/lock-store';
 
 /** One lock entered by a `withLock` callback or decorated method, linked to the locks around it. */
 export interface LockFrame {

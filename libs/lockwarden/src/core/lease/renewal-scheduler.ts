@@ -3,7 +3,7 @@ import { redisReason } from '../../errors/redis-reason';
 import type { LockEvent } from '../observe/events';
 import type { Lease } from './lease';
 import type { LockLogger } from '../observe/logger';
-import type { LockStore } from '../store/lock-store';
+import type { LockStore } from '../backend/lock-store';
 
 /**
  * The watchdog's engine: one timer for every held lock, never one per lock.

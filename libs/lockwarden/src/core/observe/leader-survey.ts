@@ -1,4 +1,4 @@
-import type { RedisClient } from '../store/redis-client';
+import type { RedisClient } from '../backend/lock-backend';
 import { termKeys } from '../leader/term-log';
 
 /** One term of a leadership as the survey shows it. */

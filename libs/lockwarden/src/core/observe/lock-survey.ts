@@ -1,11 +1,11 @@
 import type { Cluster, Redis } from 'ioredis';
-import { SCRIPTS } from '../scripts/lua-script';
-import { inspectLock } from '../store/inspect';
-import type { LockInfo } from '../store/inspect';
-import { escapeGlob, mutexKeys, semKeys } from '../store/lock-keys';
-import type { RedisClient } from '../store/redis-client';
-import { inspectSemaphore } from '../store/sem-inspect';
-import type { SemaphoreInfo } from '../store/sem-inspect';
+import { SCRIPTS } from '../redis/lua-script';
+import { inspectLock } from '../redis/inspect';
+import type { LockInfo } from '../backend/lock-info';
+import { escapeGlob, mutexKeys, semKeys } from '../backend/lock-keys';
+import type { RedisClient } from '../backend/lock-backend';
+import { inspectSemaphore } from '../redis/sem-inspect';
+import type { SemaphoreInfo } from '../backend/lock-info';
 import { surveyLeaderships } from './leader-survey';
 import type { LeadershipInfo } from './leader-survey';
 

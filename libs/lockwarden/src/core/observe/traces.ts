@@ -1,5 +1,5 @@
 import { LockAbortedError } from '../../errors';
-import type { LeaseKind } from '../store/lock-store';
+import type { LeaseKind } from '../backend/lock-store';
 import { loadOtel } from './otel';
 
 // The few parts of @opentelemetry/api used here, typed locally so that the package's

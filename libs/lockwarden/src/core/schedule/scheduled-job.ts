@@ -6,8 +6,8 @@ import type { LockLogger } from '../observe/logger';
 import type { CheckedScheduledOptions } from './scheduled-options';
 import { runAsTick } from './tick-context';
 import type { TickSchedule } from './tick-schedule';
-import { tickKeys } from './tick-store';
-import type { RunPointer, TickClaim, TickKeys, TickStore } from './tick-store';
+import { tickKeys } from '../backend/tick-store';
+import type { RunPointer, TickClaim, TickKeys, TickStore } from '../backend/tick-store';
 
 /** What a scheduled job needs of the engine. */
 export interface JobHost {

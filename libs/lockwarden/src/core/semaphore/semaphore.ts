@@ -3,9 +3,9 @@ import type { ResolvedAcquire } from '../engine/options';
 import type { LockDefaults } from '../engine/options';
 import type { LeaseHandle } from '../lease/lease';
 import type { LockHandle } from '../lease/lock-handle';
-import { semKeys } from '../store/lock-keys';
-import type { SemKeys } from '../store/lock-keys';
-import type { SemaphoreInfo } from '../store/sem-inspect';
+import { semKeys } from '../backend/lock-keys';
+import type { SemKeys } from '../backend/lock-keys';
+import type { SemaphoreInfo } from '../backend/lock-info';
 import { checkPermits, MAX_PERMITS, resolvePermitAcquire, resolveSemaphore } from './semaphore-options';
 import type { PermitOptions, SemaphoreOptions } from './semaphore-options';
 

@@ -4,10 +4,10 @@ import { redisReason } from '../../errors/redis-reason';
 import { AcquireGate } from './acquire-gate';
 import type { LockEvent } from '../observe/events';
 import type { LockLogger } from '../observe/logger';
-import { newWaiterId } from '../engine/tokens';
-import type { PermitPass } from '../store/lock-store';
-import type { WakeBus } from './wake-bus';
-import { Waiter } from './wake-bus';
+import { newWaiterId } from '../backend/tokens';
+import type { PermitPass } from '../backend/lock-store';
+import type { WakeBus } from '../backend/wake-bus';
+import { Waiter } from '../backend/waiter';
 
 /** One kind of lock attempt, as the wait loop needs it. */
 export interface AttemptSpec {

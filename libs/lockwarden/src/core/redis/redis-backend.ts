@@ -1,16 +1,22 @@
 import type { LockLogger } from '../observe/logger';
-import { loadScripts } from '../scripts/lua-script';
-import type { LockBackend, Topology } from '../store/lock-backend';
-import { QuorumLockStore } from '../store/quorum-store';
-import { ConnectionWatch, connectionFailureOf } from '../store/connection-watch';
-import { closeClient, openClient } from '../store/redis-client';
-import type { RedisClient, RedisSpec } from '../store/redis-client';
-import { RedisLockStore } from '../store/redis-store';
-import { ReplicaAck } from '../store/replica-ack';
-import { RedisTickStore } from '../schedule/tick-store';
-import type { ReplicaAckOptions } from '../store/replica-ack';
-import { WakeBus } from '../wait/wake-bus';
-import type { ResolvedQuorum } from './engine-options';
+import { loadScripts } from './lua-script';
+import type { LockBackend, RedisClient, Topology } from '../backend/lock-backend';
+import { QuorumLockStore } from './quorum-store';
+import { ConnectionWatch, connectionFailureOf } from './connection-watch';
+import { closeClient, openClient } from './redis-client';
+import type { RedisSpec } from './redis-client';
+import { RedisLockStore } from './redis-store';
+import { ReplicaAck } from './replica-ack';
+import { RedisTickStore } from './redis-tick-store';
+import type { ReplicaAckOptions } from './replica-ack';
+import { WakeChannels } from '../backend/wake-channels';
+import { RedisWakeSubscriber } from './wake-subscriber';
+
+/** Redlock's nodes, checked. */
+export interface ResolvedQuorum {
+  nodes: RedisSpec[];
+  nodeTimeoutMs: number;
+}
 
 /** The topology options of the Redis backend, checked. */
 export interface RedisBackendOptions {
@@ -48,7 +54,7 @@ export class RedisBackend implements LockBackend {
           !(clockTokens ?? (quorum !== undefined || replicaAck !== undefined || canFailOver(client))),
         ),
     );
-    const bus = new WakeBus(clients);
+    const bus = new WakeChannels((sink) => new RedisWakeSubscriber(clients, sink));
     return {
       store: quorum ? new QuorumLockStore(stores, quorum.nodeTimeoutMs) : stores[0],
       // In quorum mode tick records live on the first node, as leadership terms do.

@@ -1,5 +1,5 @@
-import { parsePointer, pointerOf } from './tick-store';
-import type { TickClaim, TickKeys, TickOutcome, TickStart, TickStore } from './tick-store';
+import { parsePointer, pointerOf } from '../backend/tick-store';
+import type { TickClaim, TickKeys, TickOutcome, TickStart, TickStore } from '../backend/tick-store';
 
 interface Entry {
   value: string;

@@ -1,6 +1,6 @@
-import type { MutexKeys } from './lock-keys';
-import type { RedisClient } from './redis-client';
-import { SCRIPTS } from '../scripts/lua-script';
+import type { MutexKeys } from '../backend/lock-keys';
+import type { RedisClient } from '../backend/lock-backend';
+import { SCRIPTS } from './lua-script';
 import type { WriteCoalescer } from './write-coalescer';
 
 /** How long a fencing counter lives from the seed that created it (see next-fence.lua). */

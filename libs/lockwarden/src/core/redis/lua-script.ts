@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
-import { LUA_SOURCES, type LuaScriptName } from './lua-sources.generated';
+import { LUA_SOURCES, type LuaScriptName } from '../scripts/lua-sources.generated';
 import type { Cluster, Redis } from 'ioredis';
-import type { RedisClient } from '../store/redis-client';
+import type { RedisClient } from '../backend/lock-backend';
 
 /**
  * One named Lua operation. Runs by EVALSHA and falls back to EVAL once per

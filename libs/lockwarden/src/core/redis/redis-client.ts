@@ -1,8 +1,6 @@
 import { Redis, Cluster, type ClusterNode, type ClusterOptions, type RedisOptions } from 'ioredis';
 import { LockConfigError } from '../../errors';
-
-/** A connected ioredis client: a single node (also through Sentinel) or a Cluster. */
-export type RedisClient = Redis | Cluster;
+import type { RedisClient } from '../backend/lock-backend';
 
 /**
  * A Redis Cluster Lockwarden connects to (and closes) itself.

@@ -1,8 +1,8 @@
 import type { Cluster, Redis } from 'ioredis';
 import type { LockLogger } from '../observe/logger';
-import { closeClient } from '../store/redis-client';
-import type { RedisClient } from '../store/redis-client';
-import type { ChannelListener } from './term-log';
+import { closeClient } from './redis-client';
+import type { RedisClient } from '../backend/lock-backend';
+import type { ChannelListener } from '../backend/wake-bus';
 import { redisReason } from '../../errors/redis-reason';
 
 /**

@@ -1,5 +1,5 @@
 import type { Cluster, Redis } from 'ioredis';
-import type { RedisClient } from './redis-client';
+import type { RedisClient } from '../backend/lock-backend';
 
 /**
  * The most commands one write carries. Past it, what is batched goes out while the tick

@@ -1,10 +1,10 @@
-import type { LockInfo } from './inspect';
-import { mutexKeys, rwKeys } from './lock-keys';
-import type { MemoryLockBackend } from './memory-store';
+import type { LockInfo } from '../backend/lock-info';
+import { mutexKeys, rwKeys } from '../backend/lock-keys';
+import type { MemoryState } from './memory-state';
 import { WIRE } from '../scripts/wire';
 
 /** The in-memory twin of inspect.lua: one lock name's mutex or read/write state, never an owner token. */
-export function inspectMemory(b: MemoryLockBackend, prefix: string, key: string): LockInfo {
+export function inspectMemory(b: MemoryState, prefix: string, key: string): LockInfo {
   const now = performance.now();
   const m = mutexKeys(prefix, key);
   const r = rwKeys(prefix, key);
@@ -56,7 +56,7 @@ export function inspectMemory(b: MemoryLockBackend, prefix: string, key: string)
 }
 
 /** The in-memory twin of force-unlock.lua. */
-export function forceUnlockMemory(b: MemoryLockBackend, prefix: string, key: string): boolean {
+export function forceUnlockMemory(b: MemoryState, prefix: string, key: string): boolean {
   const m = mutexKeys(prefix, key);
   const r = rwKeys(prefix, key);
   const now = performance.now();

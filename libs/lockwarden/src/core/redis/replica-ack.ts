@@ -1,7 +1,7 @@
 import calculateSlot from 'cluster-key-slot';
 import type { Cluster, Redis } from 'ioredis';
 import type { LockLogger } from '../observe/logger';
-import type { RedisClient } from './redis-client';
+import type { RedisClient } from '../backend/lock-backend';
 
 /**
  * Redisson-style replica acknowledgement: after a lock write, `WAIT` until

@@ -1,8 +1,11 @@
+import type { Cluster, Redis } from 'ioredis';
 import type { LockLogger } from '../observe/logger';
-import type { WakeBus } from '../wait/wake-bus';
+import type { WakeBus } from './wake-bus';
 import type { LockStore } from './lock-store';
-import type { TickStore } from '../schedule/tick-store';
-import type { RedisClient } from './redis-client';
+import type { TickStore } from './tick-store';
+
+/** A connected ioredis client: a single node (also through Sentinel) or a Cluster. */
+export type RedisClient = Redis | Cluster;
 
 /** What one engine works on once its backend is open. */
 export interface Topology {

@@ -1,10 +1,8 @@
-import type { ServerProbe } from './health-probe';
-import type { LockInfo } from './inspect';
-import { semaphoreInfo } from './sem-inspect';
-import type { SemaphoreInfo } from './sem-inspect';
-import type { MutexKeys, RwKeys, SemKeys } from './lock-keys';
-import type { LockStore, RenewItem, StoreAcquire, StoreRwAcquire, StoreSemAcquire } from './lock-store';
-import type { MemoryLockBackend } from './memory-store';
+import { semaphoreInfo } from '../backend/lock-info';
+import type { LockInfo, SemaphoreInfo, ServerProbe } from '../backend/lock-info';
+import type { MutexKeys, RwKeys, SemKeys } from '../backend/lock-keys';
+import type { LockStore, RenewItem, StoreAcquire, StoreRwAcquire, StoreSemAcquire } from '../backend/lock-store';
+import type { MemoryScripts } from './memory-scripts';
 
 /** One engine's view of a memory backend: the LockStore interface, answered asynchronously like Redis. */
 export class MemoryLockStore implements LockStore {
@@ -14,7 +12,7 @@ export class MemoryLockStore implements LockStore {
   readonly semaphores = true;
 
   constructor(
-    readonly backend: MemoryLockBackend,
+    readonly backend: MemoryScripts,
     private readonly instanceId: string,
   ) {}
 

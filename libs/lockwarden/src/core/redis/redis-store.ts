@@ -1,21 +1,19 @@
 import { groupBySlot } from './cluster-slots';
 import { probeServers } from './health-probe';
-import type { ServerProbe } from './health-probe';
 import { forceUnlockKey, inspectLock } from './inspect';
-import type { LockInfo } from './inspect';
 import { inspectSemaphore } from './sem-inspect';
-import type { SemaphoreInfo } from './sem-inspect';
-import { semPermitsKey } from './lock-keys';
-import type { MutexKeys, RwKeys, SemKeys } from './lock-keys';
-import type { RedisClient } from './redis-client';
+import type { LockInfo, SemaphoreInfo, ServerProbe } from '../backend/lock-info';
+import { semPermitsKey } from '../backend/lock-keys';
+import type { MutexKeys, RwKeys, SemKeys } from '../backend/lock-keys';
+import type { RedisClient } from '../backend/lock-backend';
 import type { ReplicaAck } from './replica-ack';
-import { SCRIPTS } from '../scripts/lua-script';
-import type { LuaScript } from '../scripts/lua-script';
+import { SCRIPTS } from './lua-script';
+import type { LuaScript } from './lua-script';
 import { WriteCoalescer } from './write-coalescer';
 import { fastGrant } from './fast-grant';
 import { TickBatch } from './tick-batch';
 import { ServerClock } from './server-clock';
-import { BUSY_FOR_UNKNOWN } from './lock-store';
+import { BUSY_FOR_UNKNOWN } from '../backend/lock-store';
 import type {
   LeaseKind,
   LockStore,
@@ -24,7 +22,7 @@ import type {
   StoreAcquire,
   StoreRwAcquire,
   StoreSemAcquire,
-} from './lock-store';
+} from '../backend/lock-store';
 
 /** How often an acquisition is retried when too few replicas acknowledged it (replicaAck). */
 const ACK_ATTEMPTS = 3;

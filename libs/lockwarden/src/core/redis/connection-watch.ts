@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import { connectionFailure, redisReasonShort } from '../../errors/redis-reason';
 import type { LockLogger } from '../observe/logger';
-import type { RedisClient } from './redis-client';
+import type { RedisClient } from '../backend/lock-backend';
 
 const watches = new WeakMap<RedisClient, ConnectionWatch>();
 

@@ -1,125 +1,17 @@
-import type { LockInfo } from './inspect';
-import type { MutexKeys, RwKeys, SemKeys } from './lock-keys';
-import type { RenewItem, StoreAcquire, StoreRwAcquire, StoreSemAcquire } from './lock-store';
-import type { LockBackend, Topology } from './lock-backend';
-import { MemoryLockStore } from './memory-lock-store';
-import { forceUnlockMemory, inspectMemory } from './memory-inspect';
-import { WakeBus } from '../wait/wake-bus';
+import type { LockInfo } from '../backend/lock-info';
+import type { MutexKeys, RwKeys, SemKeys } from '../backend/lock-keys';
+import type { RenewItem, StoreAcquire, StoreRwAcquire, StoreSemAcquire } from '../backend/lock-store';
 import { grantMessage, WIRE } from '../scripts/wire';
-import { MemoryTickStore } from '../schedule/memory-tick-store';
-
-/** Something that delivers a published message to its waiters (a WakeBus). */
-export interface MessageSink {
-  deliver(channel: string, message: string): void;
-}
-
-interface MutexState {
-  owner: string;
-  fence: number;
-  instance: string;
-  expiresAt: number;
-}
-
-interface QueuedWaiter {
-  token: string;
-  deadline: number;
-  leaseMs: number;
-  waiterId: string;
-  instance: string;
-}
-
-interface RwState {
-  writer?: { token: string; deadline: number; fence: number; instance: string };
-  readers: Map<string, { deadline: number; instance: string }>;
-}
-
-interface SemState {
-  holders: Map<string, { deadline: number; permits: number; fence: number; instance: string }>;
-  limit: number | undefined;
-}
+import { forceUnlockMemory, inspectMemory } from './memory-inspect';
+import { MemoryState } from './memory-state';
+import type { QueuedWaiter } from './memory-state';
 
 /**
- * Redis in process memory, for tests: the data and the operations of the Lua
- * scripts (acquire, release, rw-acquire, rw-release, sem-acquire, sem-release,
- * sem-limit, renew, inspect, force-unlock), one JavaScript function each, with the same replies. Every
- * engine that shares a backend sees the same locks, as processes sharing a
- * Redis would. Time is this process's monotonic clock.
- *
- * It is a test double. The behaviour suite in the repository runs against
- * it and against real Redis, so that the two cannot drift apart.
- *
- * @example
- * ```ts
- * const backend = new MemoryLockBackend();
- * // Two "instances" of a service that contend for the same locks, with no Redis:
- * const a = await Test.createTestingModule({ imports: [LockTestingModule.forRoot({ backend })], providers: [Jobs] }).compile();
- * const b = await Test.createTestingModule({ imports: [LockTestingModule.forRoot({ backend })], providers: [Jobs] }).compile();
- * ```
+ * The operations of the Lua scripts (acquire, release, rw-acquire, rw-release, sem-acquire,
+ * sem-release, sem-limit, renew, inspect, force-unlock) on the memory backend's data, one
+ * JavaScript function each, with the same replies.
  */
-export class MemoryLockBackend implements LockBackend {
-  /** @internal */
-  readonly mutexes = new Map<string, MutexState>();
-  /** @internal */
-  readonly counters = new Map<string, number>();
-  /** @internal */
-  readonly queues = new Map<string, QueuedWaiter[]>();
-  /** @internal */
-  readonly rw = new Map<string, RwState>();
-  /** @internal */
-  readonly waitingWriters = new Map<string, Map<string, number>>();
-  /** @internal */
-  readonly semaphores = new Map<string, SemState>();
-  /** @internal */
-  readonly tickEntries = new Map<string, { value: string; expiresAt: number }>();
-  private readonly sinks = new Set<MessageSink>();
-
-  /** Called by an engine's bus, so releases reach its waiters. */
-  attach(sink: MessageSink): void {
-    this.sinks.add(sink);
-  }
-
-  detach(sink: MessageSink): void {
-    this.sinks.delete(sink);
-  }
-
-  /** The store an engine with this instance id uses. */
-  store(instanceId: string): MemoryLockStore {
-    return new MemoryLockStore(this, instanceId);
-  }
-
-  /** The backend side: one engine's store, and a wake-up bus this backend delivers to. */
-  open(instanceId: string): Topology {
-    const bus = new WakeBus([]);
-    this.attach(bus);
-    const lockHolder = (key: string): string | undefined => {
-      const held = this.mutexes.get(key);
-      return held && held.expiresAt > performance.now() ? held.instance : undefined;
-    };
-    return {
-      store: this.store(instanceId),
-      ticks: new MemoryTickStore(this.tickEntries, lockHolder, instanceId),
-      bus,
-      client: undefined,
-      close: async () => {
-        await bus.close();
-        this.detach(bus);
-      },
-    };
-  }
-
-  /** Forgets every lock and counter, as a restarted Redis without persistence would; tokens still rise after it. */
-  reset(): void {
-    this.mutexes.clear();
-    this.counters.clear();
-    this.queues.clear();
-    this.rw.clear();
-    this.waitingWriters.clear();
-    this.semaphores.clear();
-    this.tickEntries.clear();
-  }
-
-  // ---- the scripts' operations, on the data above --------------------------------------------
-
+export class MemoryScripts extends MemoryState {
   acquire(req: StoreAcquire, instance: string): number {
     const now = performance.now();
     const { keys, token } = req;
@@ -321,80 +213,4 @@ export class MemoryLockBackend implements LockBackend {
   forceUnlock(prefix: string, key: string): boolean {
     return forceUnlockMemory(this, prefix, key);
   }
-
-  // ---- helpers ------------------------------------------------------------------------------------
-
-  /** @internal */
-  liveMutex(key: string, now: number): MutexState | undefined {
-    const held = this.mutexes.get(key);
-    if (held && held.expiresAt <= now) {
-      this.mutexes.delete(key);
-      return undefined;
-    }
-    return held;
-  }
-
-  /** The last write's token, for a read; a missing counter is seeded from the clock, as lastFence in rw-acquire.lua. */
-  private lastFence(key: string): number {
-    let last = this.counters.get(key);
-    if (last === undefined) this.counters.set(key, (last = clockMicros()));
-    return last;
-  }
-
-  /** The next fencing token; a missing counter starts from the clock in microseconds, as nextFence in the scripts. */
-  private incr(key: string): number {
-    const last = this.counters.get(key);
-    const next = last === undefined ? clockMicros() : last + 1;
-    this.counters.set(key, next);
-    return next;
-  }
-
-  /** @internal */
-  queue(key: string): QueuedWaiter[] {
-    let queue = this.queues.get(key);
-    if (!queue) this.queues.set(key, (queue = []));
-    return queue;
-  }
-
-  private dequeue(queue: QueuedWaiter[], token: string): void {
-    const i = queue.findIndex((w) => w.token === token);
-    if (i >= 0) queue.splice(i, 1);
-  }
-
-  /** @internal */
-  rwState(key: string): RwState {
-    let state = this.rw.get(key);
-    if (!state) this.rw.set(key, (state = { readers: new Map() }));
-    return state;
-  }
-
-  /** @internal */
-  semState(key: string): SemState {
-    let state = this.semaphores.get(key);
-    if (!state) this.semaphores.set(key, (state = { holders: new Map(), limit: undefined }));
-    return state;
-  }
-
-  /** @internal */
-  writers(key: string): Map<string, number> {
-    let writers = this.waitingWriters.get(key);
-    if (!writers) this.waitingWriters.set(key, (writers = new Map()));
-    return writers;
-  }
-
-  /** @internal */
-  publish(channel: string, message: string): void {
-    // Delivered on a later tick, as a pub/sub message would be, never inside the caller's operation.
-    queueMicrotask(() => {
-      for (const sink of this.sinks) sink.deliver(channel, message);
-    });
-  }
-}
-
-/**
- * The wall clock in microseconds, read through the monotonic clock: it matches the wall
- * clock when the process started, and a wall clock stepped back later cannot lower it.
- */
-function clockMicros(): number {
-  return Math.floor((performance.timeOrigin + performance.now()) * 1000);
 }

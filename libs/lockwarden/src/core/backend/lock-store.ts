@@ -1,6 +1,5 @@
-import type { ServerProbe } from './health-probe';
-import type { LockInfo } from './inspect';
-import type { SemaphoreInfo } from './sem-inspect';
+import { LockConfigError } from '../../errors';
+import type { LockInfo, SemaphoreInfo, ServerProbe } from './lock-info';
 import type { MutexKeys, RwKeys, SemKeys } from './lock-keys';
 
 /** What a lease is: a mutex, one side of a read/write lock, or a semaphore's permits. */
@@ -117,4 +116,27 @@ export interface LockStore {
   forceUnlock(prefix: string, key: string): Promise<boolean>;
   /** Whether the servers behind the store answer, and have the scripts cached. */
   probe(timeoutMs: number): Promise<ServerProbe>;
+}
+
+/**
+ * A store without semaphores (`semaphores: false`: the quorum topology) refuses them. A
+ * permit count is one number that every grant reads and changes. Independent masters
+ * each keep their own count, and a majority of them agreeing to a grant does not bound the
+ * total: two majorities that overlap in one node can each admit a full set of holders
+ * once that node restarts or its count lapses. Bounding it needs a consensus protocol.
+ */
+export function noSemaphore(key?: string): LockConfigError {
+  return new LockConfigError(
+    'semaphores are not available in quorum mode: a permit count cannot be kept safe by a majority of ' +
+      'independent masters without a consensus protocol. Use a single Redis, Sentinel or Cluster.',
+    key,
+  );
+}
+
+/** A store without read/write locks (`readWrite: false`: the quorum topology) refuses them. */
+export function noReadWrite(key?: string): LockConfigError {
+  return new LockConfigError(
+    'read/write locks are not available in quorum mode: use a mutex, or a single Redis, Sentinel or Cluster.',
+    key,
+  );
 }

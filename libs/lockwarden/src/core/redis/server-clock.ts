@@ -1,4 +1,4 @@
-import type { RedisClient } from './redis-client';
+import type { RedisClient } from '../backend/lock-backend';
 
 /** How long one reading of the server's clock is trusted before it is taken again. */
 const REFRESH_MS = 30_000;

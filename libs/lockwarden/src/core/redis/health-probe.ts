@@ -2,44 +2,9 @@ import type { Cluster, Redis } from 'ioredis';
 import { connectionFailure, redisReason } from '../../errors/redis-reason';
 import type { ConnectionFailure } from '../../errors/redis-reason';
 import { connectionFailureOf } from './connection-watch';
-import type { RedisClient } from './redis-client';
-import { SCRIPTS } from '../scripts/lua-script';
-
-/**
- * What a health check needs to know about one engine.
- *
- * @example
- * ```ts
- * const report = await engine.health();
- * if (!report.reachable) alert(`locks unavailable: ${report.error}`);
- * ```
- */
-export interface LockHealthReport {
-  /** Whether Redis answered PING (in quorum mode: a majority of the nodes). */
-  reachable: boolean;
-  /** The slowest PING round trip among the servers that answered, in ms. */
-  pingMs: number;
-  /** Servers asked, and how many answered. */
-  servers: number;
-  serversUp: number;
-  /** Whether every server already has every lock script cached (they load on first use otherwise). */
-  scriptsLoaded: boolean;
-  /** How late the watchdog's last renewal round ran, in ms. */
-  watchdogLagMs: number;
-  /** Locks this process holds now. */
-  heldLocks: number;
-  /** Why a server did not answer, when one did not. */
-  error?: string;
-  /**
-   * How that server failed: `'refused'` when its connection was turned away or is down (Redis
-   * stopped, wrong port, host gone), `'no-answer'` when nothing came back in time (a stalled or
-   * overloaded server, a partition). Absent when the failure was something else (an error reply).
-   */
-  failure?: ConnectionFailure;
-}
-
-/** What the store knows of its servers; the engine adds the watchdog's side. */
-export type ServerProbe = Omit<LockHealthReport, 'watchdogLagMs' | 'heldLocks'>;
+import type { RedisClient } from '../backend/lock-backend';
+import { SCRIPTS } from './lua-script';
+import type { ServerProbe } from '../backend/lock-info';
 
 const SHAS = [...new Set(Object.values(SCRIPTS).map((s) => s.sha))];
 

@@ -1,11 +1,9 @@
-import { LockConfigError } from '../../errors';
 import { probeServers } from './health-probe';
-import type { ServerProbe } from './health-probe';
-import type { SemaphoreInfo } from './sem-inspect';
-import type { LockInfo } from './inspect';
-import type { MutexKeys } from './lock-keys';
+import type { LockInfo, SemaphoreInfo, ServerProbe } from '../backend/lock-info';
+import type { MutexKeys } from '../backend/lock-keys';
 import { RedisLockStore } from './redis-store';
-import type { LockStore, RenewItem, StoreAcquire } from './lock-store';
+import { noReadWrite, noSemaphore } from '../backend/lock-store';
+import type { LockStore, RenewItem, StoreAcquire } from '../backend/lock-store';
 
 /** A node call that did not answer in time. */
 class NodeTimeout extends Error {
@@ -129,54 +127,33 @@ export class QuorumLockStore implements LockStore {
   }
 
   rwAcquire(): Promise<number> {
-    return Promise.reject(QuorumLockStore.noReadWrite());
+    return Promise.reject(noReadWrite());
   }
 
   rwRelease(): Promise<boolean> {
-    return Promise.reject(QuorumLockStore.noReadWrite());
+    return Promise.reject(noReadWrite());
   }
 
   semAcquire(): Promise<number> {
-    return Promise.reject(QuorumLockStore.noSemaphore());
+    return Promise.reject(noSemaphore());
   }
 
   semRelease(): Promise<boolean> {
-    return Promise.reject(QuorumLockStore.noSemaphore());
+    return Promise.reject(noSemaphore());
   }
 
   semLimit(): Promise<number> {
-    return Promise.reject(QuorumLockStore.noSemaphore());
+    return Promise.reject(noSemaphore());
   }
 
   readonly permitPass = false;
 
   semPass(): Promise<{ released: boolean; fence: number }> {
-    return Promise.reject(QuorumLockStore.noSemaphore());
+    return Promise.reject(noSemaphore());
   }
 
   semInspect(): Promise<SemaphoreInfo> {
-    return Promise.reject(QuorumLockStore.noSemaphore());
-  }
-
-  /**
-   * A permit count is one number that every grant reads and changes. Independent masters
-   * each keep their own count, and a majority of them agreeing to a grant does not bound the
-   * total: two majorities that overlap in one node can each admit a full set of holders
-   * once that node restarts or its count lapses. Bounding it needs a consensus protocol.
-   */
-  static noSemaphore(key?: string): LockConfigError {
-    return new LockConfigError(
-      'semaphores are not available in quorum mode: a permit count cannot be kept safe by a majority of ' +
-        'independent masters without a consensus protocol. Use a single Redis, Sentinel or Cluster.',
-      key,
-    );
-  }
-
-  static noReadWrite(key?: string): LockConfigError {
-    return new LockConfigError(
-      'read/write locks are not available in quorum mode: use a mutex, or a single Redis, Sentinel or Cluster.',
-      key,
-    );
+    return Promise.reject(noSemaphore());
   }
 
   /** Per-node timeout: the configured one, but never more than a tenth of the lease. */

@@ -1,0 +1,134 @@
+import type { ConnectionFailure } from '../../errors/redis-reason';
+
+/** One holder of a lock, as operators may see it: never its owner token. */
+export interface LockHolderInfo {
+  /** The instance id the holder's process gave (`instanceId`, by default `hostname:pid`). */
+  instanceId: string;
+  /** How long this holder's lease has left, in ms. */
+  ttlMs: number;
+}
+
+/**
+ * What `inspect()` reports about one lock name.
+ *
+ * @example
+ * ```ts
+ * const info = await locks.inspect('invoice:42');
+ * if (info.held) console.log(`${info.mode} held by ${info.holders.map((h) => h.instanceId).join(', ')}`);
+ * ```
+ */
+export interface LockInfo {
+  key: string;
+  held: boolean;
+  /** 'mutex', or the side of a read/write lock that holds it; null when free. */
+  mode: 'mutex' | 'read' | 'write' | null;
+  holders: LockHolderInfo[];
+  /** The longest remaining lease among the holders, in ms; 0 when free. */
+  ttlMs: number;
+  /**
+   * The holder's fencing token (a reader's: the last write's); when free, the last one handed
+   * out. A mutex taken uncontended on one server keeps its token only in the counter: then it
+   * is the last token handed out on the name, which is the holder's unless an attempt that
+   * found the lock busy has counted since.
+   */
+  fencingToken: number;
+  /**
+   * Waiters with a place on the server: fair waiters, waiters that have waited more than a
+   * few ms (starvation mode), and waiting writers. A waiter that has just started is not
+   * counted yet.
+   */
+  waiters: number;
+}
+
+/** One live holder of a semaphore's permits, as operators may see it: never its owner token. */
+export interface PermitHolderInfo {
+  /** The instance id the holder's process gave (`instanceId`, by default `hostname:pid`). */
+  instanceId: string;
+  /** How many permits it holds. */
+  permits: number;
+  /** How long its lease has left, in ms. */
+  ttlMs: number;
+}
+
+/**
+ * What `Semaphore.inspect()` reports: the stored limit and who holds permits now.
+ *
+ * @example
+ * ```ts
+ * const info = await locks.semaphore('payments-api', { permits: 5 }).inspect();
+ * console.log(`${info.used}/${info.permits} in use, by ${info.holders.map((h) => h.instanceId).join(', ')}`);
+ * ```
+ */
+export interface SemaphoreInfo {
+  key: string;
+  /**
+   * The stored limit. From the CLI, null before the semaphore's first use stored one;
+   * `Semaphore.inspect()` gives its own number then.
+   */
+  permits: number | null;
+  /** Permits held by live holders (at most `permits`, unless the limit was lowered under them). */
+  used: number;
+  /** Permits a new grant could take now (0 while the limit is lowered under the holders). */
+  available: number;
+  holders: PermitHolderInfo[];
+  /** The last fencing token handed out for this semaphore (0: none yet). */
+  fencingToken: number;
+}
+
+/** The reply of sem-inspect.lua (and of the memory backend's twin) as a SemaphoreInfo. */
+export function semaphoreInfo(key: string, reply: readonly (string | number)[]): SemaphoreInfo {
+  const limit = Number(reply[0]);
+  const holders: PermitHolderInfo[] = [];
+  for (let i = 2; i + 2 < reply.length; i += 3) {
+    holders.push({
+      instanceId: String(reply[i]),
+      permits: Number(reply[i + 1]),
+      ttlMs: Math.max(0, Number(reply[i + 2])),
+    });
+  }
+  const used = holders.reduce((sum, h) => sum + h.permits, 0);
+  return {
+    key,
+    permits: limit < 0 ? null : limit,
+    used,
+    available: limit < 0 ? 0 : Math.max(0, limit - used),
+    holders,
+    fencingToken: Number(reply[1]),
+  };
+}
+
+/**
+ * What a health check needs to know about one engine.
+ *
+ * @example
+ * ```ts
+ * const report = await engine.health();
+ * if (!report.reachable) alert(`locks unavailable: ${report.error}`);
+ * ```
+ */
+export interface LockHealthReport {
+  /** Whether Redis answered PING (in quorum mode: a majority of the nodes). */
+  reachable: boolean;
+  /** The slowest PING round trip among the servers that answered, in ms. */
+  pingMs: number;
+  /** Servers asked, and how many answered. */
+  servers: number;
+  serversUp: number;
+  /** Whether every server already has every lock script cached (they load on first use otherwise). */
+  scriptsLoaded: boolean;
+  /** How late the watchdog's last renewal round ran, in ms. */
+  watchdogLagMs: number;
+  /** Locks this process holds now. */
+  heldLocks: number;
+  /** Why a server did not answer, when one did not. */
+  error?: string;
+  /**
+   * How that server failed: `'refused'` when its connection was turned away or is down (Redis
+   * stopped, wrong port, host gone), `'no-answer'` when nothing came back in time (a stalled or
+   * overloaded server, a partition). Absent when the failure was something else (an error reply).
+   */
+  failure?: ConnectionFailure;
+}
+
+/** What the store knows of its servers; the engine adds the watchdog's side. */
+export type ServerProbe = Omit<LockHealthReport, 'watchdogLagMs' | 'heldLocks'>;

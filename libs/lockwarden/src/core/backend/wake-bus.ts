@@ -1,0 +1,40 @@
+import type { Waiter } from './waiter';
+
+/**
+ * How waiting acquires hear of releases and grants: what the engine needs of a backend's
+ * wake-up bus. WakeChannels is the one both backends give.
+ */
+export interface WakeBus {
+  /** Registers a waiter; the returned promise settles once its channel is subscribed. */
+  join(waiter: Waiter): Promise<unknown>;
+  /** Registers a waiter on a channel that is subscribed already; false, and nothing done, when it is not. */
+  joinIfLive(waiter: Waiter): boolean;
+  /** A parked semaphore waiter to pass released permits to, marked so no other release picks it. */
+  claimPassTarget(channel: string): Waiter | undefined;
+  /** Removes a waiter; `acquired`: it got its lock or permits. */
+  leave(waiter: Waiter, acquired: boolean): void;
+  /** Interrupts every waiter and closes what the bus opened. */
+  close(): Promise<void>;
+}
+
+/** Where a subscriber hands what it hears. */
+export interface WakeSink {
+  /** One message published on `channel`. */
+  deliver(channel: string, message: string): void;
+  /** The connection came back after a loss: messages sent meanwhile are gone. */
+  reconnected(): void;
+}
+
+/** The connection half of a wake-up bus: subscribing to the channels waiters wait on. */
+export interface WakeSubscriber {
+  /** Settles once a message published on `channel` from now on reaches the sink. */
+  subscribe(channel: string): Promise<unknown>;
+  /** No waiter is left on `channel`. */
+  unsubscribe(channel: string): void;
+  close(): Promise<void>;
+}
+
+/** Subscribes to channels on a connection of its own, for leadership announcements (see LeaderBus). */
+export interface ChannelListener {
+  listen(channel: string, wake: () => void): Promise<() => void>;
+}

@@ -1,0 +1,182 @@
+import { parseGrant, WIRE } from '../scripts/wire';
+import type { Waiter } from './waiter';
+import type { WakeBus, WakeSink, WakeSubscriber } from './wake-bus';
+
+interface ChannelState {
+  readonly waiters: Waiter[];
+  ready: Promise<unknown>;
+  /** The subscription is in place: a message published from now on reaches the waiters. */
+  live: boolean;
+  idleSince: number;
+}
+
+/** How long a channel with no waiters stays subscribed, so steady contention does not resubscribe per wait. */
+const LINGER_MS = 5_000;
+
+/**
+ * The half of the wake-up bus both backends share: which waiter a release or grant message
+ * is for. The backend brings the messages: Redis through its subscriber connection (one per
+ * engine, never one per waiter), memory by calling deliver().
+ *
+ * A release wakes only the longest-waiting local non-fair waiter (only one can
+ * win, so waking all would just make them race); a grant goes to the waiter it
+ * names. After a reconnect every waiter retries, since messages sent while the
+ * connection was down are lost.
+ */
+export class WakeChannels implements WakeBus, WakeSink {
+  private readonly channels = new Map<string, ChannelState>();
+  private sweepTimer: NodeJS.Timeout | undefined;
+  private closed = false;
+  private readonly subscriber: WakeSubscriber | undefined;
+
+  /**
+   * `subscribe` makes the backend's subscriber, given what to call when a message arrives
+   * or its connection came back; none for the in-memory backend, which calls deliver().
+   */
+  constructor(subscribe?: (sink: WakeSink) => WakeSubscriber) {
+    this.subscriber = subscribe?.(this);
+  }
+
+  /** Registers a waiter; the returned promise settles once its channel is subscribed. */
+  join(waiter: Waiter): Promise<unknown> {
+    let state = this.channels.get(waiter.channel);
+    if (!state) {
+      const created: ChannelState = { waiters: [], ready: Promise.resolve(), live: false, idleSince: 0 };
+      created.ready = this.subscribe(waiter.channel);
+      created.ready.then(
+        () => (created.live = true),
+        () => undefined,
+      );
+      state = created;
+      this.channels.set(waiter.channel, state);
+    }
+    state.waiters.push(waiter);
+    return state.ready;
+  }
+
+  /**
+   * Registers a waiter on a channel that is subscribed already, so that a message arriving
+   * while its first attempt is in flight is kept for it (Waiter.pendingWake); false, and
+   * nothing done, when the channel is not subscribed yet.
+   */
+  joinIfLive(waiter: Waiter): boolean {
+    const state = this.channels.get(waiter.channel);
+    if (!state?.live) return false;
+    state.waiters.push(waiter);
+    return true;
+  }
+
+  /**
+   * A parked semaphore waiter to pass released permits to, the longest waiting first, marked
+   * so that no other release picks it too; undefined when there is none.
+   */
+  claimPassTarget(channel: string): Waiter | undefined {
+    const state = this.channels.get(channel);
+    if (!state) return undefined;
+    for (const w of state.waiters) {
+      if (w.pass && w.parked && !w.claimed && !w.pendingWake) {
+        w.claimed = true;
+        return w;
+      }
+    }
+    return undefined;
+  }
+
+  /** Removes a waiter. One that leaves holding an unused wake-up passes it on. */
+  leave(waiter: Waiter, acquired: boolean): void {
+    const state = this.channels.get(waiter.channel);
+    if (!state) return;
+    const i = state.waiters.indexOf(waiter);
+    if (i >= 0) state.waiters.splice(i, 1);
+    // A semaphore caller that got its permits may have got them without the wake-up it was
+    // sent: another waiter may fit in the permits that wake-up announced.
+    if (waiter.pendingWake && (!acquired || waiter.pass)) this.wakeOne(state);
+    if (state.waiters.length === 0) {
+      state.idleSince = Date.now();
+      this.scheduleSweep();
+    }
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    clearTimeout(this.sweepTimer);
+    for (const state of this.channels.values()) for (const w of state.waiters) w.interrupt();
+    this.channels.clear();
+    await this.subscriber?.close();
+  }
+
+  /**
+   * Subscribes through the backend's subscriber. Ready once it has subscribed: a message
+   * published from then on reaches the waiters.
+   */
+  private subscribe(channel: string): Promise<unknown> {
+    // No subscriber: messages arrive through deliver() (the in-memory backend).
+    if (!this.subscriber) return Promise.resolve();
+    const done = this.subscriber.subscribe(channel);
+    // The waiter handles a failure (as a backend error); never leave it unhandled here.
+    done.catch(() => this.channels.delete(channel));
+    return done;
+  }
+
+  /** The subscriber's connection came back: messages sent while it was down are lost, so every waiter retries. */
+  reconnected(): void {
+    for (const state of this.channels.values()) for (const w of state.waiters) w.wake();
+  }
+
+  /** Hands one published message to the waiters of its channel. */
+  deliver(channel: string, message: string): void {
+    this.dispatch(channel, message);
+  }
+
+  private dispatch(channel: string, message: string): void {
+    const state = this.channels.get(channel);
+    if (!state || state.waiters.length === 0) return;
+    const grant = parseGrant(message);
+    if (grant) {
+      for (const w of state.waiters) {
+        if (w.fair && w.waiterId === grant.waiterId) w.grant();
+        else w.handedToAnother();
+      }
+      return;
+    }
+    if (message === WIRE.rwChanged) {
+      for (const w of state.waiters) w.wake();
+      return;
+    }
+    this.wakeOne(state);
+    // Fair waiters hear of a plain release only when no live waiter was queued: let them all retry.
+    for (const w of state.waiters) if (w.fair) w.wake();
+  }
+
+  private wakeOne(state: ChannelState): void {
+    for (const w of state.waiters) {
+      // A claimed waiter is being passed permits: the wake-up is for someone else.
+      if (!w.fair && !w.pendingWake && !w.claimed) {
+        w.wake();
+        return;
+      }
+    }
+  }
+
+  private scheduleSweep(): void {
+    if (this.sweepTimer || this.closed) return;
+    this.sweepTimer = setTimeout(() => this.sweep(), LINGER_MS);
+    this.sweepTimer.unref();
+  }
+
+  private sweep(): void {
+    this.sweepTimer = undefined;
+    const now = Date.now();
+    let idleLeft = false;
+    for (const [channel, state] of this.channels) {
+      if (state.waiters.length > 0) continue;
+      if (now - state.idleSince >= LINGER_MS) {
+        this.channels.delete(channel);
+        this.subscriber?.unsubscribe(channel);
+      } else {
+        idleLeft = true;
+      }
+    }
+    if (idleLeft) this.scheduleSweep();
+  }
+}

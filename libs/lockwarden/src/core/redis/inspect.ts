@@ -1,0 +1,39 @@
+import { mutexKeys, rwKeys } from '../backend/lock-keys';
+import type { RedisClient } from '../backend/lock-backend';
+import { SCRIPTS } from './lua-script';
+import type { LockHolderInfo, LockInfo } from '../backend/lock-info';
+
+/** Reads one lock's state in one script call. */
+export async function inspectLock(client: RedisClient, prefix: string, key: string): Promise<LockInfo> {
+  const m = mutexKeys(prefix, key);
+  const rw = rwKeys(prefix, key);
+  const reply = (await SCRIPTS.inspect.run(client, [m.lock, m.fence, m.queue, rw.lock, rw.writers, rw.fence], [])) as (
+    string | number
+  )[];
+  const mode = String(reply[0]);
+  const holders: LockHolderInfo[] = [];
+  for (let i = 4; i + 1 < reply.length; i += 2) {
+    holders.push({ instanceId: String(reply[i]), ttlMs: Math.max(0, Number(reply[i + 1])) });
+  }
+  return {
+    key,
+    held: mode !== '',
+    mode: mode === '' ? null : (mode as LockInfo['mode']),
+    holders,
+    ttlMs: Math.max(0, Number(reply[1])),
+    fencingToken: Number(reply[2]),
+    waiters: Number(reply[3]),
+  };
+}
+
+/** Deletes one lock name's mutex and read/write lock, whoever holds them; true when one was held. */
+export async function forceUnlockKey(client: RedisClient, prefix: string, key: string): Promise<boolean> {
+  const m = mutexKeys(prefix, key);
+  const rw = rwKeys(prefix, key);
+  const reply = await SCRIPTS.forceUnlock.run(
+    client,
+    [m.lock, m.queue, m.waiters, m.channel, rw.lock, rw.writers, rw.channel],
+    [client.isCluster ? 'spublish' : 'publish'],
+  );
+  return Number(reply) > 0;
+}

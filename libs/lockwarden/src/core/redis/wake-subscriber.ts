@@ -1,0 +1,85 @@
+import type { Cluster, Redis } from 'ioredis';
+import type { RedisClient } from '../backend/lock-backend';
+import type { WakeSink, WakeSubscriber } from '../backend/wake-bus';
+import { closeClient } from './redis-client';
+
+/**
+ * The Redis half of the wake-up bus: one subscriber connection per engine (per node in
+ * quorum mode), made on first use, that hands release and grant messages to the bus.
+ */
+export class RedisWakeSubscriber implements WakeSubscriber {
+  private subscribers: (Redis | Cluster)[] | undefined;
+  /** Cluster: releases come by sharded pub/sub. */
+  private readonly sharded: boolean;
+
+  /**
+   * `mains` are the clients to duplicate for subscribing: one, or in quorum mode one per
+   * node (a release heard from any node wakes the waiter).
+   */
+  constructor(
+    private readonly mains: readonly RedisClient[],
+    private readonly sink: WakeSink,
+  ) {
+    this.sharded = mains[0]?.isCluster === true;
+  }
+
+  /**
+   * Subscribes on every connection. Ready once one of them has subscribed: in
+   * quorum mode a node that is down must not hold waiters up, and a release
+   * is published on every node that held the lock.
+   */
+  subscribe(channel: string): Promise<unknown> {
+    const subs = this.connections();
+    // No connection at all: nothing will be heard, and nothing holds the waiter up.
+    if (subs.length === 0) return Promise.resolve();
+    const each = subs.map((sub) => (this.sharded ? sub.ssubscribe(channel) : sub.subscribe(channel)));
+    const done = each.length === 1 ? each[0] : Promise.any(each);
+    for (const p of each) p.catch(() => undefined);
+    return done;
+  }
+
+  unsubscribe(channel: string): void {
+    for (const sub of this.subscribers ?? []) {
+      const done = this.sharded ? sub.sunsubscribe(channel) : sub.unsubscribe(channel);
+      done.catch(() => undefined);
+    }
+  }
+
+  async close(): Promise<void> {
+    const subs = this.subscribers ?? [];
+    this.subscribers = undefined;
+    await Promise.all(
+      subs.map((sub) => {
+        sub.removeAllListeners('ready');
+        return closeClient(sub);
+      }),
+    );
+  }
+
+  private connections(): (Redis | Cluster)[] {
+    this.subscribers ??= this.mains.map((main) => this.connect(main));
+    return this.subscribers;
+  }
+
+  private connect(main: RedisClient): Redis | Cluster {
+    // The subscriber is always ours, even when the main client is the user's.
+    const sub: Redis | Cluster = main.isCluster
+      ? (main as Cluster).duplicate(undefined, { shardedSubscribers: true })
+      : (main as Redis).duplicate({ disconnectTimeout: 0 });
+    sub.on('error', () => {
+      // Reconnection is automatic; waits are capped by the lease, so nothing hangs meanwhile.
+    });
+    sub.on(this.sharded ? 'smessage' : 'message', (channel: string, message: string) =>
+      this.sink.deliver(channel, message),
+    );
+    let firstReady = true;
+    sub.on('ready', () => {
+      if (firstReady) {
+        firstReady = false;
+        return;
+      }
+      this.sink.reconnected();
+    });
+    return sub;
+  }
+}
