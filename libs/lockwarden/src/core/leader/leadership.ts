@@ -1,21 +1,13 @@
-import {
-  LockAbortedError,
-  LockBackendError,
-  LockConfigError,
-  LockError,
-  LockInterruptedError,
-  LockLostError,
-  LockTimeoutError,
-} from '../../errors';
+import { LockBackendError, LockConfigError, LockError, LockLostError } from '../../errors';
 import type { LockEngine } from '../engine/lock-engine';
-import { describe, MAX_MS } from '../engine/options';
-import type { LockHandle } from '../lease/lock-handle';
+import { describe } from '../engine/options';
+import { Campaign } from './campaign';
 import { watchLeader } from './leader-changes';
+import { LeadershipListeners } from './leadership-listeners';
 import { checkSignalOptions } from './leadership-options';
 import type { CampaignOptions, ChangesOptions, LeadershipListener } from './leadership-options';
-import { timeAwareSignal } from '../lease/lease';
-import { raceSignal, settlesWithin, sleep, whenAborted } from './term-signals';
 import type { LeaderChange, WatchContext } from './leader-changes';
+import { TermKeeper } from './term-keeper';
 import type { LeaderTerm, TermLog } from './term-log';
 
 /** What a Leadership needs from the registry that made it. */
@@ -25,24 +17,9 @@ export interface LeadershipContext {
   readonly watch: Omit<WatchContext, 'log' | 'inspect'>;
 }
 
-interface Term {
-  readonly info: LeaderTerm;
-  readonly handle: LockHandle;
-  readonly controller: AbortController;
-  readonly signal: AbortSignal;
-  /** Work run through runIfLeader() during this term. */
-  readonly running: Set<Promise<unknown>>;
-  /** Set once the term ends: the lease is given back when the term's work is done. */
-  ending?: Promise<void>;
-}
-
-interface Campaign {
-  readonly controller: AbortController;
-  readonly done: Promise<void>;
-  callers: number;
-}
-
-const MAX_BACKOFF_MS = 5_000;
+// The public face of a leadership: it checks what callers pass and answers who leads. What
+// it delegates lives beside it, one part per file: campaigning (campaign.ts), the term this
+// instance holds (term-keeper.ts) and the onChange() listeners (leadership-listeners.ts).
 
 /**
  * Leader election for one name, built on the mutex `leader:<name>`: a term is one
@@ -68,11 +45,11 @@ const MAX_BACKOFF_MS = 5_000;
 export class Leadership {
   /** The lock key the terms are held under: `leader:<name>`. */
   readonly key: string;
-  private term: Term | undefined;
-  private campaignRun: Campaign | undefined;
-  private resigned = false;
   private notLeading: AbortSignal | undefined;
-  private readonly listeners = new Set<LeadershipListener>();
+  private readonly listeners: LeadershipListeners;
+  /** This instance's term, while it holds one. */
+  private readonly terms: TermKeeper;
+  private readonly campaigning: Campaign;
 
   /** Use `LockService.leadership(name)` or `LeadershipRegistry.leadership(name)`. */
   constructor(
@@ -80,6 +57,26 @@ export class Leadership {
     private readonly ctx: LeadershipContext,
   ) {
     this.key = `leader:${name}`;
+    const { engine, log } = ctx;
+    const { logger } = ctx.watch;
+    this.listeners = new LeadershipListeners(this.key, logger);
+    this.terms = new TermKeeper({
+      key: this.key,
+      engine,
+      log,
+      logger,
+      listeners: this.listeners,
+      resign: () => void this.resign(),
+    });
+    this.campaigning = new Campaign({
+      key: this.key,
+      engine,
+      log,
+      logger,
+      isLeader: () => this.isLeader(),
+      termSignal: () => this.terms.current?.signal,
+      begin: (handle, term) => this.terms.begin(handle, term),
+    });
   }
 
   /**
@@ -95,21 +92,7 @@ export class Leadership {
    */
   async campaign(opts?: CampaignOptions): Promise<void> {
     const signal = checkSignalOptions('campaign()', opts, this.key);
-    this.resigned = false;
-    if (this.isLeader()) return;
-    if (signal?.aborted) throw new LockAbortedError(this.key, signal.reason);
-    const run = (this.campaignRun ??= this.startCampaign());
-    run.callers++;
-    try {
-      await raceSignal(run.done, signal, this.key);
-    } finally {
-      run.callers--;
-      // The last caller to give up stops the shared attempt, so nothing is left waiting.
-      if (run.callers === 0 && this.campaignRun === run) {
-        this.campaignRun = undefined;
-        run.controller.abort(new Error('every caller of campaign() gave up'));
-      }
-    }
+    return this.campaigning.campaign(signal);
   }
 
   /**
@@ -127,25 +110,7 @@ export class Leadership {
    */
   async contend(opts?: CampaignOptions): Promise<void> {
     const signal = checkSignalOptions('contend()', opts, this.key);
-    let failures = 0;
-    this.resigned = false;
-    while (!signal?.aborted && !this.resigned && !this.ctx.engine.shuttingDown) {
-      try {
-        await this.campaign({ signal });
-        failures = 0;
-        const term = this.term;
-        if (term) await whenAborted(term.signal);
-      } catch (err) {
-        if (signal?.aborted || this.resigned || this.ctx.engine.shuttingDown) break;
-        failures++;
-        // The first failure in a row is news; its retries through an outage are not (the
-        // connection's own warning already says Redis cannot be reached).
-        this.ctx.watch.logger[failures === 1 ? 'warn' : 'debug'](
-          `Campaign for ${this.key} failed, retrying: ${err instanceof Error ? err.message : String(err)}`,
-        );
-        await sleep(Math.min(MAX_BACKOFF_MS, 100 * 2 ** failures), signal);
-      }
-    }
+    return this.campaigning.contend(signal);
   }
 
   /**
@@ -158,14 +123,7 @@ export class Leadership {
    * ```
    */
   isLeader(): boolean {
-    const term = this.term;
-    if (!term) return false;
-    // isHeld() reads the lease's deadline: a lease found overdue ends the term right here.
-    if (!term.handle.isHeld() && this.term === term) {
-      // Normally the lease's signal has ended the term already; not if an interruption aborted it first.
-      void this.endTerm(term, term.handle.lostError ?? new LockLostError(this.key, 'its lease is no longer held'));
-    }
-    return this.term === term && !term.signal.aborted;
+    return this.terms.leading() !== undefined;
   }
 
   /**
@@ -177,7 +135,7 @@ export class Leadership {
    * ```
    */
   get currentTerm(): LeaderTerm | undefined {
-    return this.isLeader() ? this.term?.info : undefined;
+    return this.terms.leading()?.term;
   }
 
   /**
@@ -194,7 +152,8 @@ export class Leadership {
    * ```
    */
   get signal(): AbortSignal {
-    if (this.isLeader()) return this.term!.signal;
+    const own = this.terms.leading();
+    if (own) return own.signal;
     this.notLeading ??= AbortSignal.abort(new LockLostError(this.key, 'this instance does not lead it'));
     return this.notLeading;
   }
@@ -212,17 +171,12 @@ export class Leadership {
    * ```
    */
   async resign(): Promise<void> {
-    this.resigned = true;
-    const run = this.campaignRun;
-    if (run) {
-      this.campaignRun = undefined;
-      run.controller.abort(new Error(`${this.key} was resigned`));
-      // Resolve only once the abandoned attempt has withdrawn, so nothing of it is left waiting.
-      await run.done.catch(() => undefined);
-    }
-    const term = this.term;
-    if (!term) return;
-    await this.endTerm(term, new LockInterruptedError(this.key, 'this instance resigned the leadership'));
+    // Awaited only when there is something to wait for: with no campaign waiting, the
+    // signal aborts before resign() returns.
+    const withdrawn = this.campaigning.withdraw();
+    if (withdrawn) await withdrawn;
+    const ended = this.terms.resign();
+    if (ended) await ended;
   }
 
   /**
@@ -283,13 +237,7 @@ export class Leadership {
   async runIfLeader<T>(fn: () => T | Promise<T>): Promise<T | undefined> {
     if (typeof fn !== 'function')
       throw new LockConfigError(`runIfLeader needs a function, got ${describe(fn)}.`, this.key);
-    if (!this.isLeader()) return undefined;
-    const term = this.term!;
-    const run = (async () => fn())();
-    const tracked = run.catch(() => undefined);
-    term.running.add(tracked);
-    void tracked.then(() => term.running.delete(tracked));
-    return run;
+    return this.terms.run(fn);
   }
 
   /**
@@ -305,125 +253,6 @@ export class Leadership {
     if (typeof listener !== 'function') {
       throw new LockConfigError(`onChange needs a function, got ${describe(listener)}.`, this.key);
     }
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
-  }
-
-  // ---- terms ---------------------------------------------------------------------------------
-
-  private startCampaign(): Campaign {
-    const controller = new AbortController();
-    const run: Campaign = { controller, callers: 0, done: Promise.resolve() };
-    const done = this.elect(controller.signal).finally(() => {
-      if (this.campaignRun === run) this.campaignRun = undefined;
-    });
-    // Callers see the outcome through raceSignal; the shared promise itself must never go unhandled.
-    done.catch(() => undefined);
-    return Object.assign(run, { done });
-  }
-
-  private async elect(signal: AbortSignal): Promise<void> {
-    for (;;) {
-      let handle: LockHandle;
-      try {
-        handle = await this.ctx.engine.acquire(this.key, { waitMs: MAX_MS, signal });
-      } catch (err) {
-        if (err instanceof LockTimeoutError) continue;
-        throw err;
-      }
-      let info: LeaderTerm | null;
-      try {
-        info = await this.ctx.log.elect(this.ctx.engine.options.instanceId, handle.fencingToken);
-      } catch (err) {
-        await handle.release().catch(() => false);
-        throw err instanceof LockError ? err : new LockBackendError(this.key, 'record the term of', err);
-      }
-      if (signal.aborted) {
-        if (info) await this.ctx.log.resign(info.fencingToken).catch(() => false);
-        await handle.release().catch(() => false);
-        throw new LockAbortedError(this.key, signal.reason);
-      }
-      if (info && handle.isHeld()) {
-        this.beginTerm(handle, info);
-        return;
-      }
-      // A newer term was recorded, or the lease is already gone: this one never led.
-      await handle.release().catch(() => false);
-    }
-  }
-
-  private beginTerm(handle: LockHandle, info: LeaderTerm): void {
-    const controller = new AbortController();
-    const term: Term = {
-      info,
-      handle,
-      controller, // A term's signal reads the lease's deadline first, as a lock handle's does: a leader
-      // that resumes from a pause sees its leadership gone before it acts.
-      signal: timeAwareSignal(controller.signal, () => handle.isHeld()),
-      running: new Set(),
-    };
-    this.term = term;
-    handle.signal.addEventListener(
-      'abort',
-      () => {
-        const reason: unknown = handle.signal.reason;
-        if (reason instanceof LockLostError) void this.endTerm(term, reason);
-        // An interruption (a request's client going away) is not the leadership's business,
-        // unless it is the application shutting down: then hand over at once.
-        else if (this.ctx.engine.shuttingDown) void this.resign();
-      },
-      { once: true },
-    );
-    this.notify('gained', info);
-  }
-
-  /** Ends a term once: abort its signal, tell listeners, then give the lease back after its work. */
-  private endTerm(term: Term, reason: LockError): Promise<void> {
-    if (term.ending) return term.ending;
-    if (this.term === term) this.term = undefined;
-    term.controller.abort(reason);
-    this.notify('lost', term.info);
-    term.ending = this.handOver(term, reason instanceof LockInterruptedError);
-    return term.ending;
-  }
-
-  private async handOver(term: Term, resigned: boolean): Promise<void> {
-    const work = Promise.all(term.running);
-    const grace = this.ctx.engine.options.shutdownGraceMs;
-    const finished = term.running.size === 0 || (await settlesWithin(work, grace));
-    const giveBack = async (): Promise<void> => {
-      // Recorded before the release, so observers see the resignation before the next election.
-      if (resigned) {
-        await this.ctx.log.resign(term.info.fencingToken).catch((err: unknown) => {
-          this.ctx.watch.logger.debug(`Could not record the resignation of ${this.key}: ${String(err)}`);
-        });
-      }
-      await term.handle.release().catch(() => false);
-    };
-    if (finished) return giveBack();
-    this.ctx.watch.logger.warn(
-      `Leadership ${this.key} ended, but work started under it still runs after ${grace} ms: ` +
-        'its lock is kept until that work ends, so no other instance runs beside it.',
-    );
-    void work.then(giveBack).catch(() => undefined);
-  }
-
-  private notify(event: 'gained' | 'lost', term: LeaderTerm): void {
-    for (const listener of this.listeners) {
-      try {
-        const result = listener(event, term);
-        if (result && typeof (result as Promise<void>).then === 'function') {
-          (result as Promise<void>).catch((err: unknown) => this.listenerFailed(event, err));
-        }
-      } catch (err) {
-        this.listenerFailed(event, err);
-      }
-    }
-  }
-
-  private listenerFailed(event: string, err: unknown): void {
-    this.ctx.watch.logger.warn(
-      `A "${event}" listener of ${this.key} failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`,
-    );
+    return this.listeners.add(listener);
   }
 }
