@@ -16,7 +16,8 @@ export type { RedisSpec, RedisClient, ClusterSpec } from './core/store/redis-cli
 export { LockEngine } from './core/engine/lock-engine';
 // One name for two things: the type of what LockService.semaphore() returns, and the decorator.
 export { Semaphore } from './nest/decorators/semaphore.decorator';
-export type { SemaphoreOptions, PermitOptions } from './core/semaphore/semaphore-options';
+export type { SemaphoreOptions } from './core/semaphore/semaphore-options';
+export type { PermitOptions } from './core/engine/options';
 export type { SemaphoreDecoratorOptions } from './nest/decorators/semaphore-options';
 export type { LockBackend, Topology } from './core/store/lock-backend';
 export { Locked } from './nest/decorators/locked.decorator';

@@ -6,7 +6,7 @@ import type { LockHandle } from '../lease/lock-handle';
 import type { RenewalScheduler } from '../lease/renewal-scheduler';
 import type { LockEvent } from '../observe/events';
 import type { LockLogger } from '../observe/logger';
-import type { MutexKeys, RwKeys, SemKeys } from '../store/lock-keys';
+import type { SemKeys } from '../store/lock-keys';
 import type { LockStore } from '../store/lock-store';
 import type { Waiter } from '../wait/wake-bus';
 import { checkInteger, MAX_MS, MIN_LEASE_MS } from './options';
@@ -112,8 +112,8 @@ export class HeldLocks implements LeaseOwner {
   /** Asks the holders of these handles to stop, without releasing anything. */
   interrupt(handles: Iterable<LockHandle>, reason: string): void {
     for (const h of handles) {
-      const lease = (h as Partial<LeaseHandle>).lease;
-      lease?.interrupt(new LockInterruptedError(lease.key, reason));
+      // A handle this engine did not make has no lease here to interrupt.
+      if (h instanceof LeaseHandle) h.lease.interrupt(new LockInterruptedError(h.lease.key, reason));
     }
   }
 
@@ -247,9 +247,10 @@ export class HeldLocks implements LeaseOwner {
       ]);
       return kept;
     }
-    if (lease.kind === 'mutex') return this.store.release(lease.keys as MutexKeys, lease.token);
-    if (lease.kind === 'permit') return this.releasePermits(lease);
-    return this.store.rwRelease(lease.keys as RwKeys, lease.token, lease.kind);
+    const lock = lease.lock;
+    if (lock.kind === 'mutex') return this.store.release(lock.keys, lease.token);
+    if (lock.kind === 'permit') return this.releasePermits(lease, lock.keys);
+    return this.store.rwRelease(lock.keys, lease.token, lock.kind);
   }
 
   /**
@@ -258,8 +259,7 @@ export class HeldLocks implements LeaseOwner {
    * here would usually beat to the permits. After MAX_PASSES passes in a row the permits are
    * released to everyone, so waiters in other processes get their turn.
    */
-  private async releasePermits(lease: Lease): Promise<boolean> {
-    const keys = lease.keys as SemKeys;
+  private async releasePermits(lease: Lease, keys: SemKeys): Promise<boolean> {
     const to = lease.passes < MAX_PASSES ? this.passTarget?.(keys.channel) : undefined;
     if (!to?.pass) return this.store.semRelease(keys, lease.token);
     const sentAt = performance.now();

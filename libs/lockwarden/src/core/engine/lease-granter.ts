@@ -1,10 +1,11 @@
 import { LockConfigError, LockTimeoutError } from '../../errors';
 import { Lease, LeaseHandle } from '../lease/lease';
+import type { LeasedLock } from '../lease/lease';
 import type { LockEvent } from '../observe/events';
 import type { LockTracer } from '../observe/traces';
 import { mutexKeys, rwKeys } from '../store/lock-keys';
-import type { MutexKeys, RwKeys, SemKeys } from '../store/lock-keys';
-import type { LeaseKind, LockStore } from '../store/lock-store';
+import type { SemKeys } from '../store/lock-keys';
+import type { LockStore } from '../store/lock-store';
 import { QuorumLockStore } from '../store/quorum-store';
 import { acquireLoop } from '../wait/acquire-loop';
 import type { AttemptSpec, LoopContext } from '../wait/acquire-loop';
@@ -68,7 +69,7 @@ export class LeaseGranter {
   resolveRw(key: string, options: RwAcquireOptions | undefined): ResolvedAcquire {
     const req = resolveAcquire(key, options, this.options, RW_OPTION_NAMES);
     if (!this.store.readWrite) throw QuorumLockStore.noReadWrite(req.key);
-    const pref = (options as { writerPreference?: unknown } | undefined)?.writerPreference;
+    const pref: unknown = options?.writerPreference;
     if (pref !== undefined && typeof pref !== 'boolean') {
       throw new LockConfigError(`writerPreference must be a boolean, got ${describe(pref)}.`, req.key);
     }
@@ -119,7 +120,7 @@ export class LeaseGranter {
         }),
       withdraw: () => store.release(keys, token),
     };
-    return this.grantOrBusy(req, spec, 'mutex', keys, token);
+    return this.grantOrBusy(req, spec, { kind: 'mutex', keys }, token);
   }
 
   /** A new read or write lease, or how many ms the lock stays busy. */
@@ -149,7 +150,7 @@ export class LeaseGranter {
         }),
       withdraw: () => store.rwRelease(keys, token, mode),
     };
-    return this.grantOrBusy(req, spec, mode, keys, token);
+    return this.grantOrBusy(req, spec, { kind: mode, keys }, token);
   }
 
   /**
@@ -171,25 +172,23 @@ export class LeaseGranter {
       withdraw: () => store.semRelease(keys, token),
       pass: store.permitPass ? { token, permits, leaseMs: req.leaseMs } : undefined,
     };
-    return this.grantOrBusy(req, spec, 'permit', keys, token);
+    return this.grantOrBusy(req, spec, { kind: 'permit', keys }, token);
   }
 
   private grantOrBusy(
     req: ResolvedAcquire,
     spec: AttemptSpec,
-    kind: LeaseKind,
-    keys: MutexKeys | RwKeys | SemKeys,
+    lock: LeasedLock,
     token: string,
   ): Promise<LeaseHandle | number> {
-    if (!this.tracer) return this.grant(req, spec, kind, keys, token);
-    return this.tracer.acquire(req, kind, () => this.grant(req, spec, kind, keys, token));
+    if (!this.tracer) return this.grant(req, spec, lock, token);
+    return this.tracer.acquire(req, lock.kind, () => this.grant(req, spec, lock, token));
   }
 
   private async grant(
     req: ResolvedAcquire,
     spec: AttemptSpec,
-    kind: LeaseKind,
-    keys: MutexKeys | RwKeys | SemKeys,
+    lock: LeasedLock,
     token: string,
   ): Promise<LeaseHandle | number> {
     const started = performance.now();
@@ -199,9 +198,8 @@ export class LeaseGranter {
     const margin = safetyMarginFor(req.leaseMs, this.options.safetyMarginMs) + this.store.clockDriftMs(req.leaseMs);
     const lease = new Lease(
       this.held,
-      kind,
+      lock,
       req.key,
-      keys,
       token,
       result.fence,
       req.leaseMs,

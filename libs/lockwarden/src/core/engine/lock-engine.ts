@@ -14,7 +14,6 @@ import { otelLockTracer } from '../observe/traces';
 import type { LockHealthReport } from '../store/health-probe';
 import type { LockInfo } from '../store/inspect';
 import type { LockBackend, Topology } from '../store/lock-backend';
-import type { LeaseKind } from '../store/lock-store';
 import type { RedisClient } from '../store/redis-client';
 import { SETTLE_GRACE_MS } from '../wait/acquire-loop';
 import { resolveEngineOptions } from './engine-options';
@@ -23,15 +22,16 @@ import { HeldLocks } from './held-locks';
 import { LeaseGranter } from './lease-granter';
 import { LockAdmin } from './lock-admin';
 import { acquireAll } from './acquire-all';
+import type { LockRequest } from './lock-request';
 import { EngineShutdown } from './engine-shutdown';
 import { Reentrancy } from './reentrancy';
 import { defaultLockName, describeKey } from './options';
 import type { AcquireOptions, RwAcquireOptions } from './options';
+import { PermitGranter } from './permit-granter';
 import { RedisBackend } from './redis-backend';
 import { Semaphore } from '../semaphore/semaphore';
-import type { PermitGranter, PermitScope } from '../semaphore/semaphore';
+import type { PermitScope } from '../semaphore/semaphore';
 import type { SemaphoreOptions } from '../semaphore/semaphore-options';
-import { QuorumLockStore } from '../store/quorum-store';
 import { ScheduledJob } from '../schedule/scheduled-job';
 import type { JobHost } from '../schedule/scheduled-job';
 import type { CheckedScheduledOptions } from '../schedule/scheduled-options';
@@ -63,7 +63,7 @@ export class LockEngine {
   private readonly held: HeldLocks;
   private readonly granter: LeaseGranter;
   private readonly admin: LockAdmin;
-  private readonly permitGranter: PermitGranter;
+  private readonly permits: PermitGranter;
   private readonly emit: ((event: LockEvent) => void) | undefined;
   private readonly hub = new EventHub();
   private readonly jobHost: JobHost;
@@ -97,14 +97,7 @@ export class LockEngine {
     const tracer = this.options.traces ? otelLockTracer() : undefined;
     this.granter = new LeaseGranter(this.options, store, this.held, loop, this.emit, tracer);
     this.admin = new LockAdmin(store, this.options.keyPrefix, this.scheduler, this.held, this.topology.client);
-    this.permitGranter = {
-      defaults: this.options,
-      grant: (req, keys, permits, limit) => this.granter.permits(req, keys, permits, limit),
-      orThrow: (req, got) => this.granter.orThrow(req, got),
-      hold: (handle, fn) => this.held.hold([handle], fn),
-      setLimit: (keys, limit) => store.semLimit(keys, limit),
-      inspect: (keys, key) => store.semInspect(keys, key),
-    };
+    this.permits = new PermitGranter(this.options, store, this.granter, this.held);
     this.jobHost = {
       ticks: this.topology.ticks,
       keyPrefix: this.options.keyPrefix,
@@ -113,9 +106,9 @@ export class LockEngine {
       emit: this.emit,
       stopping: this.stop.signal,
       noticed: new Set(),
-      tryAcquire: (key, options) => this.tryAcquire(key, options),
-      acquire: (key, options) => this.acquire(key, options),
-      hold: (handle, fn) => this.held.hold([handle as LeaseHandle], fn),
+      tryAcquire: (key, options) => this.tryAcquireLease(key, options),
+      acquire: (key, options) => this.acquireLease(key, options),
+      hold: (handle, fn) => this.held.hold([handle], fn),
       track: (work) => this.stop.track(work),
     };
   }
@@ -184,12 +177,26 @@ export class LockEngine {
 
   // ---- mutex -------------------------------------------------------------------------------
 
-  async acquire(key: string, options?: AcquireOptions): Promise<LockHandle> {
+  acquire(key: string, options?: AcquireOptions): Promise<LockHandle> {
+    return this.acquireLease(key, options);
+  }
+
+  tryAcquire(key: string, options?: AcquireOptions): Promise<LockHandle | null> {
+    return this.tryAcquireLease(key, options);
+  }
+
+  async withLock<T>(key: string, fn: (lock: LockHandle) => T | Promise<T>, options?: AcquireOptions): Promise<T> {
+    checkCallback('withLock', key, fn);
+    const handle = await this.acquireLease(key, options);
+    return this.held.hold([handle], () => fn(handle));
+  }
+
+  private async acquireLease(key: string, options?: AcquireOptions): Promise<LeaseHandle> {
     const req = this.granter.resolveMutex(key, options);
     return this.reentrancy.again(req.key, 'mutex') ?? this.granter.orThrow(req, this.granter.mutex(req));
   }
 
-  async tryAcquire(key: string, options?: AcquireOptions): Promise<LockHandle | null> {
+  private async tryAcquireLease(key: string, options?: AcquireOptions): Promise<LeaseHandle | null> {
     const req = this.granter.resolveMutex(key, options);
     const reentered = this.reentrancy.again(req.key, 'mutex');
     if (reentered) return reentered;
@@ -197,34 +204,21 @@ export class LockEngine {
     return typeof got === 'number' ? null : got;
   }
 
-  async withLock<T>(key: string, fn: (lock: LockHandle) => T | Promise<T>, options?: AcquireOptions): Promise<T> {
-    checkCallback('withLock', key, fn);
-    const handle = (await this.acquire(key, options)) as LeaseHandle;
-    return this.held.hold([handle], () => fn(handle));
-  }
-
   // ---- read/write --------------------------------------------------------------------------
 
   /** A shared hold: many readers at once, never together with a writer. */
-  async acquireRead(key: string, options?: RwAcquireOptions): Promise<LockHandle> {
-    const req = this.granter.resolveRw(key, options);
-    const enclosing = this.reentrancy.rw(req.key, 'read');
-    if (enclosing instanceof LeaseHandle) return enclosing;
-    const preference = options?.writerPreference !== false;
-    return this.granter.orThrow(req, this.granter.readWrite(req, 'read', enclosing?.token ?? '', preference));
+  acquireRead(key: string, options?: RwAcquireOptions): Promise<LockHandle> {
+    return this.readLease(key, options);
   }
 
   /** An exclusive hold: no reader and no other writer. Refused at once (LockUpgradeError) inside a read hold. */
-  async acquireWrite(key: string, options?: RwAcquireOptions): Promise<LockHandle> {
-    const req = this.granter.resolveRw(key, options);
-    const enclosing = this.reentrancy.rw(req.key, 'write');
-    if (enclosing instanceof LeaseHandle) return enclosing;
-    return this.granter.orThrow(req, this.granter.readWrite(req, 'write', '', true));
+  acquireWrite(key: string, options?: RwAcquireOptions): Promise<LockHandle> {
+    return this.writeLease(key, options);
   }
 
   async withReadLock<T>(key: string, fn: (lock: LockHandle) => T | Promise<T>, options?: RwAcquireOptions): Promise<T> {
     checkCallback('withReadLock', key, fn);
-    const handle = (await this.acquireRead(key, options)) as LeaseHandle;
+    const handle = await this.readLease(key, options);
     return this.held.hold([handle], () => fn(handle));
   }
 
@@ -234,8 +228,23 @@ export class LockEngine {
     options?: RwAcquireOptions,
   ): Promise<T> {
     checkCallback('withWriteLock', key, fn);
-    const handle = (await this.acquireWrite(key, options)) as LeaseHandle;
+    const handle = await this.writeLease(key, options);
     return this.held.hold([handle], () => fn(handle));
+  }
+
+  private async readLease(key: string, options?: RwAcquireOptions): Promise<LeaseHandle> {
+    const req = this.granter.resolveRw(key, options);
+    const enclosing = this.reentrancy.rw(req.key, 'read');
+    if (enclosing instanceof LeaseHandle) return enclosing;
+    const preference = options?.writerPreference !== false;
+    return this.granter.orThrow(req, this.granter.readWrite(req, 'read', enclosing?.token ?? '', preference));
+  }
+
+  private async writeLease(key: string, options?: RwAcquireOptions): Promise<LeaseHandle> {
+    const req = this.granter.resolveRw(key, options);
+    const enclosing = this.reentrancy.rw(req.key, 'write');
+    if (enclosing instanceof LeaseHandle) return enclosing;
+    return this.granter.orThrow(req, this.granter.readWrite(req, 'write', '', true));
   }
 
   // ---- semaphores -------------------------------------------------------------------------
@@ -246,8 +255,8 @@ export class LockEngine {
    * limit, and in quorum mode. `scope` is for frameworks (LockService passes the request's).
    */
   semaphore(key: string, options: SemaphoreOptions, scope?: PermitScope): Semaphore {
-    const semaphore = new Semaphore(this.permitGranter, key, options, this.options.keyPrefix, scope);
-    if (!this.topology.store.semaphores) throw QuorumLockStore.noSemaphore(semaphore.key);
+    const semaphore = new Semaphore(this.permits, key, options, this.options.keyPrefix, scope);
+    this.permits.check(semaphore.key);
     return semaphore;
   }
 
@@ -284,35 +293,32 @@ export class LockEngine {
   }
 
   /**
-   * Takes several locks one at a time, in the order given (callers sort them,
-   * so two calls never wait on each other crosswise). On any failure it
-   * releases what it took. With `busy: 'skip'` a held key yields `null`; with
-   * `'throw'` it fails at once with LockTimeoutError.
+   * Takes what `request` asks for on each key, one at a time, in the order given (callers
+   * sort them, so two calls never wait on each other crosswise). On any failure it releases
+   * what it took. With `onBusy: 'skip'` a held key yields `null`; with `'throw'` it fails at
+   * once with LockTimeoutError. For frameworks: the decorators take their locks through it.
    */
   acquireAll(
     keys: readonly string[],
-    options: AcquireOptions,
-    busy: 'wait' | 'throw' | 'skip',
-    kind: LeaseKind = 'mutex',
+    request: LockRequest,
+    onBusy: 'wait' | 'throw' | 'skip',
   ): Promise<LeaseHandle[] | null> {
-    const skipped = async (key: string, opts: AcquireOptions): Promise<void> => {
-      this.emit?.({ type: 'skipped', key, name: opts.name ?? defaultLockName(key) });
-      this.options.logger.debug(`Skipped "${key}": it is held by ${await this.admin.holderOf(key)}.`);
-    };
     return acquireAll(
       {
-        acquire: (k, o) => this.acquire(k, o),
-        tryAcquire: (k, o) => this.tryAcquire(k, o),
-        acquireRead: (k, o) => this.acquireRead(k, o),
-        acquireWrite: (k, o) => this.acquireWrite(k, o),
-        semaphore: (k, o) => this.semaphore(k, o),
+        acquire: (k, o) => this.acquireLease(k, o),
+        tryAcquire: (k, o) => this.tryAcquireLease(k, o),
+        acquireRead: (k, o) => this.readLease(k, o),
+        acquireWrite: (k, o) => this.writeLease(k, o),
+        permit: (k, limit, o, once) => this.permits.take(k, limit, o, once),
         releaseAll: (handles) => this.releaseAll(handles),
-        skipped,
+        skipped: async (key, name) => {
+          this.emit?.({ type: 'skipped', key, name: name ?? defaultLockName(key) });
+          this.options.logger.debug(`Skipped "${key}": it is held by ${await this.admin.holderOf(key)}.`);
+        },
       },
       keys,
-      options,
-      busy,
-      kind,
+      request,
+      onBusy,
     );
   }
 

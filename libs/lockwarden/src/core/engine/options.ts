@@ -73,6 +73,38 @@ export interface RwAcquireOptions extends Omit<AcquireOptions, 'fair'> {
   writerPreference?: boolean;
 }
 
+/**
+ * Per-call options of `Semaphore.acquire`, `tryAcquire` and `withPermit`.
+ *
+ * @example
+ * ```ts
+ * await exports.withPermit(run, { permits: 2, waitMs: 5_000, signal: request.signal });
+ * ```
+ */
+export interface PermitOptions {
+  /**
+   * How many permits this holder takes. Default 1. An ask above the stored limit waits until
+   * `setPermits` raises the limit, and times out otherwise.
+   */
+  permits?: number;
+  /** How long to wait for permits, in ms. 0 makes a single attempt. Defaults to the module's `waitMs`. */
+  waitMs?: number;
+  /** Cancels the wait with `LockAbortedError`; nothing is left held. */
+  signal?: AbortSignal;
+  /** The lease the watchdog renews, in ms (the time a crashed holder keeps its permits). Defaults to the module's `leaseMs`. */
+  leaseMs?: number;
+  /** The longest one holder may keep its permits alive; the signal aborts then. */
+  maxHoldMs?: number;
+  /**
+   * Not supported: permits go to whichever waiter fits first, with no FIFO queue, so a
+   * waiter for many permits can be overtaken by waiters for few. `true` is refused with
+   * `LockConfigError`.
+   */
+  fair?: boolean;
+  /** The semaphore's low-cardinality name in metrics and events (default: as for locks). */
+  name?: string;
+}
+
 /** Options of one acquisition with every default applied. */
 export interface ResolvedAcquire {
   key: string;
@@ -86,6 +118,12 @@ export interface ResolvedAcquire {
   /** The low-cardinality name metrics label the lock with. */
   name: string;
 }
+
+/** Acquire options checked without a key: the key, and so the name's default, are not known yet. */
+export type CheckedAcquire = Omit<ResolvedAcquire, 'key' | 'name'> & {
+  readonly key: string | undefined;
+  readonly name: string | undefined;
+};
 
 const ACQUIRE_OPTION_NAMES: ReadonlySet<string> = new Set([
   'ttlMs',
@@ -163,9 +201,21 @@ export function checkOptionsObject(what: string, options: unknown, key?: string)
 export function checkAcquireOptions(
   rawOptions: unknown,
   defaults: LockDefaults,
+  extraNames?: ReadonlySet<string>,
+): CheckedAcquire;
+/** With a key, its name's default comes from the key: the options of that one acquire. */
+export function checkAcquireOptions(
+  rawOptions: unknown,
+  defaults: LockDefaults,
+  extraNames: ReadonlySet<string>,
+  key: string,
+): ResolvedAcquire;
+export function checkAcquireOptions(
+  rawOptions: unknown,
+  defaults: LockDefaults,
   extraNames: ReadonlySet<string> = EMPTY,
   key?: string,
-): Omit<ResolvedAcquire, 'key' | 'name'> & { readonly key: string | undefined; readonly name: string | undefined } {
+): CheckedAcquire {
   const options = checkOptionsObject('Acquire', rawOptions, key);
   if (extraNames.size === 0) checkKnownNames('acquire', options, ACQUIRE_OPTION_NAMES, key);
   else checkKnownNames('acquire', options, new Set([...ACQUIRE_OPTION_NAMES, ...extraNames]), key);
@@ -220,10 +270,83 @@ export function resolveAcquire(
   extraNames: ReadonlySet<string> = EMPTY,
 ): ResolvedAcquire {
   // One object per acquire, built once: this runs on every uncontended acquisition.
-  return checkAcquireOptions(rawOptions, defaults, extraNames, checkKey(rawKey)) as ResolvedAcquire;
+  return checkAcquireOptions(rawOptions, defaults, extraNames, checkKey(rawKey));
 }
 
 const EMPTY: ReadonlySet<string> = new Set();
+
+/** The most permits one semaphore may have: far beyond any real limit, and exact in Lua. */
+export const MAX_PERMITS = 2 ** 31 - 1;
+
+/** Options of one permit acquisition with every default applied: how many permits it takes, too. */
+export interface ResolvedPermitAcquire extends ResolvedAcquire {
+  permits: number;
+}
+
+const PERMIT_OPTION_NAMES: ReadonlySet<string> = new Set([
+  'permits',
+  'waitMs',
+  'signal',
+  'leaseMs',
+  'maxHoldMs',
+  'fair',
+  'name',
+]);
+
+export function checkPermits(field: string, value: unknown, max: number, key?: string): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > max) {
+    throw new LockConfigError(`${field} must be an integer from 1 to ${max}, got ${describe(value)}.`, key);
+  }
+  return value;
+}
+
+/** Checks one permit acquire's options, filling in the defaults. */
+export function resolvePermitAcquire(key: string, rawOptions: unknown, defaults: LockDefaults): ResolvedPermitAcquire {
+  const options = checkOptionsObject('Permit', rawOptions, key);
+  checkKnownNames('permit', options, PERMIT_OPTION_NAMES, key);
+  // Not bounded by the limit this object was made with: the stored one rules and may be higher.
+  // An ask above the stored limit waits for setPermits to raise it.
+  const permits = options.permits === undefined ? 1 : checkPermits('permits', options.permits, MAX_PERMITS, key);
+  if (options.fair !== undefined && typeof options.fair !== 'boolean') {
+    throw new LockConfigError(`fair must be a boolean, got ${describe(options.fair)}.`, key);
+  }
+  if (options.fair === true) {
+    throw new LockConfigError(
+      'fair is not available for semaphores: permits go to whichever waiter fits first, with no FIFO queue.',
+      key,
+    );
+  }
+  const waitMs =
+    options.waitMs === undefined ? defaults.waitMs : checkInteger('waitMs', options.waitMs, 0, MAX_MS, key);
+  const lease =
+    options.leaseMs === undefined
+      ? defaults.leaseMs
+      : checkInteger('leaseMs', options.leaseMs, MIN_LEASE_MS, MAX_MS, key);
+  const maxHoldMs =
+    options.maxHoldMs === undefined
+      ? defaults.maxHoldMs
+      : checkInteger('maxHoldMs', options.maxHoldMs, MIN_LEASE_MS, MAX_MS, key);
+  const signal = options.signal;
+  if (signal !== undefined && !(signal instanceof AbortSignal)) {
+    throw new LockConfigError(`signal must be an AbortSignal, got ${describe(signal)}.`, key);
+  }
+  const name = options.name;
+  if (name !== undefined && (typeof name !== 'string' || name.length === 0 || name.length > 200)) {
+    throw new LockConfigError(`name must be a non-empty string of at most 200 characters, got ${describe(name)}.`, key);
+  }
+  return {
+    key,
+    permits,
+    leaseMs: maxHoldMs === undefined ? lease : Math.min(lease, maxHoldMs),
+    renew: true,
+    waitMs,
+    signal,
+    fair: false,
+    maxHoldMs,
+    lockAtLeastMs: undefined,
+    name: name ?? defaultLockName(key),
+  };
+}
 
 /** A key's metric name when none was given: its first `:` segment, then `:*` when more follows. */
 export function defaultLockName(key: string): string {

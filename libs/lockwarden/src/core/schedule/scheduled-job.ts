@@ -1,5 +1,6 @@
 import { LockAbortedError, LockBackendError, LockError, LockTimeoutError } from '../../errors';
 import type { AcquireOptions } from '../engine/options';
+import type { LeaseHandle } from '../lease/lease';
 import type { LockHandle } from '../lease/lock-handle';
 import type { LockEvent } from '../observe/events';
 import type { LockLogger } from '../observe/logger';
@@ -20,10 +21,10 @@ export interface JobHost {
   readonly stopping: AbortSignal;
   /** What was said once already, per job ("ahead:<key>", "overrun:<key>"), so a WARN is not repeated every tick. */
   readonly noticed: Set<string>;
-  tryAcquire(key: string, options: AcquireOptions): Promise<LockHandle | null>;
-  acquire(key: string, options: AcquireOptions): Promise<LockHandle>;
+  tryAcquire(key: string, options: AcquireOptions): Promise<LeaseHandle | null>;
+  acquire(key: string, options: AcquireOptions): Promise<LeaseHandle>;
   /** Runs `fn` holding `handle`, then releases it (or keeps it to lockAtLeastMs). */
-  hold<T>(handle: LockHandle, fn: () => Promise<T>): Promise<T>;
+  hold<T>(handle: LeaseHandle, fn: () => Promise<T>): Promise<T>;
   /**
    * Work that shutdown waits for (within its grace) before it closes Redis: a tick's whole
    * handling, so that a tick given back while shutting down reaches Redis.
@@ -127,8 +128,8 @@ export class ScheduledJob {
   }
 
   /** The job's lock for tick `at`, or null (the tick is then settled as an overrun). */
-  private async take(at: number, wait: boolean, keepMs: number): Promise<LockHandle | null> {
-    let handle: LockHandle | null;
+  private async take(at: number, wait: boolean, keepMs: number): Promise<LeaseHandle | null> {
+    let handle: LeaseHandle | null;
     try {
       handle = wait
         ? await this.host.acquire(this.key, { ...this.options.acquire, waitMs: this.options.acquire.waitMs ?? keepMs })
