@@ -16,7 +16,8 @@ export type { PermitOptions } from './engine/options';
 // What the Nest layer, the CLI, health, testing and the dashboard use: their one door into the core.
 export { forceUnlockKey, inspectLock } from './store/inspect';
 export type { LockInfo } from './store/inspect';
-export { checkAcquireOptions, checkKey, checkKnownNames, checkOptionsObject, describe } from './engine/options';
+export { checkAcquireOptions } from './engine/options';
+export { checkKey, checkKnownNames, checkOptionsObject, describe } from './engine/validate';
 export type { RwAcquireOptions } from './engine/options';
 export type { PermitScope } from './semaphore/semaphore';
 export { resolveSemaphore } from './semaphore/semaphore-options';

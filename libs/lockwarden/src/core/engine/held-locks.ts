@@ -9,7 +9,7 @@ import type { LockLogger } from '../observe/logger';
 import type { SemKeys } from '../store/lock-keys';
 import type { LockStore } from '../store/lock-store';
 import type { Waiter } from '../wait/wake-bus';
-import { checkInteger, MAX_MS, MIN_LEASE_MS } from './options';
+import { checkInteger, MAX_MS, MIN_LEASE_MS } from './validate';
 
 /**
  * How many times in a row a release passes permits to a waiter of its own process (see

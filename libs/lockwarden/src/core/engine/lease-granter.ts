@@ -12,9 +12,10 @@ import type { AttemptSpec, LoopContext } from '../wait/acquire-loop';
 import { safetyMarginFor } from './engine-options';
 import type { ResolvedEngineOptions } from './engine-options';
 import type { HeldLocks } from './held-locks';
-import { describe, resolveAcquire } from './options';
+import { resolveAcquire } from './options';
 import type { AcquireOptions, ResolvedAcquire, RwAcquireOptions } from './options';
 import { newOwnerToken } from './tokens';
+import { checkBoolean } from './validate';
 
 /**
  * A waiter with a place on the server (a queued mutex waiter, fair or starving, or a waiting
@@ -69,10 +70,7 @@ export class LeaseGranter {
   resolveRw(key: string, options: RwAcquireOptions | undefined): ResolvedAcquire {
     const req = resolveAcquire(key, options, this.options, RW_OPTION_NAMES);
     if (!this.store.readWrite) throw QuorumLockStore.noReadWrite(req.key);
-    const pref: unknown = options?.writerPreference;
-    if (pref !== undefined && typeof pref !== 'boolean') {
-      throw new LockConfigError(`writerPreference must be a boolean, got ${describe(pref)}.`, req.key);
-    }
+    checkBoolean('writerPreference', options?.writerPreference, req.key);
     if (req.fair) {
       throw new LockConfigError(
         'fair is not an option of read/write locks: they use writer preference instead.',

@@ -7,8 +7,9 @@ import { QuorumLockStore } from '../store/quorum-store';
 import type { SemaphoreInfo } from '../store/sem-inspect';
 import type { HeldLocks } from './held-locks';
 import type { LeaseGranter } from './lease-granter';
-import { checkKey, checkPermits, MAX_PERMITS, resolvePermitAcquire } from './options';
+import { resolvePermitAcquire } from './options';
 import type { LockDefaults, PermitOptions, ResolvedPermitAcquire } from './options';
+import { checkKey, checkPermits, MAX_PERMITS } from './validate';
 
 /**
  * The engine's permit path: what a Semaphore builds on, and what a decorated call that takes

@@ -1,5 +1,5 @@
 import { LockConfigError } from '../../errors';
-import { checkKey, checkKnownNames, checkOptionsObject, checkPermits, MAX_PERMITS } from '../engine/options';
+import { checkKey, checkKnownNames, checkOptionsObject, checkPermits, MAX_PERMITS } from '../engine/validate';
 
 /**
  * Options of `LockService.semaphore(key, options)`.

@@ -1,7 +1,8 @@
 import { LockBackendError, LockConfigError, LockError } from '../../errors';
-import { checkPermits, MAX_PERMITS, resolvePermitAcquire } from '../engine/options';
+import { resolvePermitAcquire } from '../engine/options';
 import type { PermitOptions } from '../engine/options';
 import type { PermitGranter } from '../engine/permit-granter';
+import { checkPermits, MAX_PERMITS } from '../engine/validate';
 import type { LeaseHandle } from '../lease/lease';
 import type { LockHandle } from '../lease/lock-handle';
 import { semKeys } from '../store/lock-keys';

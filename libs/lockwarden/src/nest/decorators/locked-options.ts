@@ -36,7 +36,8 @@ export interface CheckedLockedOptions {
 
 const DECORATOR_ONLY: ReadonlySet<string> = new Set(['onBusy', 'retryAfterMs']);
 const RW_DECORATOR_ONLY: ReadonlySet<string> = new Set(['onBusy', 'writerPreference', 'retryAfterMs']);
-const CHECK_DEFAULTS = { keyPrefix: '', leaseMs: 30_000, waitMs: 0, safetyMarginMs: undefined };
+/** Defaults for checking options where a decorator is applied, before any engine exists. */
+export const CHECK_DEFAULTS = { keyPrefix: '', leaseMs: 30_000, waitMs: 0, safetyMarginMs: undefined };
 
 /** Validates decorator options where the decorator is applied, so mistakes surface at startup. */
 export function checkLockedOptions(

@@ -1,6 +1,6 @@
 import { LockConfigError } from '../../errors';
 import { checkKnownNames, checkOptionsObject, resolvePermitAcquire, resolveSemaphore } from '../../core';
-import { checkOnBusy, checkRetryAfter } from './locked-options';
+import { CHECK_DEFAULTS, checkOnBusy, checkRetryAfter } from './locked-options';
 import type { CheckedLockedOptions, OnBusy } from './locked-options';
 
 /**
@@ -38,7 +38,6 @@ const NAMES: ReadonlySet<string> = new Set([
   'onBusy',
   'retryAfterMs',
 ]);
-const CHECK_DEFAULTS = { keyPrefix: '', leaseMs: 30_000, waitMs: 0, safetyMarginMs: undefined };
 
 /** Validates `@Semaphore` options where the decorator is applied, so mistakes surface at startup. */
 export function checkSemaphoreDecoratorOptions(
