@@ -40,11 +40,6 @@ const UNQUEUED = { fair: false, queueRefreshMs: undefined, handoffMs: Infinity, 
  * business: this always makes a new owner.
  */
 export class LeaseGranter {
-  /** Told of every new handle: how a request scope tracks locks taken during it. */
-  onGrant: ((handle: LeaseHandle) => void) | undefined;
-  /** Called once, soon after the next grant, then forgotten. */
-  firstGrant: (() => void) | undefined;
-
   constructor(
     private readonly options: ResolvedEngineOptions,
     private readonly store: LockStore,
@@ -52,7 +47,9 @@ export class LeaseGranter {
     private readonly loop: LoopContext,
     private readonly emit: ((event: LockEvent) => void) | undefined,
     /** Spans of each acquisition and hold; undefined when traces are off or OpenTelemetry is absent. */
-    private readonly tracer?: LockTracer,
+    private readonly tracer: LockTracer | undefined,
+    /** Told of every new handle: how a request scope tracks locks taken during it. */
+    private readonly onGrant: ((handle: LeaseHandle) => void) | undefined,
   ) {}
 
   resolveMutex(key: string, options: AcquireOptions | undefined): ResolvedAcquire {
@@ -220,10 +217,6 @@ export class LeaseGranter {
     });
     const handle = new LeaseHandle(lease);
     this.onGrant?.(handle);
-    if (this.firstGrant) {
-      setImmediate(this.firstGrant);
-      this.firstGrant = undefined;
-    }
     return handle;
   }
 }

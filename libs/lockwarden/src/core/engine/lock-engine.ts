@@ -1,35 +1,30 @@
 import { LockConfigError } from '../../errors';
-import { LeaseHandle } from '../lease/lease';
 import { LockContext } from '../lease/lock-context';
 import type { LockHandle } from '../lease/lock-handle';
-import { RenewalScheduler } from '../lease/renewal-scheduler';
-import { emitter } from '../observe/events';
+import type { LeaseHandle } from '../lease/lease';
+import type { RenewalScheduler } from '../lease/renewal-scheduler';
 import type { LockEventListener } from '../observe/events';
 import { EventHub } from '../observe/event-hub';
 import type { LockSurvey, SurveyOptions } from '../observe/lock-survey';
-import type { LockEvent } from '../observe/events';
 import type { LockLogger } from '../observe/logger';
-import { otelMetricsListener } from '../observe/metrics';
-import { otelLockTracer } from '../observe/traces';
 import type { LockHealthReport } from '../store/health-probe';
 import type { LockInfo } from '../store/inspect';
 import type { LockBackend, Topology } from '../store/lock-backend';
 import type { RedisClient } from '../store/redis-client';
-import { SETTLE_GRACE_MS } from '../wait/acquire-loop';
+import { acquireAll } from './acquire-all';
+import { buildEngineParts } from './engine-parts';
+import type { EngineHooks } from './engine-parts';
 import { resolveEngineOptions } from './engine-options';
 import type { LockEngineOptions, ResolvedEngineOptions } from './engine-options';
-import { HeldLocks } from './held-locks';
-import { LeaseGranter } from './lease-granter';
-import { LockAdmin } from './lock-admin';
-import { acquireAll } from './acquire-all';
+import type { EngineShutdown } from './engine-shutdown';
+import type { HeldLocks } from './held-locks';
+import type { LeasePaths } from './lease-paths';
+import type { LockAdmin } from './lock-admin';
 import type { LockRequest } from './lock-request';
-import { EngineShutdown } from './engine-shutdown';
-import { Reentrancy } from './reentrancy';
-import { defaultLockName } from './options';
-import { describeKey } from './validate';
 import type { AcquireOptions, RwAcquireOptions } from './options';
-import { PermitGranter } from './permit-granter';
+import type { PermitGranter } from './permit-granter';
 import { RedisBackend } from './redis-backend';
+import { describeKey } from './validate';
 import { Semaphore } from '../semaphore/semaphore';
 import type { PermitScope } from '../semaphore/semaphore';
 import type { SemaphoreOptions } from '../semaphore/semaphore-options';
@@ -62,65 +57,25 @@ export class LockEngine {
   private readonly scheduler: RenewalScheduler;
   private readonly context = new LockContext();
   private readonly held: HeldLocks;
-  private readonly granter: LeaseGranter;
   private readonly admin: LockAdmin;
   private readonly permits: PermitGranter;
-  private readonly emit: ((event: LockEvent) => void) | undefined;
   private readonly hub = new EventHub();
   private readonly jobHost: JobHost;
   private readonly stop: EngineShutdown;
-  private readonly reentrancy: Reentrancy;
+  private readonly paths: LeasePaths;
 
   /**
    * @param backend where the locks live: by default the Redis topology `options` names;
    *   `new MemoryLockBackend()` (from `lockwarden/testing`) keeps them in memory.
+   * @param hooks for frameworks (the Nest layer), see EngineHooks.
+   * @internal `hooks`
    */
-  constructor(options: LockEngineOptions, logger?: LockLogger, backend?: LockBackend) {
+  constructor(options: LockEngineOptions, logger?: LockLogger, backend?: LockBackend, hooks: EngineHooks = {}) {
     this.options = resolveEngineOptions(options, logger, backend !== undefined);
     this.topology = (backend ?? new RedisBackend(this.options)).open(this.options.instanceId, this.options.logger);
-    const store = this.topology.store;
-    this.emit = emitter(this.options.onEvent, this.options.metrics ? otelMetricsListener() : undefined, this.hub.emit);
-    this.scheduler = new RenewalScheduler(store, this.options.logger, this.emit);
-    this.held = new HeldLocks(store, this.scheduler, this.context, this.options.logger, this.emit);
-    this.stop = new EngineShutdown(this.held, this.scheduler, this.topology);
-    this.reentrancy = new Reentrancy(this.context);
-    const loop = {
-      bus: this.topology.bus,
-      gates: this.stop.gates,
-      shuttingDown: this.stop.refusal,
-      commandTimeoutMs: this.options.commandTimeoutMs,
-      settleGraceMs: SETTLE_GRACE_MS + store.attemptMs,
-      emit: this.emit,
-      logger: this.options.logger,
-      connectionDown: () => this.topology.connectionDown?.(),
-    };
-    if (store.permitPass) this.held.passTarget = (channel) => this.topology.bus.claimPassTarget(channel);
-    const tracer = this.options.traces ? otelLockTracer() : undefined;
-    this.granter = new LeaseGranter(this.options, store, this.held, loop, this.emit, tracer);
-    this.admin = new LockAdmin(store, this.options.keyPrefix, this.scheduler, this.held, this.topology.client);
-    this.permits = new PermitGranter(this.options, store, this.granter, this.held);
-    this.jobHost = {
-      ticks: this.topology.ticks,
-      keyPrefix: this.options.keyPrefix,
-      leaseMs: this.options.leaseMs,
-      logger: this.options.logger,
-      emit: this.emit,
-      stopping: this.stop.signal,
-      noticed: new Set(),
-      tryAcquire: (key, options) => this.tryAcquireLease(key, options),
-      acquire: (key, options) => this.acquireLease(key, options),
-      hold: (handle, fn) => this.held.hold([handle], fn),
-      track: (work) => this.stop.track(work),
-    };
-  }
-
-  /** Told of every new (non-reentrant) handle: how a request scope tracks locks taken during it. */
-  get onGrant(): ((handle: LeaseHandle) => void) | undefined {
-    return this.granter.onGrant;
-  }
-
-  set onGrant(listener: ((handle: LeaseHandle) => void) | undefined) {
-    this.granter.onGrant = listener;
+    const parts = buildEngineParts(this.options, this.topology, this.context, this.hub, hooks);
+    ({ scheduler: this.scheduler, held: this.held, stop: this.stop, admin: this.admin } = parts);
+    ({ permits: this.permits, paths: this.paths, jobHost: this.jobHost } = parts);
   }
 
   /**
@@ -149,11 +104,6 @@ export class LockEngine {
     return this.admin.survey(options);
   }
 
-  /** Calls `check` once, soon after the next lock or permit is granted (it must not throw). */
-  onFirstGrant(check: () => void): void {
-    this.granter.firstGrant = check;
-  }
-
   /** The Redis client (in quorum mode, the first node's). There is none on the in-memory test backend. */
   get client(): RedisClient {
     if (!this.topology.client)
@@ -179,47 +129,34 @@ export class LockEngine {
   // ---- mutex -------------------------------------------------------------------------------
 
   acquire(key: string, options?: AcquireOptions): Promise<LockHandle> {
-    return this.acquireLease(key, options);
+    return this.paths.acquire(key, options);
   }
 
   tryAcquire(key: string, options?: AcquireOptions): Promise<LockHandle | null> {
-    return this.tryAcquireLease(key, options);
+    return this.paths.tryAcquire(key, options);
   }
 
   async withLock<T>(key: string, fn: (lock: LockHandle) => T | Promise<T>, options?: AcquireOptions): Promise<T> {
     checkCallback('withLock', key, fn);
-    const handle = await this.acquireLease(key, options);
+    const handle = await this.paths.acquire(key, options);
     return this.held.hold([handle], () => fn(handle));
-  }
-
-  private async acquireLease(key: string, options?: AcquireOptions): Promise<LeaseHandle> {
-    const req = this.granter.resolveMutex(key, options);
-    return this.reentrancy.again(req.key, 'mutex') ?? this.granter.orThrow(req, this.granter.mutex(req));
-  }
-
-  private async tryAcquireLease(key: string, options?: AcquireOptions): Promise<LeaseHandle | null> {
-    const req = this.granter.resolveMutex(key, options);
-    const reentered = this.reentrancy.again(req.key, 'mutex');
-    if (reentered) return reentered;
-    const got = await this.granter.mutex({ ...req, waitMs: 0 });
-    return typeof got === 'number' ? null : got;
   }
 
   // ---- read/write --------------------------------------------------------------------------
 
   /** A shared hold: many readers at once, never together with a writer. */
   acquireRead(key: string, options?: RwAcquireOptions): Promise<LockHandle> {
-    return this.readLease(key, options);
+    return this.paths.acquireRead(key, options);
   }
 
   /** An exclusive hold: no reader and no other writer. Refused at once (LockUpgradeError) inside a read hold. */
   acquireWrite(key: string, options?: RwAcquireOptions): Promise<LockHandle> {
-    return this.writeLease(key, options);
+    return this.paths.acquireWrite(key, options);
   }
 
   async withReadLock<T>(key: string, fn: (lock: LockHandle) => T | Promise<T>, options?: RwAcquireOptions): Promise<T> {
     checkCallback('withReadLock', key, fn);
-    const handle = await this.readLease(key, options);
+    const handle = await this.paths.acquireRead(key, options);
     return this.held.hold([handle], () => fn(handle));
   }
 
@@ -229,23 +166,8 @@ export class LockEngine {
     options?: RwAcquireOptions,
   ): Promise<T> {
     checkCallback('withWriteLock', key, fn);
-    const handle = await this.writeLease(key, options);
+    const handle = await this.paths.acquireWrite(key, options);
     return this.held.hold([handle], () => fn(handle));
-  }
-
-  private async readLease(key: string, options?: RwAcquireOptions): Promise<LeaseHandle> {
-    const req = this.granter.resolveRw(key, options);
-    const enclosing = this.reentrancy.rw(req.key, 'read');
-    if (enclosing instanceof LeaseHandle) return enclosing;
-    const preference = options?.writerPreference !== false;
-    return this.granter.orThrow(req, this.granter.readWrite(req, 'read', enclosing?.token ?? '', preference));
-  }
-
-  private async writeLease(key: string, options?: RwAcquireOptions): Promise<LeaseHandle> {
-    const req = this.granter.resolveRw(key, options);
-    const enclosing = this.reentrancy.rw(req.key, 'write');
-    if (enclosing instanceof LeaseHandle) return enclosing;
-    return this.granter.orThrow(req, this.granter.readWrite(req, 'write', '', true));
   }
 
   // ---- semaphores -------------------------------------------------------------------------
@@ -268,7 +190,7 @@ export class LockEngine {
    * across all instances, never two at once (see ScheduledJob). Cheap: make one per job.
    */
   scheduledJob(key: string, schedule: TickSchedule, options: CheckedScheduledOptions): ScheduledJob {
-    this.granter.resolveMutex(key, options.acquire);
+    this.paths.checkMutex(key, options.acquire);
     return new ScheduledJob(this.jobHost, key, schedule, options);
   }
 
@@ -304,23 +226,7 @@ export class LockEngine {
     request: LockRequest,
     onBusy: 'wait' | 'throw' | 'skip',
   ): Promise<LeaseHandle[] | null> {
-    return acquireAll(
-      {
-        acquire: (k, o) => this.acquireLease(k, o),
-        tryAcquire: (k, o) => this.tryAcquireLease(k, o),
-        acquireRead: (k, o) => this.readLease(k, o),
-        acquireWrite: (k, o) => this.writeLease(k, o),
-        permit: (k, limit, o, once) => this.permits.take(k, limit, o, once),
-        releaseAll: (handles) => this.releaseAll(handles),
-        skipped: async (key, name) => {
-          this.emit?.({ type: 'skipped', key, name: name ?? defaultLockName(key) });
-          this.options.logger.debug(`Skipped "${key}": it is held by ${await this.admin.holderOf(key)}.`);
-        },
-      },
-      keys,
-      request,
-      onBusy,
-    );
+    return acquireAll(this.paths, keys, request, onBusy);
   }
 
   /** Asks the holders of these handles to stop, without releasing anything. */
