@@ -14,7 +14,7 @@ import type { LockHandle } from 'lockwarden';
 import { MemoryLockBackend } from 'lockwarden/testing';
 import { Semaphore as SemaphoreObject } from '../libs/lockwarden/src/core';
 import { semKeys } from '../libs/lockwarden/src/core/backend/lock-keys';
-import { MAX_PASSES } from '../libs/lockwarden/src/core/engine/held-locks';
+import { MAX_PASSES } from '../libs/lockwarden/src/core/engine/permit-release';
 import { WIRE } from '../libs/lockwarden/src/core/scripts/wire';
 import { runWorker } from './harness/child';
 import type { ChildScript } from './harness/child';

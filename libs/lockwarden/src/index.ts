@@ -17,7 +17,8 @@ export type { RedisClient } from './core/backend/lock-backend';
 export { LockEngine } from './core/engine/lock-engine';
 // One name for two things: the type of what LockService.semaphore() returns, and the decorator.
 export { Semaphore } from './nest/decorators/semaphore.decorator';
-export type { SemaphoreOptions, PermitOptions } from './core/semaphore/semaphore-options';
+export type { SemaphoreOptions } from './core/semaphore/semaphore-options';
+export type { PermitOptions } from './core/engine/options';
 export type { SemaphoreDecoratorOptions } from './nest/decorators/semaphore-options';
 export type { LockBackend, Topology } from './core/backend/lock-backend';
 export { Locked } from './nest/decorators/locked.decorator';

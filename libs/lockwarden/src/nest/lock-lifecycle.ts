@@ -21,6 +21,7 @@ import type { LockModuleOptions } from './lock-options.interface';
 export class LockLifecycle implements OnApplicationBootstrap, BeforeApplicationShutdown, OnApplicationShutdown {
   private bootstrappedAt = 0;
   private recheck: NodeJS.Timeout | undefined;
+  private stopListening: (() => void) | undefined;
 
   constructor(
     private readonly engine: LockEngine,
@@ -32,8 +33,15 @@ export class LockLifecycle implements OnApplicationBootstrap, BeforeApplicationS
     this.engine.watchdog.start();
     this.bootstrappedAt = performance.now();
     // Checked when it matters, not now: a cron worker calls app.enableShutdownHooks() right
-    // after createApplicationContext() resolves, which is after bootstrap.
-    this.engine.onFirstGrant(() => this.checkShutdownHooks());
+    // after createApplicationContext() resolves, which is after bootstrap. So at the first
+    // grant (a lock's or a permit's), soon after it.
+    this.stopListening?.();
+    const stop = this.engine.subscribe((event) => {
+      if (event.type !== 'acquired') return;
+      stop();
+      setImmediate(() => this.checkShutdownHooks());
+    });
+    this.stopListening = stop;
   }
 
   /**
@@ -66,6 +74,7 @@ export class LockLifecycle implements OnApplicationBootstrap, BeforeApplicationS
 
   async beforeApplicationShutdown(): Promise<void> {
     clearTimeout(this.recheck);
+    this.stopListening?.();
     await this.engine.drain(this.options.shutdownGraceMs);
   }
 

@@ -11,6 +11,7 @@ import { engineOptionsOf } from './lock-options.interface';
 import type { LockModuleOptions } from './lock-options.interface';
 import { LockService } from './lock.service';
 import { LockWatchdog } from './lock-watchdog';
+import { RequestLockScope } from './request-lock-scope';
 
 /**
  * The token the store's backend is provided under, the throttler-storage way: LockModule
@@ -31,7 +32,10 @@ export const lockProviders: Provider[] = [
   {
     provide: LockEngine,
     useFactory: (options: LockModuleOptions, backend: LockBackend) =>
-      new LockEngine(engineOptionsOf(options), new Logger('Lockwarden'), backend),
+      new LockEngine(engineOptionsOf(options), new Logger('Lockwarden'), backend, {
+        // A request's client going away aborts the signal of every lock granted while it runs.
+        onGrant: (handle) => RequestLockScope.current()?.granted(handle),
+      }),
     inject: [LOCK_MODULE_OPTIONS, LOCK_BACKEND],
   },
   {

@@ -41,10 +41,7 @@ export class LockService {
   constructor(
     private readonly engine: LockEngine,
     private readonly leaderships: LeadershipRegistry,
-  ) {
-    // A request's client going away aborts the signal of every lock granted while it runs.
-    this.engine.onGrant = (handle) => RequestLockScope.current()?.granted(handle);
-  }
+  ) {}
 
   /**
    * Waits up to `waitMs` for the lock and returns its handle. Rejects with

@@ -1,47 +1,43 @@
 import { LockTimeoutError } from '../../errors';
 import type { LeaseHandle } from '../lease/lease';
-import type { LockHandle } from '../lease/lock-handle';
-import type { Semaphore } from '../semaphore/semaphore';
-import type { PermitOptions, SemaphoreOptions } from '../semaphore/semaphore-options';
-import type { LeaseKind } from '../backend/lock-store';
-import type { AcquireOptions, RwAcquireOptions } from './options';
+import type { LockRequest } from './lock-request';
+import type { AcquireOptions, PermitOptions, RwAcquireOptions } from './options';
 
-/** What taking several locks asks of the engine. */
+/** What taking several locks asks of the engine: its paths that give the internal handle. */
 export interface MultiLockHost {
-  acquire(key: string, options?: AcquireOptions): Promise<LockHandle>;
-  tryAcquire(key: string, options?: AcquireOptions): Promise<LockHandle | null>;
-  acquireRead(key: string, options?: RwAcquireOptions): Promise<LockHandle>;
-  acquireWrite(key: string, options?: RwAcquireOptions): Promise<LockHandle>;
-  semaphore(key: string, options: SemaphoreOptions): Semaphore;
-  releaseAll(handles: readonly LockHandle[]): Promise<void>;
+  acquire(key: string, options: AcquireOptions): Promise<LeaseHandle>;
+  tryAcquire(key: string, options: AcquireOptions): Promise<LeaseHandle | null>;
+  acquireRead(key: string, options: RwAcquireOptions): Promise<LeaseHandle>;
+  acquireWrite(key: string, options: RwAcquireOptions): Promise<LeaseHandle>;
+  /** One permit of the semaphore `key` whose limit is `limit`; `once`: one attempt, null when busy. */
+  permit(key: string, limit: number, options: PermitOptions, once: boolean): Promise<LeaseHandle | null>;
+  releaseAll(handles: readonly LeaseHandle[]): Promise<void>;
   /** Reports a call skipped because `key` was busy (event and log line). */
-  skipped(key: string, options: AcquireOptions): Promise<void>;
+  skipped(key: string, name: string | undefined): Promise<void>;
 }
 
 /**
  * Takes several locks one at a time, in the order given (callers sort them, so two calls
  * never wait on each other crosswise). On any failure it releases what it took. With
- * `busy: 'skip'` a held key yields `null`; with `'throw'` it fails at once with
+ * `onBusy: 'skip'` a held key yields `null`; with `'throw'` it fails at once with
  * LockTimeoutError.
  */
 export async function acquireAll(
   host: MultiLockHost,
   keys: readonly string[],
-  options: AcquireOptions,
-  busy: 'wait' | 'throw' | 'skip',
-  kind: LeaseKind,
+  request: LockRequest,
+  onBusy: 'wait' | 'throw' | 'skip',
 ): Promise<LeaseHandle[] | null> {
-  const opts = busy === 'wait' ? options : { ...options, waitMs: 0 };
   const taken: LeaseHandle[] = [];
   try {
     for (const key of keys) {
-      const handle = await acquireKind(host, key, opts, kind, busy === 'skip');
+      const handle = await acquireOne(host, key, request, onBusy);
       if (!handle) {
         await host.releaseAll(taken);
-        await host.skipped(key, options);
+        await host.skipped(key, request.options.name);
         return null;
       }
-      taken.push(handle as LeaseHandle);
+      taken.push(handle);
     }
     return taken;
   } catch (err) {
@@ -50,24 +46,34 @@ export async function acquireAll(
   }
 }
 
-function acquireKind(
+function acquireOne(
   host: MultiLockHost,
   key: string,
-  options: AcquireOptions,
-  kind: LeaseKind,
-  once: boolean,
-): Promise<LockHandle | null> {
-  if (kind === 'mutex') return once ? host.tryAcquire(key, options) : host.acquire(key, options);
-  if (kind === 'permit') {
-    // A decorator's options carry the semaphore's limit as `permits`; each call takes one.
-    const { permits, ...rest } = options as PermitOptions & SemaphoreOptions;
-    const semaphore = host.semaphore(key, { permits });
-    return once ? semaphore.tryAcquire(rest) : semaphore.acquire(rest);
+  request: LockRequest,
+  onBusy: 'wait' | 'throw' | 'skip',
+): Promise<LeaseHandle | null> {
+  const once = onBusy === 'skip';
+  switch (request.kind) {
+    case 'mutex': {
+      const options = budget(request.options, onBusy);
+      return once ? host.tryAcquire(key, options) : host.acquire(key, options);
+    }
+    case 'permit':
+      return host.permit(key, request.limit, budget(request.options, onBusy), once);
+    case 'read':
+    case 'write': {
+      const options = budget(request.options, onBusy);
+      const rw = request.kind === 'read' ? host.acquireRead(key, options) : host.acquireWrite(key, options);
+      if (!once) return rw;
+      return rw.catch((err: unknown) => {
+        if (err instanceof LockTimeoutError) return null;
+        throw err;
+      });
+    }
   }
-  const rw = kind === 'read' ? host.acquireRead(key, options) : host.acquireWrite(key, options);
-  if (!once) return rw;
-  return rw.catch((err: unknown) => {
-    if (err instanceof LockTimeoutError) return null;
-    throw err;
-  });
+}
+
+/** The options with no wait unless the call waits when busy. */
+function budget<O extends { waitMs?: number }>(options: O, onBusy: 'wait' | 'throw' | 'skip'): O {
+  return onBusy === 'wait' ? options : { ...options, waitMs: 0 };
 }

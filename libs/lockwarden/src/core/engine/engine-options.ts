@@ -3,7 +3,9 @@ import { LockConfigError } from '../../errors';
 import type { LockEventListener } from '../observe/events';
 import type { LockLogger } from '../observe/logger';
 import { SILENT_LOGGER } from '../observe/logger';
+import type { LockDefaults } from './options';
 import {
+  checkBoolean,
   checkInteger,
   checkKnownNames,
   checkOptionsObject,
@@ -11,8 +13,7 @@ import {
   isWellFormed,
   MAX_MS,
   MIN_LEASE_MS,
-} from './options';
-import type { LockDefaults } from './options';
+} from './validate';
 import type { LockBackend } from '../backend/lock-backend';
 import { RedisBackend } from '../redis/redis-backend';
 import type { ResolvedQuorum } from '../redis/redis-backend';
@@ -208,7 +209,7 @@ export function resolveEngineOptions(
     redis: quorum ? undefined : (o.redis as RedisSpec | undefined),
     quorum,
     replicaAck: o.replicaAck === undefined ? undefined : resolveReplicaAck(o.replicaAck),
-    clockTokens: o.clockTokens === undefined ? undefined : checkBoolean('clockTokens', o.clockTokens, false),
+    clockTokens: checkBoolean('clockTokens', o.clockTokens),
     keyPrefix,
     leaseMs,
     waitMs: o.waitMs === undefined ? 10_000 : checkInteger('waitMs', o.waitMs, 0, MAX_MS),
@@ -219,18 +220,12 @@ export function resolveEngineOptions(
       o.commandTimeoutMs === undefined ? 2_000 : checkInteger('commandTimeoutMs', o.commandTimeoutMs, 1, MAX_MS),
     logger,
     onEvent: o.onEvent as LockEventListener | undefined,
-    metrics: checkBoolean('metrics', o.metrics, true),
-    traces: checkBoolean('traces', o.traces, true),
+    metrics: checkBoolean('metrics', o.metrics) ?? true,
+    traces: checkBoolean('traces', o.traces) ?? true,
     maxHoldMs: o.maxHoldMs === undefined ? undefined : checkInteger('maxHoldMs', o.maxHoldMs, MIN_LEASE_MS, MAX_MS),
     shutdownGraceMs:
       o.shutdownGraceMs === undefined ? 10_000 : checkInteger('shutdownGraceMs', o.shutdownGraceMs, 0, MAX_MS),
   };
-}
-
-function checkBoolean(field: string, value: unknown, fallback: boolean): boolean {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'boolean') throw new LockConfigError(`${field} must be a boolean, got ${describe(value)}.`);
-  return value;
 }
 
 function resolveReplicaAck(raw: unknown): ReplicaAckOptions {

@@ -6,16 +6,10 @@ import type { LockHandle } from '../lease/lock-handle';
 import type { RenewalScheduler } from '../lease/renewal-scheduler';
 import type { LockEvent } from '../observe/events';
 import type { LockLogger } from '../observe/logger';
-import type { MutexKeys, RwKeys, SemKeys } from '../backend/lock-keys';
 import type { LockStore } from '../backend/lock-store';
 import type { Waiter } from '../backend/waiter';
-import { checkInteger, MAX_MS, MIN_LEASE_MS } from './options';
-
-/**
- * How many times in a row a release passes permits to a waiter of its own process (see
- * releasePermits) before it gives them back to everyone.
- */
-export const MAX_PASSES = 4;
+import { releasePermits } from './permit-release';
+import { checkInteger, MAX_MS, MIN_LEASE_MS } from './validate';
 
 /**
  * The locks one engine holds, and the work running under them: the orchestrator, in the
@@ -29,8 +23,6 @@ export class HeldLocks implements LeaseOwner {
   private readonly idleWaiters: (() => void)[] = [];
   /** Set once the connections are closing: a late release then has nothing to talk to. */
   private stopped = false;
-  /** Claims a parked semaphore waiter of this process to pass released permits to (WakeBus.claimPassTarget). */
-  passTarget: ((channel: string) => Waiter | undefined) | undefined;
 
   constructor(
     private readonly store: LockStore,
@@ -38,6 +30,8 @@ export class HeldLocks implements LeaseOwner {
     private readonly context: LockContext,
     private readonly logger: LockLogger,
     private readonly emit: ((event: LockEvent) => void) | undefined,
+    /** Claims a parked semaphore waiter of this process to pass released permits to (WakeBus.claimPassTarget). */
+    private readonly passTarget: ((channel: string) => Waiter | undefined) | undefined,
   ) {}
 
   get size(): number {
@@ -112,8 +106,8 @@ export class HeldLocks implements LeaseOwner {
   /** Asks the holders of these handles to stop, without releasing anything. */
   interrupt(handles: Iterable<LockHandle>, reason: string): void {
     for (const h of handles) {
-      const lease = (h as Partial<LeaseHandle>).lease;
-      lease?.interrupt(new LockInterruptedError(lease.key, reason));
+      // A handle this engine did not make has no lease here to interrupt.
+      if (h instanceof LeaseHandle) h.lease.interrupt(new LockInterruptedError(h.lease.key, reason));
     }
   }
 
@@ -247,38 +241,10 @@ export class HeldLocks implements LeaseOwner {
       ]);
       return kept;
     }
-    if (lease.kind === 'mutex') return this.store.release(lease.keys as MutexKeys, lease.token);
-    if (lease.kind === 'permit') return this.releasePermits(lease);
-    return this.store.rwRelease(lease.keys as RwKeys, lease.token, lease.kind);
-  }
-
-  /**
-   * Gives a holder's permits back, passing them straight to a waiter of this process when one
-   * is parked: one script instead of a release, a wake-up and an attempt that a new caller
-   * here would usually beat to the permits. After MAX_PASSES passes in a row the permits are
-   * released to everyone, so waiters in other processes get their turn.
-   */
-  private async releasePermits(lease: Lease): Promise<boolean> {
-    const keys = lease.keys as SemKeys;
-    const to = lease.passes < MAX_PASSES ? this.passTarget?.(keys.channel) : undefined;
-    if (!to?.pass) return this.store.semRelease(keys, lease.token);
-    const sentAt = performance.now();
-    let reply: { released: boolean; fence: number };
-    try {
-      reply = await this.store.semPass(keys, lease.token, to.pass);
-    } catch (err) {
-      to.claimed = false;
-      to.wake(); // it tries by itself; a pass that did land is found by its attempt
-      throw err;
-    }
-    if (reply.fence > 0) {
-      to.takePass(reply.fence, sentAt, lease.passes + 1);
-    } else {
-      // Its ask did not fit: the permits were announced while it was claimed, so tell it too.
-      to.claimed = false;
-      to.wake();
-    }
-    return reply.released;
+    const lock = lease.lock;
+    if (lock.kind === 'mutex') return this.store.release(lock.keys, lease.token);
+    if (lock.kind === 'permit') return releasePermits(this.store, lease, lock.keys, this.passTarget);
+    return this.store.rwRelease(lock.keys, lease.token, lock.kind);
   }
 
   private forget(lease: Lease): void {

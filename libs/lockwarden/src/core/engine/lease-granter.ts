@@ -1,19 +1,21 @@
 import { LockConfigError, LockTimeoutError } from '../../errors';
 import { Lease, LeaseHandle } from '../lease/lease';
+import type { LeasedLock } from '../lease/lease';
 import type { LockEvent } from '../observe/events';
 import type { LockTracer } from '../observe/traces';
 import { mutexKeys, rwKeys } from '../backend/lock-keys';
-import type { MutexKeys, RwKeys, SemKeys } from '../backend/lock-keys';
+import type { SemKeys } from '../backend/lock-keys';
 import { noReadWrite } from '../backend/lock-store';
-import type { LeaseKind, LockStore } from '../backend/lock-store';
+import type { LockStore } from '../backend/lock-store';
 import { acquireLoop } from '../wait/acquire-loop';
 import type { AttemptSpec, LoopContext } from '../wait/acquire-loop';
 import { safetyMarginFor } from './engine-options';
 import type { ResolvedEngineOptions } from './engine-options';
 import type { HeldLocks } from './held-locks';
-import { describe, resolveAcquire } from './options';
+import { resolveAcquire } from './options';
 import type { AcquireOptions, ResolvedAcquire, RwAcquireOptions } from './options';
 import { newOwnerToken } from '../backend/tokens';
+import { checkBoolean } from './validate';
 
 /**
  * A waiter with a place on the server (a queued mutex waiter, fair or starving, or a waiting
@@ -38,11 +40,6 @@ const UNQUEUED = { fair: false, queueRefreshMs: undefined, handoffMs: Infinity, 
  * business: this always makes a new owner.
  */
 export class LeaseGranter {
-  /** Told of every new handle: how a request scope tracks locks taken during it. */
-  onGrant: ((handle: LeaseHandle) => void) | undefined;
-  /** Called once, soon after the next grant, then forgotten. */
-  firstGrant: (() => void) | undefined;
-
   constructor(
     private readonly options: ResolvedEngineOptions,
     private readonly store: LockStore,
@@ -50,7 +47,9 @@ export class LeaseGranter {
     private readonly loop: LoopContext,
     private readonly emit: ((event: LockEvent) => void) | undefined,
     /** Spans of each acquisition and hold; undefined when traces are off or OpenTelemetry is absent. */
-    private readonly tracer?: LockTracer,
+    private readonly tracer: LockTracer | undefined,
+    /** Told of every new handle: how a request scope tracks locks taken during it. */
+    private readonly onGrant: ((handle: LeaseHandle) => void) | undefined,
   ) {}
 
   resolveMutex(key: string, options: AcquireOptions | undefined): ResolvedAcquire {
@@ -68,10 +67,7 @@ export class LeaseGranter {
   resolveRw(key: string, options: RwAcquireOptions | undefined): ResolvedAcquire {
     const req = resolveAcquire(key, options, this.options, RW_OPTION_NAMES);
     if (!this.store.readWrite) throw noReadWrite(req.key);
-    const pref = (options as { writerPreference?: unknown } | undefined)?.writerPreference;
-    if (pref !== undefined && typeof pref !== 'boolean') {
-      throw new LockConfigError(`writerPreference must be a boolean, got ${describe(pref)}.`, req.key);
-    }
+    checkBoolean('writerPreference', options?.writerPreference, req.key);
     if (req.fair) {
       throw new LockConfigError(
         'fair is not an option of read/write locks: they use writer preference instead.',
@@ -119,7 +115,7 @@ export class LeaseGranter {
         }),
       withdraw: () => store.release(keys, token),
     };
-    return this.grantOrBusy(req, spec, 'mutex', keys, token);
+    return this.grantOrBusy(req, spec, { kind: 'mutex', keys }, token);
   }
 
   /** A new read or write lease, or how many ms the lock stays busy. */
@@ -149,7 +145,7 @@ export class LeaseGranter {
         }),
       withdraw: () => store.rwRelease(keys, token, mode),
     };
-    return this.grantOrBusy(req, spec, mode, keys, token);
+    return this.grantOrBusy(req, spec, { kind: mode, keys }, token);
   }
 
   /**
@@ -171,25 +167,23 @@ export class LeaseGranter {
       withdraw: () => store.semRelease(keys, token),
       pass: store.permitPass ? { token, permits, leaseMs: req.leaseMs } : undefined,
     };
-    return this.grantOrBusy(req, spec, 'permit', keys, token);
+    return this.grantOrBusy(req, spec, { kind: 'permit', keys }, token);
   }
 
   private grantOrBusy(
     req: ResolvedAcquire,
     spec: AttemptSpec,
-    kind: LeaseKind,
-    keys: MutexKeys | RwKeys | SemKeys,
+    lock: LeasedLock,
     token: string,
   ): Promise<LeaseHandle | number> {
-    if (!this.tracer) return this.grant(req, spec, kind, keys, token);
-    return this.tracer.acquire(req, kind, () => this.grant(req, spec, kind, keys, token));
+    if (!this.tracer) return this.grant(req, spec, lock, token);
+    return this.tracer.acquire(req, lock.kind, () => this.grant(req, spec, lock, token));
   }
 
   private async grant(
     req: ResolvedAcquire,
     spec: AttemptSpec,
-    kind: LeaseKind,
-    keys: MutexKeys | RwKeys | SemKeys,
+    lock: LeasedLock,
     token: string,
   ): Promise<LeaseHandle | number> {
     const started = performance.now();
@@ -199,9 +193,8 @@ export class LeaseGranter {
     const margin = safetyMarginFor(req.leaseMs, this.options.safetyMarginMs) + this.store.clockDriftMs(req.leaseMs);
     const lease = new Lease(
       this.held,
-      kind,
+      lock,
       req.key,
-      keys,
       token,
       result.fence,
       req.leaseMs,
@@ -224,10 +217,6 @@ export class LeaseGranter {
     });
     const handle = new LeaseHandle(lease);
     this.onGrant?.(handle);
-    if (this.firstGrant) {
-      setImmediate(this.firstGrant);
-      this.firstGrant = undefined;
-    }
     return handle;
   }
 }

@@ -7,7 +7,7 @@ import type { LockSurvey, SurveyOptions } from '../observe/lock-survey';
 import type { RedisClient } from '../backend/lock-backend';
 import type { LockStore } from '../backend/lock-store';
 import type { HeldLocks } from './held-locks';
-import { checkKey } from './options';
+import { checkKey } from './validate';
 
 /** What operators ask of the locks: who holds one, clearing a stuck one, and health. */
 export class LockAdmin {

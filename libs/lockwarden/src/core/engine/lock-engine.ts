@@ -1,35 +1,31 @@
 import { LockConfigError } from '../../errors';
-import { LeaseHandle } from '../lease/lease';
 import { LockContext } from '../lease/lock-context';
 import type { LockHandle } from '../lease/lock-handle';
-import { RenewalScheduler } from '../lease/renewal-scheduler';
-import { emitter } from '../observe/events';
+import type { LeaseHandle } from '../lease/lease';
+import type { RenewalScheduler } from '../lease/renewal-scheduler';
 import type { LockEventListener } from '../observe/events';
 import { EventHub } from '../observe/event-hub';
 import type { LockSurvey, SurveyOptions } from '../observe/lock-survey';
-import type { LockEvent } from '../observe/events';
 import type { LockLogger } from '../observe/logger';
-import { otelMetricsListener } from '../observe/metrics';
-import { otelLockTracer } from '../observe/traces';
 import type { LockHealthReport } from '../backend/lock-info';
 import type { LockInfo } from '../backend/lock-info';
 import type { LockBackend, Topology } from '../backend/lock-backend';
-import { noSemaphore } from '../backend/lock-store';
-import type { LeaseKind } from '../backend/lock-store';
 import type { RedisClient } from '../backend/lock-backend';
-import { SETTLE_GRACE_MS } from '../wait/acquire-loop';
+import { acquireAll } from './acquire-all';
+import { buildEngineParts } from './engine-parts';
+import type { EngineHooks } from './engine-parts';
 import { redisBackendOf, resolveEngineOptions } from './engine-options';
 import type { LockEngineOptions, ResolvedEngineOptions } from './engine-options';
-import { HeldLocks } from './held-locks';
-import { LeaseGranter } from './lease-granter';
-import { LockAdmin } from './lock-admin';
-import { acquireAll } from './acquire-all';
-import { EngineShutdown } from './engine-shutdown';
-import { Reentrancy } from './reentrancy';
-import { defaultLockName, describeKey } from './options';
+import type { EngineShutdown } from './engine-shutdown';
+import type { HeldLocks } from './held-locks';
+import type { LeasePaths } from './lease-paths';
+import type { LockAdmin } from './lock-admin';
+import type { LockRequest } from './lock-request';
 import type { AcquireOptions, RwAcquireOptions } from './options';
+import type { PermitGranter } from './permit-granter';
+import { describeKey } from './validate';
 import { Semaphore } from '../semaphore/semaphore';
-import type { PermitGranter, PermitScope } from '../semaphore/semaphore';
+import type { PermitScope } from '../semaphore/semaphore';
 import type { SemaphoreOptions } from '../semaphore/semaphore-options';
 import { ScheduledJob } from '../schedule/scheduled-job';
 import type { JobHost } from '../schedule/scheduled-job';
@@ -60,72 +56,25 @@ export class LockEngine {
   private readonly scheduler: RenewalScheduler;
   private readonly context = new LockContext();
   private readonly held: HeldLocks;
-  private readonly granter: LeaseGranter;
   private readonly admin: LockAdmin;
-  private readonly permitGranter: PermitGranter;
-  private readonly emit: ((event: LockEvent) => void) | undefined;
+  private readonly permits: PermitGranter;
   private readonly hub = new EventHub();
   private readonly jobHost: JobHost;
   private readonly stop: EngineShutdown;
-  private readonly reentrancy: Reentrancy;
+  private readonly paths: LeasePaths;
 
   /**
    * @param backend where the locks live: by default the Redis topology `options` names;
    *   `new MemoryLockBackend()` (from `lockwarden/testing`) keeps them in memory.
+   * @param hooks for frameworks (the Nest layer), see EngineHooks.
+   * @internal `hooks`
    */
-  constructor(options: LockEngineOptions, logger?: LockLogger, backend?: LockBackend) {
+  constructor(options: LockEngineOptions, logger?: LockLogger, backend?: LockBackend, hooks: EngineHooks = {}) {
     this.options = resolveEngineOptions(options, logger, backend !== undefined);
     this.topology = (backend ?? redisBackendOf(this.options)).open(this.options.instanceId, this.options.logger);
-    const store = this.topology.store;
-    this.emit = emitter(this.options.onEvent, this.options.metrics ? otelMetricsListener() : undefined, this.hub.emit);
-    this.scheduler = new RenewalScheduler(store, this.options.logger, this.emit);
-    this.held = new HeldLocks(store, this.scheduler, this.context, this.options.logger, this.emit);
-    this.stop = new EngineShutdown(this.held, this.scheduler, this.topology);
-    this.reentrancy = new Reentrancy(this.context);
-    const loop = {
-      bus: this.topology.bus,
-      gates: this.stop.gates,
-      shuttingDown: this.stop.refusal,
-      commandTimeoutMs: this.options.commandTimeoutMs,
-      settleGraceMs: SETTLE_GRACE_MS + store.attemptMs,
-      emit: this.emit,
-      logger: this.options.logger,
-      connectionDown: () => this.topology.connectionDown?.(),
-    };
-    if (store.permitPass) this.held.passTarget = (channel) => this.topology.bus.claimPassTarget(channel);
-    const tracer = this.options.traces ? otelLockTracer() : undefined;
-    this.granter = new LeaseGranter(this.options, store, this.held, loop, this.emit, tracer);
-    this.admin = new LockAdmin(store, this.options.keyPrefix, this.scheduler, this.held, this.topology.client);
-    this.permitGranter = {
-      defaults: this.options,
-      grant: (req, keys, permits, limit) => this.granter.permits(req, keys, permits, limit),
-      orThrow: (req, got) => this.granter.orThrow(req, got),
-      hold: (handle, fn) => this.held.hold([handle], fn),
-      setLimit: (keys, limit) => store.semLimit(keys, limit),
-      inspect: (keys, key) => store.semInspect(keys, key),
-    };
-    this.jobHost = {
-      ticks: this.topology.ticks,
-      keyPrefix: this.options.keyPrefix,
-      leaseMs: this.options.leaseMs,
-      logger: this.options.logger,
-      emit: this.emit,
-      stopping: this.stop.signal,
-      noticed: new Set(),
-      tryAcquire: (key, options) => this.tryAcquire(key, options),
-      acquire: (key, options) => this.acquire(key, options),
-      hold: (handle, fn) => this.held.hold([handle as LeaseHandle], fn),
-      track: (work) => this.stop.track(work),
-    };
-  }
-
-  /** Told of every new (non-reentrant) handle: how a request scope tracks locks taken during it. */
-  get onGrant(): ((handle: LeaseHandle) => void) | undefined {
-    return this.granter.onGrant;
-  }
-
-  set onGrant(listener: ((handle: LeaseHandle) => void) | undefined) {
-    this.granter.onGrant = listener;
+    const parts = buildEngineParts(this.options, this.topology, this.context, this.hub, hooks);
+    ({ scheduler: this.scheduler, held: this.held, stop: this.stop, admin: this.admin } = parts);
+    ({ permits: this.permits, paths: this.paths, jobHost: this.jobHost } = parts);
   }
 
   /**
@@ -154,11 +103,6 @@ export class LockEngine {
     return this.admin.survey(options);
   }
 
-  /** Calls `check` once, soon after the next lock or permit is granted (it must not throw). */
-  onFirstGrant(check: () => void): void {
-    this.granter.firstGrant = check;
-  }
-
   /** The Redis client (in quorum mode, the first node's). There is none on the in-memory test backend. */
   get client(): RedisClient {
     if (!this.topology.client)
@@ -183,47 +127,35 @@ export class LockEngine {
 
   // ---- mutex -------------------------------------------------------------------------------
 
-  async acquire(key: string, options?: AcquireOptions): Promise<LockHandle> {
-    const req = this.granter.resolveMutex(key, options);
-    return this.reentrancy.again(req.key, 'mutex') ?? this.granter.orThrow(req, this.granter.mutex(req));
+  acquire(key: string, options?: AcquireOptions): Promise<LockHandle> {
+    return this.paths.acquire(key, options);
   }
 
-  async tryAcquire(key: string, options?: AcquireOptions): Promise<LockHandle | null> {
-    const req = this.granter.resolveMutex(key, options);
-    const reentered = this.reentrancy.again(req.key, 'mutex');
-    if (reentered) return reentered;
-    const got = await this.granter.mutex({ ...req, waitMs: 0 });
-    return typeof got === 'number' ? null : got;
+  tryAcquire(key: string, options?: AcquireOptions): Promise<LockHandle | null> {
+    return this.paths.tryAcquire(key, options);
   }
 
   async withLock<T>(key: string, fn: (lock: LockHandle) => T | Promise<T>, options?: AcquireOptions): Promise<T> {
     checkCallback('withLock', key, fn);
-    const handle = (await this.acquire(key, options)) as LeaseHandle;
+    const handle = await this.paths.acquire(key, options);
     return this.held.hold([handle], () => fn(handle));
   }
 
   // ---- read/write --------------------------------------------------------------------------
 
   /** A shared hold: many readers at once, never together with a writer. */
-  async acquireRead(key: string, options?: RwAcquireOptions): Promise<LockHandle> {
-    const req = this.granter.resolveRw(key, options);
-    const enclosing = this.reentrancy.rw(req.key, 'read');
-    if (enclosing instanceof LeaseHandle) return enclosing;
-    const preference = options?.writerPreference !== false;
-    return this.granter.orThrow(req, this.granter.readWrite(req, 'read', enclosing?.token ?? '', preference));
+  acquireRead(key: string, options?: RwAcquireOptions): Promise<LockHandle> {
+    return this.paths.acquireRead(key, options);
   }
 
   /** An exclusive hold: no reader and no other writer. Refused at once (LockUpgradeError) inside a read hold. */
-  async acquireWrite(key: string, options?: RwAcquireOptions): Promise<LockHandle> {
-    const req = this.granter.resolveRw(key, options);
-    const enclosing = this.reentrancy.rw(req.key, 'write');
-    if (enclosing instanceof LeaseHandle) return enclosing;
-    return this.granter.orThrow(req, this.granter.readWrite(req, 'write', '', true));
+  acquireWrite(key: string, options?: RwAcquireOptions): Promise<LockHandle> {
+    return this.paths.acquireWrite(key, options);
   }
 
   async withReadLock<T>(key: string, fn: (lock: LockHandle) => T | Promise<T>, options?: RwAcquireOptions): Promise<T> {
     checkCallback('withReadLock', key, fn);
-    const handle = (await this.acquireRead(key, options)) as LeaseHandle;
+    const handle = await this.paths.acquireRead(key, options);
     return this.held.hold([handle], () => fn(handle));
   }
 
@@ -233,7 +165,7 @@ export class LockEngine {
     options?: RwAcquireOptions,
   ): Promise<T> {
     checkCallback('withWriteLock', key, fn);
-    const handle = (await this.acquireWrite(key, options)) as LeaseHandle;
+    const handle = await this.paths.acquireWrite(key, options);
     return this.held.hold([handle], () => fn(handle));
   }
 
@@ -245,8 +177,8 @@ export class LockEngine {
    * limit, and in quorum mode. `scope` is for frameworks (LockService passes the request's).
    */
   semaphore(key: string, options: SemaphoreOptions, scope?: PermitScope): Semaphore {
-    const semaphore = new Semaphore(this.permitGranter, key, options, this.options.keyPrefix, scope);
-    if (!this.topology.store.semaphores) throw noSemaphore(semaphore.key);
+    const semaphore = new Semaphore(this.permits, key, options, this.options.keyPrefix, scope);
+    this.permits.check(semaphore.key);
     return semaphore;
   }
 
@@ -257,7 +189,7 @@ export class LockEngine {
    * across all instances, never two at once (see ScheduledJob). Cheap: make one per job.
    */
   scheduledJob(key: string, schedule: TickSchedule, options: CheckedScheduledOptions): ScheduledJob {
-    this.granter.resolveMutex(key, options.acquire);
+    this.paths.checkMutex(key, options.acquire);
     return new ScheduledJob(this.jobHost, key, schedule, options);
   }
 
@@ -283,36 +215,17 @@ export class LockEngine {
   }
 
   /**
-   * Takes several locks one at a time, in the order given (callers sort them,
-   * so two calls never wait on each other crosswise). On any failure it
-   * releases what it took. With `busy: 'skip'` a held key yields `null`; with
-   * `'throw'` it fails at once with LockTimeoutError.
+   * Takes what `request` asks for on each key, one at a time, in the order given (callers
+   * sort them, so two calls never wait on each other crosswise). On any failure it releases
+   * what it took. With `onBusy: 'skip'` a held key yields `null`; with `'throw'` it fails at
+   * once with LockTimeoutError. For frameworks: the decorators take their locks through it.
    */
   acquireAll(
     keys: readonly string[],
-    options: AcquireOptions,
-    busy: 'wait' | 'throw' | 'skip',
-    kind: LeaseKind = 'mutex',
+    request: LockRequest,
+    onBusy: 'wait' | 'throw' | 'skip',
   ): Promise<LeaseHandle[] | null> {
-    const skipped = async (key: string, opts: AcquireOptions): Promise<void> => {
-      this.emit?.({ type: 'skipped', key, name: opts.name ?? defaultLockName(key) });
-      this.options.logger.debug(`Skipped "${key}": it is held by ${await this.admin.holderOf(key)}.`);
-    };
-    return acquireAll(
-      {
-        acquire: (k, o) => this.acquire(k, o),
-        tryAcquire: (k, o) => this.tryAcquire(k, o),
-        acquireRead: (k, o) => this.acquireRead(k, o),
-        acquireWrite: (k, o) => this.acquireWrite(k, o),
-        semaphore: (k, o) => this.semaphore(k, o),
-        releaseAll: (handles) => this.releaseAll(handles),
-        skipped,
-      },
-      keys,
-      options,
-      busy,
-      kind,
-    );
+    return acquireAll(this.paths, keys, request, onBusy);
   }
 
   /** Asks the holders of these handles to stop, without releasing anything. */

@@ -10,7 +10,7 @@ import {
 } from '../../errors';
 import { LockEngine } from './lock-engine';
 import type { LockEngineOptions } from './engine-options';
-import { checkKey, describe as describeValue, describeKey } from './options';
+import { checkKey, describe as describeValue, describeKey } from './validate';
 
 const throwingKey = {
   toString(): string {

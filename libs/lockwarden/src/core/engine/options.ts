@@ -1,16 +1,20 @@
 import { LockConfigError } from '../../errors';
-import { quoteKey } from '../../errors/key-text';
+import {
+  checkBoolean,
+  checkInteger,
+  checkKey,
+  checkKnownNames,
+  checkName,
+  checkOptionsObject,
+  checkPermits,
+  checkSignal,
+  MAX_MS,
+  MAX_PERMITS,
+  MIN_LEASE_MS,
+} from './validate';
 
-/** Largest timer delay Node accepts, and so the largest lease or wait we allow. */
-export const MAX_MS = 2 ** 31 - 1;
-/** Shortest lease that survives a round trip and a renewal. */
-export const MIN_LEASE_MS = 10;
-export const MAX_KEY_LENGTH = 1024;
-/**
- * Half of a UTF-16 surrogate pair without the other half. Encoded as UTF-8 for Redis it
- * becomes U+FFFD, so two different JavaScript strings would name one Redis key.
- */
-const LONE_SURROGATE = /\p{Surrogate}/u;
+// The checks live in validate.ts; the option resolvers of leaderships and scheduled jobs read these from here.
+export { checkKey, checkKnownNames, checkOptionsObject, describe, MAX_MS } from './validate';
 
 /**
  * Per-call options of `acquire`, `tryAcquire` and `withLock`.
@@ -73,6 +77,38 @@ export interface RwAcquireOptions extends Omit<AcquireOptions, 'fair'> {
   writerPreference?: boolean;
 }
 
+/**
+ * Per-call options of `Semaphore.acquire`, `tryAcquire` and `withPermit`.
+ *
+ * @example
+ * ```ts
+ * await exports.withPermit(run, { permits: 2, waitMs: 5_000, signal: request.signal });
+ * ```
+ */
+export interface PermitOptions {
+  /**
+   * How many permits this holder takes. Default 1. An ask above the stored limit waits until
+   * `setPermits` raises the limit, and times out otherwise.
+   */
+  permits?: number;
+  /** How long to wait for permits, in ms. 0 makes a single attempt. Defaults to the module's `waitMs`. */
+  waitMs?: number;
+  /** Cancels the wait with `LockAbortedError`; nothing is left held. */
+  signal?: AbortSignal;
+  /** The lease the watchdog renews, in ms (the time a crashed holder keeps its permits). Defaults to the module's `leaseMs`. */
+  leaseMs?: number;
+  /** The longest one holder may keep its permits alive; the signal aborts then. */
+  maxHoldMs?: number;
+  /**
+   * Not supported: permits go to whichever waiter fits first, with no FIFO queue, so a
+   * waiter for many permits can be overtaken by waiters for few. `true` is refused with
+   * `LockConfigError`.
+   */
+  fair?: boolean;
+  /** The semaphore's low-cardinality name in metrics and events (default: as for locks). */
+  name?: string;
+}
+
 /** Options of one acquisition with every default applied. */
 export interface ResolvedAcquire {
   key: string;
@@ -87,6 +123,12 @@ export interface ResolvedAcquire {
   name: string;
 }
 
+/** Acquire options checked without a key: the key, and so the name's default, are not known yet. */
+export type CheckedAcquire = Omit<ResolvedAcquire, 'key' | 'name'> & {
+  readonly key: string | undefined;
+  readonly name: string | undefined;
+};
+
 const ACQUIRE_OPTION_NAMES: ReadonlySet<string> = new Set([
   'ttlMs',
   'waitMs',
@@ -97,64 +139,6 @@ const ACQUIRE_OPTION_NAMES: ReadonlySet<string> = new Set([
   'name',
 ]);
 
-export function checkKey(key: unknown, where = 'lock key'): string {
-  if (typeof key !== 'string') {
-    throw new LockConfigError(`The ${where} must be a string, got ${describe(key)}.`);
-  }
-  if (key.length === 0) throw new LockConfigError(`The ${where} must not be empty.`);
-  if (key.length > MAX_KEY_LENGTH) {
-    throw new LockConfigError(
-      `The ${where} is ${key.length} characters long; the limit is ${MAX_KEY_LENGTH}. Hash long identifiers first.`,
-      key.slice(0, 64),
-    );
-  }
-  if (!isWellFormed(key)) {
-    throw new LockConfigError(
-      `The ${where} ${quoteKey(key)} contains a lone UTF-16 surrogate. Redis would store it as U+FFFD, ` +
-        'the same key as other strings that differ only there. Use well-formed text, or hash binary identifiers first.',
-      key,
-    );
-  }
-  return key;
-}
-
-/** True when `text` has no lone surrogate: what String.prototype.isWellFormed (ES2024) answers. */
-export function isWellFormed(text: string): boolean {
-  // Native where the runtime has it (Node 20+): a Unicode-property regex costs more per acquire.
-  const native = (text as { isWellFormed?: () => boolean }).isWellFormed;
-  return native ? native.call(text) : !LONE_SURROGATE.test(text);
-}
-
-export function checkInteger(field: string, value: unknown, min: number, max: number, key?: string): number {
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
-    throw new LockConfigError(
-      `${field} must be an integer from ${min} to ${max} (milliseconds), got ${describe(value)}.`,
-      key,
-    );
-  }
-  return value;
-}
-
-/** Rejects option names we do not know, so a typo such as `waitMS` is never silently ignored. */
-export function checkKnownNames(what: string, options: object, allowed: ReadonlySet<string>, key?: string): void {
-  for (const name of Object.keys(options)) {
-    if (!allowed.has(name)) {
-      throw new LockConfigError(
-        `Unknown ${what} option ${quoteKey(name)}. Allowed: ${[...allowed].sort().join(', ')}.`,
-        key,
-      );
-    }
-  }
-}
-
-export function checkOptionsObject(what: string, options: unknown, key?: string): Record<string, unknown> {
-  if (options === undefined || options === null) return {};
-  if (typeof options !== 'object' || Array.isArray(options)) {
-    throw new LockConfigError(`${what} options must be an object, got ${describe(options)}.`, key);
-  }
-  return options as Record<string, unknown>;
-}
-
 /**
  * Checks acquire options on their own, with or without a key: the one options check that
  * the engine runs on every acquire and the decorators run where they are applied. `name`
@@ -163,14 +147,26 @@ export function checkOptionsObject(what: string, options: unknown, key?: string)
 export function checkAcquireOptions(
   rawOptions: unknown,
   defaults: LockDefaults,
+  extraNames?: ReadonlySet<string>,
+): CheckedAcquire;
+/** With a key, its name's default comes from the key: the options of that one acquire. */
+export function checkAcquireOptions(
+  rawOptions: unknown,
+  defaults: LockDefaults,
+  extraNames: ReadonlySet<string>,
+  key: string,
+): ResolvedAcquire;
+export function checkAcquireOptions(
+  rawOptions: unknown,
+  defaults: LockDefaults,
   extraNames: ReadonlySet<string> = EMPTY,
   key?: string,
-): Omit<ResolvedAcquire, 'key' | 'name'> & { readonly key: string | undefined; readonly name: string | undefined } {
+): CheckedAcquire {
   const options = checkOptionsObject('Acquire', rawOptions, key);
   if (extraNames.size === 0) checkKnownNames('acquire', options, ACQUIRE_OPTION_NAMES, key);
   else checkKnownNames('acquire', options, new Set([...ACQUIRE_OPTION_NAMES, ...extraNames]), key);
 
-  const { ttlMs, waitMs, signal, fair } = options;
+  const { ttlMs, waitMs, fair } = options;
   const maxHoldMs =
     options.maxHoldMs === undefined
       ? defaults.maxHoldMs
@@ -189,16 +185,9 @@ export function checkAcquireOptions(
   const lease = renew ? defaults.leaseMs : checkInteger('ttlMs', ttlMs, MIN_LEASE_MS, MAX_MS, key);
   const leaseMs = maxHoldMs === undefined ? lease : Math.min(lease, maxHoldMs);
   const wait = waitMs === undefined ? defaults.waitMs : checkInteger('waitMs', waitMs, 0, MAX_MS, key);
-  if (signal !== undefined && !(signal instanceof AbortSignal)) {
-    throw new LockConfigError(`signal must be an AbortSignal, got ${describe(signal)}.`, key);
-  }
-  if (fair !== undefined && typeof fair !== 'boolean') {
-    throw new LockConfigError(`fair must be a boolean, got ${describe(fair)}.`, key);
-  }
-  const name = options.name;
-  if (name !== undefined && (typeof name !== 'string' || name.length === 0 || name.length > 200)) {
-    throw new LockConfigError(`name must be a non-empty string of at most 200 characters, got ${describe(name)}.`, key);
-  }
+  const signal = checkSignal(options.signal, key);
+  checkBoolean('fair', fair, key);
+  const name = checkName(options.name, key);
   return {
     key,
     leaseMs,
@@ -220,43 +209,67 @@ export function resolveAcquire(
   extraNames: ReadonlySet<string> = EMPTY,
 ): ResolvedAcquire {
   // One object per acquire, built once: this runs on every uncontended acquisition.
-  return checkAcquireOptions(rawOptions, defaults, extraNames, checkKey(rawKey)) as ResolvedAcquire;
+  return checkAcquireOptions(rawOptions, defaults, extraNames, checkKey(rawKey));
 }
 
 const EMPTY: ReadonlySet<string> = new Set();
+
+/** Options of one permit acquisition with every default applied: how many permits it takes, too. */
+export interface ResolvedPermitAcquire extends ResolvedAcquire {
+  permits: number;
+}
+
+const PERMIT_OPTION_NAMES: ReadonlySet<string> = new Set([
+  'permits',
+  'waitMs',
+  'signal',
+  'leaseMs',
+  'maxHoldMs',
+  'fair',
+  'name',
+]);
+
+/** Checks one permit acquire's options, filling in the defaults. */
+export function resolvePermitAcquire(key: string, rawOptions: unknown, defaults: LockDefaults): ResolvedPermitAcquire {
+  const options = checkOptionsObject('Permit', rawOptions, key);
+  checkKnownNames('permit', options, PERMIT_OPTION_NAMES, key);
+  // Not bounded by the limit this object was made with: the stored one rules and may be higher.
+  // An ask above the stored limit waits for setPermits to raise it.
+  const permits = options.permits === undefined ? 1 : checkPermits('permits', options.permits, MAX_PERMITS, key);
+  if (checkBoolean('fair', options.fair, key)) {
+    throw new LockConfigError(
+      'fair is not available for semaphores: permits go to whichever waiter fits first, with no FIFO queue.',
+      key,
+    );
+  }
+  const waitMs =
+    options.waitMs === undefined ? defaults.waitMs : checkInteger('waitMs', options.waitMs, 0, MAX_MS, key);
+  const lease =
+    options.leaseMs === undefined
+      ? defaults.leaseMs
+      : checkInteger('leaseMs', options.leaseMs, MIN_LEASE_MS, MAX_MS, key);
+  const maxHoldMs =
+    options.maxHoldMs === undefined
+      ? defaults.maxHoldMs
+      : checkInteger('maxHoldMs', options.maxHoldMs, MIN_LEASE_MS, MAX_MS, key);
+  const signal = checkSignal(options.signal, key);
+  const name = checkName(options.name, key);
+  return {
+    key,
+    permits,
+    leaseMs: maxHoldMs === undefined ? lease : Math.min(lease, maxHoldMs),
+    renew: true,
+    waitMs,
+    signal,
+    fair: false,
+    maxHoldMs,
+    lockAtLeastMs: undefined,
+    name: name ?? defaultLockName(key),
+  };
+}
 
 /** A key's metric name when none was given: its first `:` segment, then `:*` when more follows. */
 export function defaultLockName(key: string): string {
   const colon = key.indexOf(':');
   return colon < 0 ? key : `${key.slice(0, colon)}:*`;
-}
-
-/**
- * A value the caller passed, for an error message. Never throws and never runs the value's
- * own code (toString, getters, proxy traps): a message about bad input must not fail on it.
- */
-export function describe(value: unknown): string {
-  if (value === null) return 'null';
-  if (typeof value === 'string') return quoteKey(value, 40);
-  if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'bigint') return String(value);
-  if (typeof value === 'object' && isArray(value)) return 'an array';
-  return typeof value;
-}
-
-/**
- * A lock key, or whatever was passed as one, for an error message: `"order:42"`, cut to 200
- * characters with its length after it; anything but a string is named by its type. Never
- * throws, so a message about a bad key cannot fail on the key itself.
- */
-export function describeKey(key: unknown): string {
-  return typeof key === 'string' ? quoteKey(key) : describe(key);
-}
-
-function isArray(value: object): boolean {
-  try {
-    return Array.isArray(value);
-  } catch {
-    // A revoked proxy throws even here.
-    return false;
-  }
 }

@@ -7,6 +7,12 @@ import type { LeaseKind } from '../backend/lock-store';
 
 export type LeaseState = 'held' | 'released' | 'lost';
 
+/** Which lock a lease is of: its kind, with the Redis keys of that kind. */
+export type LeasedLock =
+  | { readonly kind: 'mutex'; readonly keys: MutexKeys }
+  | { readonly kind: 'read' | 'write'; readonly keys: RwKeys }
+  | { readonly kind: 'permit'; readonly keys: SemKeys };
+
 /** What a lease needs from the engine that granted it. */
 export interface LeaseOwner {
   releaseLease(lease: Lease): Promise<boolean>;
@@ -49,12 +55,14 @@ export class Lease {
   readonly acquiredAt: number;
   /** Ends its `lockwarden.hold` span once it is released or lost; undefined when not traced. */
   trace: HoldTrace | undefined;
+  readonly kind: LeaseKind;
+  readonly keys: MutexKeys | RwKeys | SemKeys;
 
   constructor(
     readonly owner: LeaseOwner,
-    readonly kind: LeaseKind,
+    /** The kind and keys together, so that a release picks the store call without a cast. */
+    readonly lock: LeasedLock,
     readonly key: string,
-    readonly keys: MutexKeys | RwKeys | SemKeys,
     readonly token: string,
     readonly fencingToken: number,
     public leaseMs: number,
@@ -62,6 +70,8 @@ export class Lease {
     readonly safetyMarginMs: number,
     startedAt: number,
   ) {
+    this.kind = lock.kind;
+    this.keys = lock.keys;
     this.acquiredAt = startedAt;
     this.expiresAt = startedAt + leaseMs;
     this.nextRenewAt = renew ? startedAt + leaseMs / 3 : Infinity;

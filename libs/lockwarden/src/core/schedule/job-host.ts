@@ -1,6 +1,6 @@
 import { LockBackendError, LockError } from '../../errors';
 import type { AcquireOptions } from '../engine/options';
-import type { LockHandle } from '../lease/lock-handle';
+import type { LeaseHandle } from '../lease/lease';
 import type { LockEvent } from '../observe/events';
 import type { LockLogger } from '../observe/logger';
 import type { CheckedScheduledOptions } from './scheduled-options';
@@ -22,10 +22,10 @@ export interface JobHost {
   readonly stopping: AbortSignal;
   /** What was said once already, per job ("ahead:<key>", "overrun:<key>"), so a WARN is not repeated every tick. */
   readonly noticed: Set<string>;
-  tryAcquire(key: string, options: AcquireOptions): Promise<LockHandle | null>;
-  acquire(key: string, options: AcquireOptions): Promise<LockHandle>;
+  tryAcquire(key: string, options: AcquireOptions): Promise<LeaseHandle | null>;
+  acquire(key: string, options: AcquireOptions): Promise<LeaseHandle>;
   /** Runs `fn` holding `handle`, then releases it (or keeps it to lockAtLeastMs). */
-  hold<T>(handle: LockHandle, fn: () => Promise<T>): Promise<T>;
+  hold<T>(handle: LeaseHandle, fn: () => Promise<T>): Promise<T>;
   /**
    * Work that shutdown waits for (within its grace) before it closes Redis: a tick's whole
    * handling, so that a tick given back while shutting down reaches Redis.

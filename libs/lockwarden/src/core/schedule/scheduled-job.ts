@@ -1,5 +1,5 @@
 import { LockAbortedError, LockTimeoutError } from '../../errors';
-import type { LockHandle } from '../lease/lock-handle';
+import type { LeaseHandle } from '../lease/lease';
 import { askStore } from './job-host';
 import type { JobHost, JobScope } from './job-host';
 import type { CheckedScheduledOptions } from './scheduled-options';
@@ -111,8 +111,8 @@ export class ScheduledJob {
   }
 
   /** The job's lock for tick `at`, or null (the tick is then settled as an overrun). */
-  private async take(at: number, wait: boolean, keepMs: number): Promise<LockHandle | null> {
-    let handle: LockHandle | null;
+  private async take(at: number, wait: boolean, keepMs: number): Promise<LeaseHandle | null> {
+    let handle: LeaseHandle | null;
     try {
       handle = wait
         ? await this.host.acquire(this.key, { ...this.options.acquire, waitMs: this.options.acquire.waitMs ?? keepMs })

@@ -1,13 +1,15 @@
-import { LockBackendError, LockConfigError, LockError, LockTimeoutError } from '../../errors';
-import type { ResolvedAcquire } from '../engine/options';
-import type { LockDefaults } from '../engine/options';
+import { LockBackendError, LockConfigError, LockError } from '../../errors';
+import { resolvePermitAcquire } from '../engine/options';
+import type { PermitOptions } from '../engine/options';
+import type { PermitGranter } from '../engine/permit-granter';
+import { checkPermits, MAX_PERMITS } from '../engine/validate';
 import type { LeaseHandle } from '../lease/lease';
 import type { LockHandle } from '../lease/lock-handle';
 import { semKeys } from '../backend/lock-keys';
 import type { SemKeys } from '../backend/lock-keys';
 import type { SemaphoreInfo } from '../backend/lock-info';
-import { checkPermits, MAX_PERMITS, resolvePermitAcquire, resolveSemaphore } from './semaphore-options';
-import type { PermitOptions, SemaphoreOptions } from './semaphore-options';
+import { resolveSemaphore } from './semaphore-options';
+import type { SemaphoreOptions } from './semaphore-options';
 
 /**
  * How a framework ties permits to where they are taken (the Nest layer: the request). The
@@ -18,21 +20,6 @@ export interface PermitScope {
   options<O extends { signal?: AbortSignal }>(options: O | undefined): O | undefined;
   /** Resolves a bare permit's handle, noting it in the scope (so that one never released is released once the scope ends). */
   bare<H extends LockHandle | null>(got: Promise<H>): Promise<H>;
-}
-
-/** What a semaphore needs from the engine that made it. */
-export interface PermitGranter {
-  readonly defaults: LockDefaults;
-  /** A new holder, or how many ms the permits stay busy. */
-  grant(req: ResolvedAcquire, keys: SemKeys, permits: number, initialLimit: number): Promise<LeaseHandle | number>;
-  /** The handle, or LockTimeoutError when no permits came free within the wait. */
-  orThrow(req: ResolvedAcquire, got: Promise<LeaseHandle | number>): Promise<LeaseHandle>;
-  /** Runs `fn` holding `handle` and releases it once `fn` settled (HeldLocks.hold). */
-  hold<T>(handle: LeaseHandle, fn: () => T | Promise<T>): Promise<T>;
-  /** Stores the limit and wakes waiters when it rose; the previous limit. */
-  setLimit(keys: SemKeys, limit: number): Promise<number>;
-  /** The stored limit and the live holders. */
-  inspect(keys: SemKeys, key: string): Promise<SemaphoreInfo>;
 }
 
 /**
@@ -73,7 +60,7 @@ export class Semaphore {
   ) {
     const resolved = resolveSemaphore(key, options);
     this.key = resolved.key;
-    this.limit = resolved.permits;
+    this.limit = resolved.limit;
     this.keys = semKeys(prefix, this.key);
   }
 
@@ -103,14 +90,8 @@ export class Semaphore {
   }
 
   /** Takes permits as `acquire` does, without noting a bare handle in the scope (withPermit releases its own). */
-  private async take(options: PermitOptions | undefined): Promise<LockHandle> {
-    const req = resolvePermitAcquire(this.key, options, this.granter.defaults);
-    try {
-      return await this.granter.orThrow(req, this.granter.grant(req, this.keys, req.permits, this.limit));
-    } catch (err) {
-      if (!(err instanceof LockTimeoutError)) throw err;
-      throw new LockTimeoutError(this.key, err.waitedMs, err.retryAfterMs, req.permits, this.limit);
-    }
+  private async take(options: PermitOptions | undefined): Promise<LeaseHandle> {
+    return this.granter.acquire(resolvePermitAcquire(this.key, options, this.granter.defaults), this.keys, this.limit);
   }
 
   /**
@@ -129,8 +110,7 @@ export class Semaphore {
 
   private async tryTake(options: Omit<PermitOptions, 'waitMs'> | undefined): Promise<LockHandle | null> {
     const req = resolvePermitAcquire(this.key, options, this.granter.defaults);
-    const got = await this.granter.grant({ ...req, waitMs: 0 }, this.keys, req.permits, this.limit);
-    return typeof got === 'number' ? null : got;
+    return this.granter.tryAcquire(req, this.keys, this.limit);
   }
 
   /**
@@ -147,7 +127,7 @@ export class Semaphore {
     if (typeof fn !== 'function') {
       throw new LockConfigError('withPermit needs a function to run holding permits.', this.key);
     }
-    const handle = (await this.take(this.scope ? this.scope.options(options) : options)) as LeaseHandle;
+    const handle = await this.take(this.scope ? this.scope.options(options) : options);
     return this.granter.hold(handle, () => fn(handle));
   }
 

@@ -1,17 +1,17 @@
 import { SetMetadata } from '@nestjs/common';
 import { Observable } from 'rxjs';
 import { LockAbortedError, LockConfigError } from '../../errors';
+import { editOptions } from '../../core';
 import type { LockEngine, LeaseHandle } from '../../core';
 import { compileKeySpec } from './key-template';
-import type { KeySpec } from './key-template';
+import type { KeyResolver, KeySpec } from './key-template';
 import { copyMethodMetadata } from './copy-method-metadata';
 import { injectLockService, lockServiceOf } from './inject-lock-service';
 import { LOCKED_METADATA, SCHEDULED_LOCK_METADATA } from './locked.constants';
 import { getLockedMetadata } from './locked-metadata.accessor';
-import type { LockedMetadata, LockMode } from './locked-metadata.accessor';
+import type { LockedMetadata } from './locked-metadata.accessor';
 import { checkLockedOptions } from './locked-options';
-import { checkSemaphoreDecoratorOptions } from './semaphore-options';
-import type { LockedOptions } from './locked-options';
+import type { CheckedLockedOptions, LockedOptions } from './locked-options';
 import { RequestLockScope, withRequestSignal } from '../request-lock-scope';
 
 /**
@@ -40,31 +40,32 @@ export type LockMethodDecorator = <T extends LockableMethod>(
  * with DiscoveryService would leave the method bare whenever the explorer did
  * not run.
  */
-export function lockDecorator(mode: LockMode, name: string) {
+export function lockDecorator(kind: 'mutex' | 'read' | 'write', name: string) {
   return (key: KeySpec, options?: LockedOptions): LockMethodDecorator =>
-    ((target: object, propertyKey: string | symbol, descriptor: TypedPropertyDescriptor<LockableMethod>) => {
-      const where = `${className(target)}.${String(propertyKey)}()`;
-      const original = checkLockable(name, where, descriptor);
-      const paramTypes = Reflect.getMetadata('design:paramtypes', target, propertyKey) as unknown[] | undefined;
-      // Without emitted metadata the declared parameter count is unknown (defaults and rest
-      // parameters hide from fn.length); bad indexes are then caught at call time.
-      const metadata: LockedMetadata = {
-        mode,
-        spec: key,
-        keys: compileKeySpec(key, where, paramTypes?.length ?? Infinity),
-        ...toMetadataOptions(
-          mode === 'permit'
-            ? checkSemaphoreDecoratorOptions(options, where)
-            : checkLockedOptions(options, where, mode !== 'mutex'),
-          key,
-          where,
-        ),
-        where,
-      };
-      return wrapMethod(target, propertyKey, descriptor, [LOCKED_METADATA, metadata], (self, args, wrapper) =>
-        runLocked(self, args, metadata, original as (...a: unknown[]) => unknown, wrapper),
-      );
-    }) as LockMethodDecorator;
+    lockMethod(name, key, (where) => checkLockedOptions(kind, options, where));
+}
+
+/**
+ * A lock decorator named `name` on the key(s) `key`; `check` validates its options where it is
+ * applied and says what each call asks for.
+ */
+export function lockMethod(
+  name: string,
+  key: KeySpec,
+  check: (where: string) => CheckedLockedOptions,
+): LockMethodDecorator {
+  return ((target: object, propertyKey: string | symbol, descriptor: TypedPropertyDescriptor<LockableMethod>) => {
+    const where = `${className(target)}.${String(propertyKey)}()`;
+    const original = checkLockable(name, where, descriptor);
+    const paramTypes = Reflect.getMetadata('design:paramtypes', target, propertyKey) as unknown[] | undefined;
+    // Without emitted metadata the declared parameter count is unknown (defaults and rest
+    // parameters hide from fn.length); bad indexes are then caught at call time.
+    const keys = compileKeySpec(key, where, paramTypes?.length ?? Infinity);
+    const metadata = toMetadata(check(where), key, keys, where);
+    return wrapMethod(target, propertyKey, descriptor, [LOCKED_METADATA, metadata], (self, args, wrapper) =>
+      runLocked(self, args, metadata, original, wrapper),
+    );
+  }) as LockMethodDecorator;
 }
 
 /**
@@ -95,7 +96,7 @@ export function checkLockable(
   where: string,
   descriptor: TypedPropertyDescriptor<LockableMethod> | undefined,
 ): LockableMethod {
-  const original: unknown = descriptor?.value;
+  const original = descriptor?.value;
   if (!descriptor || typeof original !== 'function' || descriptor.get || descriptor.set) {
     throw new LockConfigError(`@${name} on ${where}: only methods can be locked, not getters, setters or fields.`);
   }
@@ -104,17 +105,28 @@ export function checkLockable(
       `@${name} on ${where}: the method already has a lock decorator; use one, with several keys if needed.`,
     );
   }
-  return original as LockableMethod;
+  return original;
 }
 
-export function toMetadataOptions(
-  checked: ReturnType<typeof checkLockedOptions>,
-  key: KeySpec,
+/** What a lock decorator records about one method. */
+export function toMetadata(
+  checked: CheckedLockedOptions,
+  spec: KeySpec,
+  keys: KeyResolver,
   where: string,
-): Pick<LockedMetadata, 'options' | 'onBusy' | 'retryAfterMs'> {
+): LockedMetadata {
   // Metrics label a decorated lock by its template, never by the keys it expands to.
-  const name = checked.acquire.name ?? templateName(key, where);
-  return { options: { ...checked.acquire, name }, onBusy: checked.onBusy, retryAfterMs: checked.retryAfterMs };
+  const request = editOptions(checked.request, (o) => ({ ...o, name: o.name ?? templateName(spec, where) }));
+  return {
+    mode: request.kind,
+    spec,
+    keys,
+    options: request.options,
+    request,
+    onBusy: checked.onBusy,
+    retryAfterMs: checked.retryAfterMs,
+    where,
+  };
 }
 
 function templateName(key: KeySpec, where: string): string {
@@ -150,7 +162,7 @@ export async function runLocked(
   self: unknown,
   args: unknown[],
   meta: LockedMetadata,
-  original: (...a: unknown[]) => unknown,
+  original: LockableMethod,
   wrapper: unknown,
 ): Promise<unknown> {
   const engine = engineOf(self, meta.where);
@@ -159,7 +171,8 @@ export async function runLocked(
   const route = scope?.claim(wrapper) ? scope : undefined;
   let handles: LeaseHandle[] | null;
   try {
-    handles = await engine.acquireAll(keys, withRequestSignal(meta.options) ?? {}, meta.onBusy, meta.mode);
+    const request = editOptions(meta.request, (o) => withRequestSignal(o) ?? o);
+    handles = await engine.acquireAll(keys, request, meta.onBusy);
   } catch (err) {
     // A job (a cron tick, a queue message) that cannot run because the app is stopping is
     // not an error: it did not run, as a skip. A route still answers 503.
@@ -174,7 +187,7 @@ export async function runLocked(
       await engine.releaseAll(handles);
       throw new LockAbortedError(keys[0], 'the HTTP client went away before the method could start');
     }
-    return engine.hold(handles, () => original.apply(self, args), route.over);
+    return engine.hold(handles, () => callMethod(original, self, args), route.over);
   }
   // An Observable's work runs when it is subscribed: hold the locks until it finalizes.
   let finalized: Promise<void> | undefined;
@@ -187,11 +200,17 @@ export async function runLocked(
         finalized = held.finalized;
         return held.observable;
       };
-      const value = original.apply(self, args);
+      const value = callMethod(original, self, args);
       return isThenable(value) ? Promise.resolve(value).then(hold) : hold(value);
     },
     () => finalized,
   );
+}
+
+/** Calls the decorated method as written, with the arguments its wrapper got. */
+export function callMethod(original: LockableMethod, self: unknown, args: unknown[]): unknown {
+  const value: unknown = Reflect.apply(original, self, args);
+  return value;
 }
 
 function isThenable(value: unknown): value is PromiseLike<unknown> {

@@ -1,4 +1,4 @@
-import type { LeaseKind, AcquireOptions } from '../../core';
+import type { LeaseKind, AcquireOptions, LockRequest } from '../../core';
 import type { KeyResolver, KeySpec } from './key-template';
 import { LOCKED_METADATA } from './locked.constants';
 import type { OnBusy } from './locked-options';
@@ -13,6 +13,8 @@ export interface LockedMetadata {
   readonly spec: KeySpec;
   readonly keys: KeyResolver;
   readonly options: AcquireOptions;
+  /** What each call asks of the engine for every key: `mode` and `options`, with a semaphore's limit. */
+  readonly request: LockRequest;
   readonly onBusy: OnBusy;
   /** The route's Retry-After hint when busy, in ms, if its decorator set one. */
   readonly retryAfterMs?: number;

@@ -1,6 +1,6 @@
 import { LockConfigError } from '../../errors';
 import { checkAcquireOptions, describe } from '../../core';
-import type { AcquireOptions } from '../../core';
+import type { AcquireOptions, LockRequest } from '../../core';
 
 /** What a decorated method does when its lock is held by someone else. */
 export type OnBusy = 'wait' | 'throw' | 'skip';
@@ -27,24 +27,31 @@ export interface LockedOptions extends AcquireOptions {
   retryAfterMs?: number;
 }
 
+/** What a lock decorator checked where it was applied: what each call asks for, and what it does when busy. */
 export interface CheckedLockedOptions {
-  readonly acquire: AcquireOptions;
+  readonly request: LockRequest;
   readonly onBusy: OnBusy;
   readonly retryAfterMs: number | undefined;
 }
 
 const DECORATOR_ONLY: ReadonlySet<string> = new Set(['onBusy', 'retryAfterMs']);
 const RW_DECORATOR_ONLY: ReadonlySet<string> = new Set(['onBusy', 'writerPreference', 'retryAfterMs']);
-const CHECK_DEFAULTS = { keyPrefix: '', leaseMs: 30_000, waitMs: 0, safetyMarginMs: undefined };
+/** Defaults for checking options where a decorator is applied, before any engine exists. */
+export const CHECK_DEFAULTS = { keyPrefix: '', leaseMs: 30_000, waitMs: 0, safetyMarginMs: undefined };
 
 /** Validates decorator options where the decorator is applied, so mistakes surface at startup. */
-export function checkLockedOptions(options: unknown, where: string, readWrite = false): CheckedLockedOptions {
+export function checkLockedOptions(
+  kind: 'mutex' | 'read' | 'write',
+  options: LockedOptions | undefined,
+  where: string,
+): CheckedLockedOptions {
+  const readWrite = kind !== 'mutex';
   try {
     checkAcquireOptions(options, CHECK_DEFAULTS, readWrite ? RW_DECORATOR_ONLY : DECORATOR_ONLY);
   } catch (err) {
     throw new LockConfigError(`${where}: ${(err as Error).message}`);
   }
-  const { onBusy = 'wait', retryAfterMs, ...acquire } = (options ?? {}) as LockedOptions;
+  const { onBusy = 'wait', retryAfterMs, ...acquire } = options ?? {};
   if (retryAfterMs !== undefined) checkRetryAfter(retryAfterMs, where);
   if (readWrite && acquire.fair !== undefined) {
     throw new LockConfigError(`${where}: fair is not an option of read/write locks (they use writer preference).`);
@@ -54,10 +61,15 @@ export function checkLockedOptions(options: unknown, where: string, readWrite = 
       `${where}: writerPreference must be a boolean, got ${describe(acquire.writerPreference)}.`,
     );
   }
-  if (onBusy !== 'wait' && onBusy !== 'throw' && onBusy !== 'skip') {
-    throw new LockConfigError(`${where}: onBusy must be 'wait', 'throw' or 'skip', got ${describe(onBusy)}.`);
+  return { request: { kind, options: acquire }, onBusy: checkOnBusy(onBusy, where), retryAfterMs };
+}
+
+/** What a decorated method does when busy: `'wait'`, `'throw'` or `'skip'`. */
+export function checkOnBusy(value: unknown, where: string): OnBusy {
+  if (value !== 'wait' && value !== 'throw' && value !== 'skip') {
+    throw new LockConfigError(`${where}: onBusy must be 'wait', 'throw' or 'skip', got ${describe(value)}.`);
   }
-  return { acquire, onBusy, retryAfterMs };
+  return value;
 }
 
 /** A Retry-After hint in ms: a whole number from 0 to one day. */

@@ -4,7 +4,7 @@ import { checkScheduledOptions } from '../../core';
 import type { CheckedScheduledOptions, ScheduledJobOptions, TickSchedule } from '../../core';
 import { compileKeySpec } from './key-template';
 import type { KeyResolver } from './key-template';
-import { checkLockable, className, engineOf, runLocked, toMetadataOptions, wrapMethod } from './lock-method';
+import { callMethod, checkLockable, className, engineOf, runLocked, toMetadata, wrapMethod } from './lock-method';
 import type { LockableMethod, LockMethodDecorator } from './lock-method';
 import type { LockedMetadata } from './locked-metadata.accessor';
 import { SCHEDULED_LOCK_METADATA } from './locked.constants';
@@ -89,16 +89,15 @@ export function ScheduledLock(name: string, options: ScheduledLockOptions = {}):
       lockOnly:
         job.acquire.lockAtLeastMs === undefined
           ? undefined
-          : {
-              mode: 'mutex',
-              spec: name,
+          : toMetadata(
+              { request: { kind: 'mutex', options: job.acquire }, onBusy: 'skip', retryAfterMs: undefined },
+              name,
               keys,
-              ...toMetadataOptions({ acquire: job.acquire, onBusy: 'skip', retryAfterMs: undefined }, name, where),
               where,
-            },
+            ),
     };
     return wrapMethod(target, propertyKey, descriptor, [SCHEDULED_LOCK_METADATA, metadata], (self, args, wrapper) =>
-      runScheduled(self, args, metadata, original as unknown as (...a: unknown[]) => unknown, wrapper),
+      runScheduled(self, args, metadata, original, wrapper),
     );
   }) as LockMethodDecorator;
 }
@@ -115,7 +114,7 @@ async function runScheduled(
   self: unknown,
   args: unknown[],
   meta: ScheduledLockMetadata,
-  original: (...a: unknown[]) => unknown,
+  original: LockableMethod,
   wrapper: object,
 ): Promise<unknown> {
   const engine = engineOf(self, meta.where);
@@ -136,7 +135,7 @@ async function runScheduled(
   let own: { error: unknown } | undefined;
   const run = async (): Promise<unknown> => {
     try {
-      return await original.apply(self, args);
+      return await callMethod(original, self, args);
     } catch (error) {
       own = { error };
       throw error;

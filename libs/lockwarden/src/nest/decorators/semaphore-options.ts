@@ -1,7 +1,6 @@
 import { LockConfigError } from '../../errors';
-import { checkKnownNames, checkOptionsObject, describe, resolvePermitAcquire, resolveSemaphore } from '../../core';
-import type { AcquireOptions } from '../../core';
-import { checkRetryAfter } from './locked-options';
+import { checkKnownNames, checkOptionsObject, resolvePermitAcquire, resolveSemaphore } from '../../core';
+import { CHECK_DEFAULTS, checkOnBusy, checkRetryAfter } from './locked-options';
 import type { CheckedLockedOptions, OnBusy } from './locked-options';
 
 /**
@@ -39,32 +38,28 @@ const NAMES: ReadonlySet<string> = new Set([
   'onBusy',
   'retryAfterMs',
 ]);
-const CHECK_DEFAULTS = { keyPrefix: '', leaseMs: 30_000, waitMs: 0, safetyMarginMs: undefined };
 
 /** Validates `@Semaphore` options where the decorator is applied, so mistakes surface at startup. */
-export function checkSemaphoreDecoratorOptions(options: unknown, where: string): CheckedLockedOptions {
+export function checkSemaphoreDecoratorOptions(
+  options: SemaphoreDecoratorOptions | undefined,
+  where: string,
+): CheckedLockedOptions {
   const fail = (err: unknown): never => {
     throw new LockConfigError(`${where}: ${(err as Error).message}`);
   };
-  let raw: Record<string, unknown> = {};
+  let limit = 0;
   try {
-    raw = checkOptionsObject('@Semaphore', options);
+    const raw = checkOptionsObject('@Semaphore', options);
     checkKnownNames('@Semaphore', raw, NAMES);
-  } catch (err) {
-    fail(err);
-  }
-  const { onBusy = 'wait', retryAfterMs, permits, ...perCall } = raw;
-  try {
-    resolveSemaphore('template', { permits });
+    const { onBusy: _onBusy, retryAfterMs: _retryAfterMs, permits, ...perCall } = raw;
+    limit = resolveSemaphore('template', { permits }).limit;
     resolvePermitAcquire('template', perCall, CHECK_DEFAULTS);
   } catch (err) {
     fail(err);
   }
+  // An object by now (a semaphore without one has no limit). The limit goes in the request,
+  // beside the options of each call, which takes one permit.
+  const { onBusy = 'wait', retryAfterMs, permits: _limit, ...each } = options ?? { permits: limit };
   if (retryAfterMs !== undefined) checkRetryAfter(retryAfterMs, where);
-  if (onBusy !== 'wait' && onBusy !== 'throw' && onBusy !== 'skip') {
-    throw new LockConfigError(`${where}: onBusy must be 'wait', 'throw' or 'skip', got ${describe(onBusy)}.`);
-  }
-  // The limit rides along as `permits`; LockEngine.acquireAll takes one permit per call.
-  const acquire = { ...perCall, permits } as AcquireOptions;
-  return { acquire, onBusy, retryAfterMs: retryAfterMs as number | undefined };
+  return { request: { kind: 'permit', limit, options: each }, onBusy: checkOnBusy(onBusy, where), retryAfterMs };
 }

@@ -1,14 +1,12 @@
 import type { Semaphore as SemaphoreObject } from '../../core';
 import type { KeySpec } from './key-template';
-import { lockDecorator } from './lock-method';
+import { lockMethod } from './lock-method';
 import type { LockMethodDecorator } from './lock-method';
-import type { LockedOptions } from './locked-options';
+import { checkSemaphoreDecoratorOptions } from './semaphore-options';
 import type { SemaphoreDecoratorOptions } from './semaphore-options';
 
 /** What `LockService.semaphore()` returns (see the core `Semaphore`); the same name is the decorator. */
 export type Semaphore = SemaphoreObject;
-
-const permitDecorator = lockDecorator('permit', 'Semaphore');
 
 /**
  * Runs the method holding one permit of the semaphore(s) named by `key`: at most `permits`
@@ -30,5 +28,5 @@ const permitDecorator = lockDecorator('permit', 'Semaphore');
  * ```
  */
 export function Semaphore(key: KeySpec, options: SemaphoreDecoratorOptions): LockMethodDecorator {
-  return permitDecorator(key, options as unknown as LockedOptions);
+  return lockMethod('Semaphore', key, (where) => checkSemaphoreDecoratorOptions(options, where));
 }

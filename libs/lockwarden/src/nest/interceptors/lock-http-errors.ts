@@ -1,9 +1,4 @@
-import {
-  ConflictException,
-  HttpException,
-  InternalServerErrorException,
-  ServiceUnavailableException,
-} from '@nestjs/common';
+import { ConflictException, InternalServerErrorException, ServiceUnavailableException } from '@nestjs/common';
 import type { ArgumentsHost, LoggerService } from '@nestjs/common';
 import {
   LockAbortedError,
@@ -68,8 +63,4 @@ function setHeader(res: HeaderTarget, name: string, value: string): void {
   if (res.headersSent || res.sent) return;
   if (typeof res.header === 'function') res.header(name, value);
   else if (typeof res.setHeader === 'function') res.setHeader(name, value);
-}
-
-export function isHttpException(err: unknown): err is HttpException {
-  return err instanceof HttpException;
 }

@@ -1,0 +1,88 @@
+import type { LeaseHandle } from '../lease/lease';
+import type { LockContext } from '../lease/lock-context';
+import { RenewalScheduler } from '../lease/renewal-scheduler';
+import type { EventHub } from '../observe/event-hub';
+import { emitter } from '../observe/events';
+import { otelMetricsListener } from '../observe/metrics';
+import { otelLockTracer } from '../observe/traces';
+import type { JobHost } from '../schedule/scheduled-job';
+import type { Topology } from '../backend/lock-backend';
+import { SETTLE_GRACE_MS } from '../wait/acquire-loop';
+import type { ResolvedEngineOptions } from './engine-options';
+import { EngineShutdown } from './engine-shutdown';
+import { HeldLocks } from './held-locks';
+import { LeaseGranter } from './lease-granter';
+import { LeasePaths } from './lease-paths';
+import { LockAdmin } from './lock-admin';
+import { defaultLockName } from './options';
+import { PermitGranter } from './permit-granter';
+import { Reentrancy } from './reentrancy';
+
+/**
+ * What a framework hooks into an engine it makes, given once at construction (the Nest
+ * layer: its request scope).
+ */
+export interface EngineHooks {
+  /** Told of every new (non-reentrant) handle: how a request scope tracks locks taken during it. */
+  readonly onGrant?: (handle: LeaseHandle) => void;
+}
+
+/** The parts one engine is made of. */
+export interface EngineParts {
+  readonly scheduler: RenewalScheduler;
+  readonly held: HeldLocks;
+  readonly stop: EngineShutdown;
+  readonly admin: LockAdmin;
+  readonly permits: PermitGranter;
+  readonly paths: LeasePaths;
+  readonly jobHost: JobHost;
+}
+
+/** Makes an engine's parts over its topology and wires them to each other, once. */
+export function buildEngineParts(
+  options: ResolvedEngineOptions,
+  topology: Topology,
+  context: LockContext,
+  hub: EventHub,
+  hooks: EngineHooks,
+): EngineParts {
+  const { store, bus } = topology;
+  const logger = options.logger;
+  const emit = emitter(options.onEvent, options.metrics ? otelMetricsListener() : undefined, hub.emit);
+  const scheduler = new RenewalScheduler(store, logger, emit);
+  const passTarget = store.permitPass ? (channel: string) => bus.claimPassTarget(channel) : undefined;
+  const held = new HeldLocks(store, scheduler, context, logger, emit, passTarget);
+  const stop = new EngineShutdown(held, scheduler, topology);
+  const loop = {
+    bus,
+    gates: stop.gates,
+    shuttingDown: stop.refusal,
+    commandTimeoutMs: options.commandTimeoutMs,
+    settleGraceMs: SETTLE_GRACE_MS + store.attemptMs,
+    emit,
+    logger,
+    connectionDown: () => topology.connectionDown?.(),
+  };
+  const tracer = options.traces ? otelLockTracer() : undefined;
+  const granter = new LeaseGranter(options, store, held, loop, emit, tracer, hooks.onGrant);
+  const admin = new LockAdmin(store, options.keyPrefix, scheduler, held, topology.client);
+  const permits = new PermitGranter(options, store, granter, held);
+  const paths = new LeasePaths(granter, new Reentrancy(context), permits, held, async (key, name) => {
+    emit?.({ type: 'skipped', key, name: name ?? defaultLockName(key) });
+    logger.debug(`Skipped "${key}": it is held by ${await admin.holderOf(key)}.`);
+  });
+  const jobHost: JobHost = {
+    ticks: topology.ticks,
+    keyPrefix: options.keyPrefix,
+    leaseMs: options.leaseMs,
+    logger,
+    emit,
+    stopping: stop.signal,
+    noticed: new Set(),
+    tryAcquire: (key, acquire) => paths.tryAcquire(key, acquire),
+    acquire: (key, acquire) => paths.acquire(key, acquire),
+    hold: (handle, fn) => held.hold([handle], fn),
+    track: (work) => stop.track(work),
+  };
+  return { scheduler, held, stop, admin, permits, paths, jobHost };
+}

@@ -1,0 +1,138 @@
+import { LockConfigError } from '../../errors';
+import { quoteKey } from '../../errors/key-text';
+
+/** Largest timer delay Node accepts, and so the largest lease or wait we allow. */
+export const MAX_MS = 2 ** 31 - 1;
+/** Shortest lease that survives a round trip and a renewal. */
+export const MIN_LEASE_MS = 10;
+export const MAX_KEY_LENGTH = 1024;
+/**
+ * Half of a UTF-16 surrogate pair without the other half. Encoded as UTF-8 for Redis it
+ * becomes U+FFFD, so two different JavaScript strings would name one Redis key.
+ */
+const LONE_SURROGATE = /\p{Surrogate}/u;
+
+/** The most permits one semaphore may have: far beyond any real limit, and exact in Lua. */
+export const MAX_PERMITS = 2 ** 31 - 1;
+
+export function checkKey(key: unknown, where = 'lock key'): string {
+  if (typeof key !== 'string') {
+    throw new LockConfigError(`The ${where} must be a string, got ${describe(key)}.`);
+  }
+  if (key.length === 0) throw new LockConfigError(`The ${where} must not be empty.`);
+  if (key.length > MAX_KEY_LENGTH) {
+    throw new LockConfigError(
+      `The ${where} is ${key.length} characters long; the limit is ${MAX_KEY_LENGTH}. Hash long identifiers first.`,
+      key.slice(0, 64),
+    );
+  }
+  if (!isWellFormed(key)) {
+    throw new LockConfigError(
+      `The ${where} ${quoteKey(key)} contains a lone UTF-16 surrogate. Redis would store it as U+FFFD, ` +
+        'the same key as other strings that differ only there. Use well-formed text, or hash binary identifiers first.',
+      key,
+    );
+  }
+  return key;
+}
+
+/** True when `text` has no lone surrogate: what String.prototype.isWellFormed (ES2024) answers. */
+export function isWellFormed(text: string): boolean {
+  // Native where the runtime has it (Node 20+): a Unicode-property regex costs more per acquire.
+  const native = (text as { isWellFormed?: () => boolean }).isWellFormed;
+  return native ? native.call(text) : !LONE_SURROGATE.test(text);
+}
+
+export function checkInteger(field: string, value: unknown, min: number, max: number, key?: string): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
+    throw new LockConfigError(
+      `${field} must be an integer from ${min} to ${max} (milliseconds), got ${describe(value)}.`,
+      key,
+    );
+  }
+  return value;
+}
+
+/** Rejects option names we do not know, so a typo such as `waitMS` is never silently ignored. */
+export function checkKnownNames(what: string, options: object, allowed: ReadonlySet<string>, key?: string): void {
+  for (const name of Object.keys(options)) {
+    if (!allowed.has(name)) {
+      throw new LockConfigError(
+        `Unknown ${what} option ${quoteKey(name)}. Allowed: ${[...allowed].sort().join(', ')}.`,
+        key,
+      );
+    }
+  }
+}
+
+export function checkOptionsObject(what: string, options: unknown, key?: string): Record<string, unknown> {
+  if (options === undefined || options === null) return {};
+  if (typeof options !== 'object' || Array.isArray(options)) {
+    throw new LockConfigError(`${what} options must be an object, got ${describe(options)}.`, key);
+  }
+  return options as Record<string, unknown>;
+}
+
+export function checkPermits(field: string, value: unknown, max: number, key?: string): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > max) {
+    throw new LockConfigError(`${field} must be an integer from 1 to ${max}, got ${describe(value)}.`, key);
+  }
+  return value;
+}
+
+/** An optional flag: undefined when not given, else it must be a boolean. */
+export function checkBoolean(field: string, value: unknown, key?: string): boolean | undefined {
+  if (value !== undefined && typeof value !== 'boolean') {
+    throw new LockConfigError(`${field} must be a boolean, got ${describe(value)}.`, key);
+  }
+  return value;
+}
+
+/** An acquire's own signal, when it gave one. */
+export function checkSignal(value: unknown, key?: string): AbortSignal | undefined {
+  if (value !== undefined && !(value instanceof AbortSignal)) {
+    throw new LockConfigError(`signal must be an AbortSignal, got ${describe(value)}.`, key);
+  }
+  return value;
+}
+
+/** A lock's low-cardinality name in metrics and events, when it gave one. */
+export function checkName(value: unknown, key?: string): string | undefined {
+  if (value !== undefined && (typeof value !== 'string' || value.length === 0 || value.length > 200)) {
+    throw new LockConfigError(
+      `name must be a non-empty string of at most 200 characters, got ${describe(value)}.`,
+      key,
+    );
+  }
+  return value;
+}
+
+/**
+ * A value the caller passed, for an error message. Never throws and never runs the value's
+ * own code (toString, getters, proxy traps): a message about bad input must not fail on it.
+ */
+export function describe(value: unknown): string {
+  if (value === null) return 'null';
+  if (typeof value === 'string') return quoteKey(value, 40);
+  if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'bigint') return String(value);
+  if (typeof value === 'object' && isArray(value)) return 'an array';
+  return typeof value;
+}
+
+/**
+ * A lock key, or whatever was passed as one, for an error message: `"order:42"`, cut to 200
+ * characters with its length after it; anything but a string is named by its type. Never
+ * throws, so a message about a bad key cannot fail on the key itself.
+ */
+export function describeKey(key: unknown): string {
+  return typeof key === 'string' ? quoteKey(key) : describe(key);
+}
+
+function isArray(value: object): boolean {
+  try {
+    return Array.isArray(value);
+  } catch {
+    // A revoked proxy throws even here.
+    return false;
+  }
+}
