@@ -5,7 +5,7 @@ import type { LeaseHandle } from '../lease/lease';
 import type { RenewalScheduler } from '../lease/renewal-scheduler';
 import type { LockEventListener } from '../observe/events';
 import { EventHub } from '../observe/event-hub';
-import type { LockSurvey, SurveyOptions } from '../observe/lock-survey';
+import type { LockSurvey, SurveyOptions } from '../backend/lock-survey';
 import type { LockLogger } from '../observe/logger';
 import type { LockHealthReport } from '../backend/lock-info';
 import type { LockInfo } from '../backend/lock-info';

@@ -5,7 +5,8 @@ import type { LockBackend } from '../backend/lock-backend';
 import type { RedisClient } from '../backend/lock-backend';
 import { LeaderBus } from '../redis/leader-bus';
 import { Leadership } from './leadership';
-import { MemoryTermLog, RedisTermLog, termKeys } from './term-log';
+import { termKeys } from '../backend/lock-keys';
+import { MemoryTermLog, RedisTermLog } from './term-log';
 
 /** The in-memory term logs, by the backend that holds their locks. */
 const MEMORY_LOGS = new WeakMap<object, Map<string, MemoryTermLog>>();

@@ -1,5 +1,5 @@
 import { SCRIPTS } from '../redis/lua-script';
-import { mutexKeys } from '../backend/lock-keys';
+import type { TermKeys } from '../backend/lock-keys';
 import type { RedisClient } from '../backend/lock-backend';
 import type { ChannelListener } from '../backend/wake-bus';
 
@@ -51,23 +51,6 @@ export interface TermLog {
 
 /** How many entries the log keeps: an observer further behind than this misses the oldest. */
 const LOG_LENGTH = 1000;
-
-/** The Redis keys of one leadership: all share the lock's hash tag, so one slot on a Cluster. */
-export interface TermKeys {
-  /** The mutex the terms are leases of. */
-  readonly lock: string;
-  /** Hash: the latest term (instanceId, fencingToken, since, state). */
-  readonly term: string;
-  /** Stream: every term's start and resignation, by fencing token. */
-  readonly log: string;
-  /** Channel: announcements of both. */
-  readonly channel: string;
-}
-
-export function termKeys(prefix: string, lockKey: string): TermKeys {
-  const lock = mutexKeys(prefix, lockKey).lock;
-  return { lock, term: `${lock}:term`, log: `${lock}:terms`, channel: `${lock}:elections` };
-}
 
 /** The term log on Redis: a hash for the latest term, a stream for the history, pub/sub to announce. */
 export class RedisTermLog implements TermLog {
