@@ -1,5 +1,7 @@
 import type { Cluster, Redis } from 'ioredis';
 import type { LockLogger } from '../observe/logger';
+import type { LockSurvey, SurveyOptions } from './lock-survey';
+import type { TermLogs } from './term-log';
 import type { WakeBus } from './wake-bus';
 import type { LockStore } from './lock-store';
 import type { TickStore } from './tick-store';
@@ -17,6 +19,16 @@ export interface Topology {
   readonly bus: WakeBus;
   /** The Redis client (in quorum mode, the first node's); none in memory. */
   readonly client: RedisClient | undefined;
+  /**
+   * One bounded look at every lock, semaphore and leadership under `prefix`. A backend
+   * without it (the in-memory one) has nothing to scan: the engine gives an empty survey.
+   */
+  survey?(prefix: string, options: SurveyOptions): Promise<LockSurvey>;
+  /**
+   * Opens the term logs of one leadership registry. A backend without it (the in-memory
+   * one) leaves the registry to keep its terms in this process.
+   */
+  termLogs?(): TermLogs;
   /** Why Redis cannot be reached right now, when that is known (the last connection error). */
   connectionDown?(): Error | undefined;
   /** Closes what the backend opened for this engine (never a client the user gave). */

@@ -116,6 +116,23 @@ export function semPermitsKey(holdersKey: string): string {
   return `${holdersKey.slice(0, -':holders'.length)}:permits`;
 }
 
+/** The Redis keys of one leadership: all share the lock's hash tag, so one slot on a Cluster. */
+export interface TermKeys {
+  /** The mutex the terms are leases of. */
+  readonly lock: string;
+  /** Hash: the latest term (instanceId, fencingToken, since, state). */
+  readonly term: string;
+  /** Stream: every term's start and resignation, by fencing token. */
+  readonly log: string;
+  /** Channel: announcements of both. */
+  readonly channel: string;
+}
+
+export function termKeys(prefix: string, lockKey: string): TermKeys {
+  const lock = mutexKeys(prefix, lockKey).lock;
+  return { lock, term: `${lock}:term`, log: `${lock}:terms`, channel: `${lock}:elections` };
+}
+
 /** `text` with SCAN's glob characters escaped, for a MATCH pattern that must take it literally. */
 export function escapeGlob(text: string): string {
   return text.replace(/[*?[\]\\]/g, (c) => `\\${c}`);

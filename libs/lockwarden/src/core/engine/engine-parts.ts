@@ -65,7 +65,7 @@ export function buildEngineParts(
   };
   const tracer = options.traces ? otelLockTracer() : undefined;
   const granter = new LeaseGranter(options, store, held, loop, emit, tracer, hooks.onGrant);
-  const admin = new LockAdmin(store, options.keyPrefix, scheduler, held, topology.client);
+  const admin = new LockAdmin(store, options.keyPrefix, scheduler, held, topology);
   const permits = new PermitGranter(options, store, granter, held);
   const paths = new LeasePaths(granter, new Reentrancy(context), permits, held, async (key, name) => {
     emit?.({ type: 'skipped', key, name: name ?? defaultLockName(key) });

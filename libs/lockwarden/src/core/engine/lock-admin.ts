@@ -2,9 +2,8 @@ import { LockBackendError } from '../../errors';
 import type { RenewalScheduler } from '../lease/renewal-scheduler';
 import type { LockHealthReport } from '../backend/lock-info';
 import type { LockInfo } from '../backend/lock-info';
-import { surveyLocks } from '../observe/lock-survey';
-import type { LockSurvey, SurveyOptions } from '../observe/lock-survey';
-import type { RedisClient } from '../backend/lock-backend';
+import type { LockSurvey, SurveyOptions } from '../backend/lock-survey';
+import type { Topology } from '../backend/lock-backend';
 import type { LockStore } from '../backend/lock-store';
 import type { HeldLocks } from './held-locks';
 import { checkKey } from './validate';
@@ -16,19 +15,20 @@ export class LockAdmin {
     private readonly keyPrefix: string,
     private readonly scheduler: RenewalScheduler,
     private readonly held: HeldLocks,
-    /** The Redis client to survey; none on the in-memory backend. */
-    private readonly client: RedisClient | undefined,
+    /** What surveys the locks; the in-memory backend does not. */
+    private readonly topology: Pick<Topology, 'survey'>,
   ) {}
 
   /**
-   * One bounded look at every lock, semaphore and leadership under the prefix (see
-   * `surveyLocks` for its cost). An in-memory backend has nothing to scan: an empty survey.
+   * One bounded look at every lock, semaphore and leadership under the prefix (see the
+   * Redis backend's `surveyLocks` for its cost). An in-memory backend has nothing to scan:
+   * an empty survey.
    */
   async survey(options: SurveyOptions): Promise<LockSurvey> {
-    if (!this.client)
+    if (!this.topology.survey)
       return { at: Date.now(), locks: [], semaphores: [], leaderships: [], scanned: 0, keys: 0, cursor: null };
     try {
-      return await surveyLocks(this.client, this.keyPrefix, options);
+      return await this.topology.survey(this.keyPrefix, options);
     } catch (err) {
       throw new LockBackendError(undefined, 'survey the locks', err);
     }

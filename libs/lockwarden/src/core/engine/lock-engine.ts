@@ -5,11 +5,12 @@ import type { LeaseHandle } from '../lease/lease';
 import type { RenewalScheduler } from '../lease/renewal-scheduler';
 import type { LockEventListener } from '../observe/events';
 import { EventHub } from '../observe/event-hub';
-import type { LockSurvey, SurveyOptions } from '../observe/lock-survey';
+import type { LockSurvey, SurveyOptions } from '../backend/lock-survey';
 import type { LockLogger } from '../observe/logger';
 import type { LockHealthReport } from '../backend/lock-info';
 import type { LockInfo } from '../backend/lock-info';
 import type { LockBackend, Topology } from '../backend/lock-backend';
+import type { TermLogs } from '../backend/term-log';
 import type { RedisClient } from '../backend/lock-backend';
 import { acquireAll } from './acquire-all';
 import { buildEngineParts } from './engine-parts';
@@ -108,6 +109,11 @@ export class LockEngine {
     if (!this.topology.client)
       throw new LockConfigError('This lock engine runs in memory (LockTestingModule): it has no Redis client.');
     return this.topology.client;
+  }
+
+  /** @internal The term logs of one leadership registry; none when the backend does not keep them. */
+  openTermLogs(): TermLogs | undefined {
+    return this.topology.termLogs?.();
   }
 
   /** Locks held through this engine right now (each acquisition once, however many reentrant holds). */

@@ -2,13 +2,10 @@ import { LockConfigError } from '../../errors';
 import type { LockEngine } from '../engine/lock-engine';
 import { checkKey, describe } from '../engine/options';
 import type { LockBackend } from '../backend/lock-backend';
-import type { RedisClient } from '../backend/lock-backend';
-import { LeaderBus } from '../redis/leader-bus';
 import { Leadership } from './leadership';
-import { MemoryTermLog, RedisTermLog, termKeys } from './term-log';
-
-/** The in-memory term logs, by the backend that holds their locks. */
-const MEMORY_LOGS = new WeakMap<object, Map<string, MemoryTermLog>>();
+import { termKeys } from '../backend/lock-keys';
+import { memoryTermLogs } from './term-log';
+import type { TermLog, TermLogs } from './term-log';
 
 /**
  * The leaderships of one engine: one `Leadership` per name, and the one subscriber
@@ -28,7 +25,7 @@ const MEMORY_LOGS = new WeakMap<object, Map<string, MemoryTermLog>>();
  */
 export class LeadershipRegistry {
   private readonly byName = new Map<string, Leadership>();
-  private bus: LeaderBus | undefined;
+  private logs: TermLogs | undefined;
   private readonly closing = new AbortController();
   private closed: Promise<void> | undefined;
 
@@ -89,31 +86,12 @@ export class LeadershipRegistry {
   private async shutdown(): Promise<void> {
     await Promise.all([...this.byName.values()].map((l) => l.resign()));
     this.closing.abort(new Error('the leadership registry closed'));
-    await this.bus?.close();
+    await this.logs?.close();
   }
 
-  private termLog(key: string): RedisTermLog | MemoryTermLog {
-    const client = this.redisClient();
-    if (!client) {
-      const scope: object = this.backend ?? this;
-      let logs = MEMORY_LOGS.get(scope);
-      if (!logs) MEMORY_LOGS.set(scope, (logs = new Map()));
-      const name = termKeys(this.engine.options.keyPrefix, key).term;
-      let log = logs.get(name);
-      if (!log) logs.set(name, (log = new MemoryTermLog()));
-      return log;
-    }
-    this.bus ??= new LeaderBus(client, this.engine.options.logger);
-    return new RedisTermLog(client, termKeys(this.engine.options.keyPrefix, key), this.bus);
-  }
-
-  /** The engine's Redis client; none for the in-memory backend (LockTestingModule). */
-  private redisClient(): RedisClient | undefined {
-    try {
-      return this.engine.client;
-    } catch (err) {
-      if (err instanceof LockConfigError) return undefined;
-      throw err;
-    }
+  private termLog(key: string): TermLog {
+    // Without a backend that keeps terms (in memory), registries of one backend share theirs.
+    this.logs ??= this.engine.openTermLogs() ?? memoryTermLogs(this.backend ?? this);
+    return this.logs.log(termKeys(this.engine.options.keyPrefix, key));
   }
 }

@@ -11,6 +11,8 @@ import { RedisTickStore } from './redis-tick-store';
 import type { ReplicaAckOptions } from './replica-ack';
 import { WakeChannels } from '../backend/wake-channels';
 import { RedisWakeSubscriber } from './wake-subscriber';
+import { surveyLocks } from './redis-survey';
+import { redisTermLogs } from './redis-term-log';
 
 /** Redlock's nodes, checked. */
 export interface ResolvedQuorum {
@@ -61,6 +63,9 @@ export class RedisBackend implements LockBackend {
       ticks: new RedisTickStore(clients[0], instanceId),
       bus,
       client: clients[0],
+      // In quorum mode the survey and the leadership terms use the first node, as tick records do.
+      survey: (prefix, options) => surveyLocks(clients[0], prefix, options),
+      termLogs: () => redisTermLogs(clients[0], logger),
       // In quorum mode one node down is no outage: the quorum store times each node out by itself.
       connectionDown: () => (quorum ? undefined : connectionFailureOf(clients[0])),
       close: async () => {

@@ -1,26 +1,6 @@
 import type { RedisClient } from '../backend/lock-backend';
-import { termKeys } from '../leader/term-log';
-
-/** One term of a leadership as the survey shows it. */
-export interface SurveyedTerm {
-  instanceId: string;
-  fencingToken: number;
-  /** When the term began, ms since the epoch by the Redis server's clock. */
-  since: number;
-  /** True when its leader resigned it; a term that ended by expiry or failover is not marked. */
-  resigned: boolean;
-}
-
-/** A leadership: its latest term, whether it is still led, and the terms before it. */
-export interface LeadershipInfo {
-  key: string;
-  /** The latest term, or null when none was recorded. */
-  leader: SurveyedTerm | null;
-  /** True while the latest term's leader holds the leadership's lock. */
-  leading: boolean;
-  /** The latest terms, newest first (at most 5). */
-  recent: SurveyedTerm[];
-}
+import { termKeys } from '../backend/lock-keys';
+import type { LeadershipInfo, SurveyedTerm } from '../backend/lock-survey';
 
 const RECENT_TERMS = 5;
 /** Stream entries read per leadership: a term usually has two (elected, resigned). */

@@ -1,57 +1,11 @@
 import type { Cluster, Redis } from 'ioredis';
-import { SCRIPTS } from '../redis/lua-script';
-import { inspectLock } from '../redis/inspect';
-import type { LockInfo } from '../backend/lock-info';
+import { SCRIPTS } from './lua-script';
+import { inspectLock } from './inspect';
 import { escapeGlob, mutexKeys, semKeys } from '../backend/lock-keys';
 import type { RedisClient } from '../backend/lock-backend';
-import { inspectSemaphore } from '../redis/sem-inspect';
-import type { SemaphoreInfo } from '../backend/lock-info';
+import type { LockSurvey, QueuedWaiterInfo, SurveyOptions, SurveyedLock } from '../backend/lock-survey';
+import { inspectSemaphore } from './sem-inspect';
 import { surveyLeaderships } from './leader-survey';
-import type { LeadershipInfo } from './leader-survey';
-
-/** One waiter in a mutex's fair queue, as operators may see it: never its owner token. */
-export interface QueuedWaiterInfo {
-  instanceId: string;
-  /** How long it has been queued, by the Redis server's clock. */
-  waitedMs: number;
-}
-
-/** A held lock (mutex or read/write) with the head of its fair queue. */
-export interface SurveyedLock extends LockInfo {
-  /** The first queued fair waiters, in arrival order (at most 10). */
-  queue: QueuedWaiterInfo[];
-}
-
-/**
- * What one look at Redis found: the held locks, semaphores and leaderships under the
- * engine's `keyPrefix`, at most `limit` of each kind, and where to go on.
- */
-export interface LockSurvey {
-  /** When the look began (this process's clock, ms since the epoch). */
-  at: number;
-  locks: SurveyedLock[];
-  semaphores: SemaphoreInfo[];
-  leaderships: LeadershipInfo[];
-  /** Keys SCAN looked at, over every master. */
-  scanned: number;
-  /** Keys the masters hold in all (DBSIZE summed). */
-  keys: number;
-  /** Where the next page starts; null when this look reached the end of the key space. */
-  cursor: string | null;
-}
-
-/** How far one survey may go. */
-export interface SurveyOptions {
-  /** The cursor of a previous survey's page; omit for the first page. */
-  cursor?: string;
-  /**
-   * Stop once this many locks, semaphores or leaderships are found (default 100). A page keeps
-   * every name of its last SCAN call, so it may hold up to ~100 more.
-   */
-  limit?: number;
-  /** At most about this many keys walked by SCAN per survey, over every master (default 10 000). */
-  scanBudget?: number;
-}
 
 const SCAN_COUNT = 1000;
 const MIN_SCAN_COUNT = 100;
