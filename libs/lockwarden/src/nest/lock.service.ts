@@ -148,13 +148,13 @@ export class LockService {
    * A counting semaphore across every instance: at most `permits` permits held at once.
    * Each holder (`acquire`, `tryAcquire`, `withPermit`) is a lease like a lock's, with its
    * own fencing token, renewed by the watchdog, and given back by a crash one lease later.
-   * The limit is stored in Redis on first use; `setPermits(n)` changes it for everyone.
+   * The limit is stored in Redis on first use; `setLimit(n)` changes it for everyone.
    * Throws `LockConfigError` for a bad key or limit, and in quorum mode, where a permit
    * count cannot be kept safe without a consensus protocol.
    *
    * @example
    * ```ts
-   * const exports = locks.semaphore('exports', { permits: 3 });
+   * const exports = locks.semaphore('exports', { limit: 3 });
    * await exports.withPermit(async (permit) => {
    *   await exporter.run({ signal: permit.signal, fencingToken: permit.fencingToken });
    * }, { waitMs: 30_000 });

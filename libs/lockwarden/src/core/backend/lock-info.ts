@@ -55,8 +55,8 @@ export interface PermitHolderInfo {
  *
  * @example
  * ```ts
- * const info = await locks.semaphore('payments-api', { permits: 5 }).inspect();
- * console.log(`${info.used}/${info.permits} in use, by ${info.holders.map((h) => h.instanceId).join(', ')}`);
+ * const info = await locks.semaphore('payments-api', { limit: 5 }).inspect();
+ * console.log(`${info.used}/${info.limit} in use, by ${info.holders.map((h) => h.instanceId).join(', ')}`);
  * ```
  */
 export interface SemaphoreInfo {
@@ -65,8 +65,10 @@ export interface SemaphoreInfo {
    * The stored limit. From the CLI, null before the semaphore's first use stored one;
    * `Semaphore.inspect()` gives its own number then.
    */
+  limit: number | null;
+  /** @deprecated Use limit. */
   permits: number | null;
-  /** Permits held by live holders (at most `permits`, unless the limit was lowered under them). */
+  /** Permits held by live holders (at most `limit`, unless the limit was lowered under them). */
   used: number;
   /** Permits a new grant could take now (0 while the limit is lowered under the holders). */
   available: number;
@@ -89,6 +91,7 @@ export function semaphoreInfo(key: string, reply: readonly (string | number)[]):
   const used = holders.reduce((sum, h) => sum + h.permits, 0);
   return {
     key,
+    limit: limit < 0 ? null : limit,
     permits: limit < 0 ? null : limit,
     used,
     available: limit < 0 ? 0 : Math.max(0, limit - used),

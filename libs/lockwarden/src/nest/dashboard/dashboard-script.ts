@@ -73,7 +73,7 @@ export const DASHBOARD_SCRIPT = String.raw`
     var rows = state.semaphores.map(function (s) {
       var holders = s.holders.map(function (h) { return h.instanceId + ' ×' + h.permits + ' (' + ms(h.ttlMs) + ' left)'; });
       return el('tr', { 'data-semaphore': s.key }, [
-        td(s.key, 'mono'), td(s.permits === null ? '—' : s.permits, 'num'), td(s.used, 'num'),
+        td(s.key, 'mono'), td(s.limit === null ? '—' : s.limit, 'num'), td(s.used, 'num'),
         td(holders.join(', ') || '—', 'mono'), td(s.fencingToken, 'num mono')
       ]);
     });
