@@ -86,7 +86,9 @@ describe('the lockwarden CLI', () => {
     expect(json.code).toBe(0);
     const info = JSON.parse(json.out);
     expect(info).toMatchObject({ key: 'exports', limit: 3, used: 2, available: 1, fencingToken: two.fencingToken });
-    expect(info.holders).toEqual([{ instanceId: 'worker-7', permits: 2, ttlMs: expect.any(Number) }]);
+    expect(info.holders).toEqual([
+      { instanceId: 'worker-7', permits: 2, leaseLeftMs: expect.any(Number), ttlMs: info.holders[0].leaseLeftMs },
+    ]);
     const [token] = await admin.hkeys(`${prefix}{exports}:sem:permits`).then((f) => f.filter((k) => k !== '#used'));
     expect(json.out).not.toContain(token);
     const table = await cli('semaphore', 'exports', '--redis', redis.url, '--prefix', prefix);

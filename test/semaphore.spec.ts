@@ -324,7 +324,8 @@ describe('inspect', () => {
     expect(info).toMatchObject({ limit: 4, used: 3, available: 1, fencingToken: one.fencingToken });
     expect(info.holders.map((h) => h.permits).sort()).toEqual([1, 2]);
     for (const h of info.holders) expect([a.options.instanceId, b.options.instanceId]).toContain(h.instanceId);
-    for (const h of info.holders) expect(h.ttlMs).toBeGreaterThan(0);
+    for (const h of info.holders) expect(h.leaseLeftMs).toBeGreaterThan(0);
+    for (const h of info.holders) expect(h.ttlMs).toBe(h.leaseLeftMs); // the deprecated name, same value
     await semA.setLimit(2);
     expect(await semA.inspect()).toMatchObject({ limit: 2, used: 3, available: 0 });
     await Promise.all([two.release(), one.release()]);

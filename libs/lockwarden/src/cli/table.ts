@@ -9,7 +9,7 @@ export function renderTable(infos: readonly LockInfo[]): string {
       i.key,
       i.mode ?? 'free',
       i.holders.map((h) => h.instanceId).join(', ') || '-',
-      i.held ? formatMs(i.ttlMs) : '-',
+      i.held ? formatMs(i.leaseLeftMs) : '-',
       String(i.fencingToken),
       String(i.waiters),
     ]),
@@ -24,7 +24,7 @@ export function renderSemaphore(info: SemaphoreInfo): string {
   if (info.holders.length === 0) return `${head}No permits held.\n`;
   const rows = [
     ['HOLDER', 'PERMITS', 'TTL'],
-    ...info.holders.map((h) => [h.instanceId, String(h.permits), formatMs(h.ttlMs)]),
+    ...info.holders.map((h) => [h.instanceId, String(h.permits), formatMs(h.leaseLeftMs)]),
   ];
   return head + columns(rows);
 }

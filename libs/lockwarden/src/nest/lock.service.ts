@@ -203,8 +203,8 @@ export class LockService {
    * @example
    * ```ts
    * const info = await locks.inspect('lottery:2026-11-22');
-   * // { key, held: true, mode: 'mutex', holders: [{ instanceId: 'web-2:4121', ttlMs: 28_410 }],
-   * //   ttlMs: 28_410, fencingToken: 17, waiters: 0 }
+   * // { key, held: true, mode: 'mutex', holders: [{ instanceId: 'web-2:4121', leaseLeftMs: 28_410 }],
+   * //   leaseLeftMs: 28_410, fencingToken: 17, waiters: 0 }
    * ```
    */
   inspect(key: string): Promise<LockInfo> {

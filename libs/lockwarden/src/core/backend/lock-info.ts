@@ -5,7 +5,14 @@ export interface LockHolderInfo {
   /** The instance id the holder's process gave (`instanceId`, by default `hostname:pid`). */
   instanceId: string;
   /** How long this holder's lease has left, in ms. */
+  leaseLeftMs: number;
+  /** @deprecated Use leaseLeftMs. */
   ttlMs: number;
+}
+
+/** A holder as `inspect()` reports it, its lease left under both names. */
+export function lockHolder(instanceId: string, leaseLeftMs: number): LockHolderInfo {
+  return { instanceId, leaseLeftMs, ttlMs: leaseLeftMs };
 }
 
 /**
@@ -24,6 +31,8 @@ export interface LockInfo {
   mode: 'mutex' | 'read' | 'write' | null;
   holders: LockHolderInfo[];
   /** The longest remaining lease among the holders, in ms; 0 when free. */
+  leaseLeftMs: number;
+  /** @deprecated Use leaseLeftMs. */
   ttlMs: number;
   /**
    * The holder's fencing token (a reader's: the last write's); when free, the last one handed
@@ -47,6 +56,8 @@ export interface PermitHolderInfo {
   /** How many permits it holds. */
   permits: number;
   /** How long its lease has left, in ms. */
+  leaseLeftMs: number;
+  /** @deprecated Use leaseLeftMs. */
   ttlMs: number;
 }
 
@@ -82,11 +93,8 @@ export function semaphoreInfo(key: string, reply: readonly (string | number)[]):
   const limit = Number(reply[0]);
   const holders: PermitHolderInfo[] = [];
   for (let i = 2; i + 2 < reply.length; i += 3) {
-    holders.push({
-      instanceId: String(reply[i]),
-      permits: Number(reply[i + 1]),
-      ttlMs: Math.max(0, Number(reply[i + 2])),
-    });
+    const leaseLeftMs = Math.max(0, Number(reply[i + 2]));
+    holders.push({ instanceId: String(reply[i]), permits: Number(reply[i + 1]), leaseLeftMs, ttlMs: leaseLeftMs });
   }
   const used = holders.reduce((sum, h) => sum + h.permits, 0);
   return {

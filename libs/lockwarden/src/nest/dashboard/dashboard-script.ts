@@ -58,7 +58,7 @@ export const DASHBOARD_SCRIPT = String.raw`
       var queue = l.queue.map(function (q) { return q.instanceId + ' (' + ms(q.waitedMs) + ')'; }).join(', ');
       var cells = [
         td(l.key, 'mono'), td(l.mode || 'free'), td(holders || '—', 'mono'), td(l.fencingToken, 'num mono'),
-        td((l.heldForExact ? '' : '≥ ') + ms(l.heldForMs), 'num'), td(ms(l.ttlMs), 'num'), td(l.waiters, 'num'),
+        td((l.heldForExact ? '' : '≥ ') + ms(l.heldForMs), 'num'), td(ms(l.leaseLeftMs), 'num'), td(l.waiters, 'num'),
         td(queue || '—', 'mono')
       ];
       if (settings.allowForceUnlock) cells.push(el('td', null, [unlockButton(l.key)]));
@@ -71,7 +71,7 @@ export const DASHBOARD_SCRIPT = String.raw`
 
   function drawSemaphores() {
     var rows = state.semaphores.map(function (s) {
-      var holders = s.holders.map(function (h) { return h.instanceId + ' ×' + h.permits + ' (' + ms(h.ttlMs) + ' left)'; });
+      var holders = s.holders.map(function (h) { return h.instanceId + ' ×' + h.permits + ' (' + ms(h.leaseLeftMs) + ' left)'; });
       return el('tr', { 'data-semaphore': s.key }, [
         td(s.key, 'mono'), td(s.limit === null ? '—' : s.limit, 'num'), td(s.used, 'num'),
         td(holders.join(', ') || '—', 'mono'), td(s.fencingToken, 'num mono')
