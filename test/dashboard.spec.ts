@@ -209,8 +209,9 @@ describe('the dashboard’s data', () => {
       expect(office.holders[0].instanceId).toBe('worker-7');
       const draws = state.leaderships.find((l) => l.key === 'leader:draws')!;
       expect(draws.leading).toBe(true);
-      expect(draws.leader?.instanceId).toBe('web-1');
-      expect(draws.recent[0].fencingToken).toBe(draws.leader?.fencingToken);
+      expect(draws.latestTerm?.instanceId).toBe('web-1');
+      expect(draws.recent[0].fencingToken).toBe(draws.latestTerm?.fencingToken);
+      expect(draws.leader).toEqual(draws.latestTerm); // the deprecated name, same term
       const head = state.locks.find((l) => l.key === 'queue:head')!;
       expect(head.holders[0].instanceId).toBe('worker-7');
       expect(head.queue[0].instanceId).toBe('web-1');

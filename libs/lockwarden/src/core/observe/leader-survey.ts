@@ -15,6 +15,8 @@ export interface SurveyedTerm {
 export interface LeadershipInfo {
   key: string;
   /** The latest term, or null when none was recorded. */
+  latestTerm: SurveyedTerm | null;
+  /** @deprecated Use latestTerm. */
   leader: SurveyedTerm | null;
   /** True while the latest term's leader holds the leadership's lock. */
   leading: boolean;
@@ -44,7 +46,7 @@ export async function surveyLeaderships(
         client.xrevrange(keys.log, '+', '-', 'COUNT', LOG_ENTRIES),
       ]);
       const recent = termsFromLog(rows);
-      const leader = fields.fencingToken
+      const latestTerm = fields.fencingToken
         ? {
             instanceId: fields.instanceId ?? '',
             fencingToken: Number(fields.fencingToken),
@@ -54,8 +56,9 @@ export async function surveyLeaderships(
         : null;
       return {
         key,
-        leader,
-        leading: leader !== null && fields.state === 'leading' && held === 1,
+        latestTerm,
+        leader: latestTerm,
+        leading: latestTerm !== null && fields.state === 'leading' && held === 1,
         recent,
       };
     }),

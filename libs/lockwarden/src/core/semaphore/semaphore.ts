@@ -40,8 +40,8 @@ export interface PermitScope {
  * @example
  * ```ts
  * const exports = locks.semaphore('exports', { limit: 3 });
- * await exports.withPermit(async (permit) => {
- *   await exporter.run({ signal: permit.signal, fencingToken: permit.fencingToken });
+ * await exports.withPermit(async (handle) => {
+ *   await exporter.run({ signal: handle.signal, fencingToken: handle.fencingToken });
  * });
  * ```
  */
@@ -130,10 +130,10 @@ export class Semaphore {
    *
    * @example
    * ```ts
-   * const rows = await exports.withPermit((permit) => exporter.run({ signal: permit.signal }));
+   * const rows = await exports.withPermit((handle) => exporter.run({ signal: handle.signal }));
    * ```
    */
-  async withPermit<T>(fn: (permit: LockHandle) => T | Promise<T>, options?: PermitOptions): Promise<T> {
+  async withPermit<T>(fn: (handle: LockHandle) => T | Promise<T>, options?: PermitOptions): Promise<T> {
     if (typeof fn !== 'function') {
       throw new LockConfigError('withPermit needs a function to run holding permits.', this.key);
     }

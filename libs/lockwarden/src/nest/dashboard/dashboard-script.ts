@@ -86,8 +86,8 @@ export const DASHBOARD_SCRIPT = String.raw`
         return t.instanceId + ' #' + t.fencingToken + ' ' + time(t.since) + (t.resigned ? ' (resigned)' : '');
       });
       return el('tr', { 'data-leadership': l.key }, [
-        td(l.key, 'mono'), td(l.leading && l.leader ? l.leader.instanceId : 'no leader', 'mono'),
-        td(l.leader ? l.leader.fencingToken : '—', 'num mono'), td(l.leader ? time(l.leader.since) : '—'),
+        td(l.key, 'mono'), td(l.leading && l.latestTerm ? l.latestTerm.instanceId : 'no leader', 'mono'),
+        td(l.latestTerm ? l.latestTerm.fencingToken : '—', 'num mono'), td(l.latestTerm ? time(l.latestTerm.since) : '—'),
         td(recent.join('; ') || '—', 'mono')
       ]);
     });
