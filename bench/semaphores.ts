@@ -56,7 +56,7 @@ export function permitTaker(
 ): { take: TakePermit; close: () => Promise<unknown> } {
   if (lib === 'lockwarden') {
     const engine = new LockEngine({ redis: url, keyPrefix: 'bench:sem:', waitMs: 60_000 });
-    const semaphore = engine.semaphore(key, { permits });
+    const semaphore = engine.semaphore(key, { limit: permits });
     return { take: () => semaphore.acquire({ leaseMs: TTL }), close: () => engine.close() };
   }
   const client = new Redis(url);
@@ -83,7 +83,7 @@ export async function lockwardenPermits(
 ): Promise<PermitsResult> {
   const engine = new LockEngine({ redis: url, keyPrefix: 'bench:sem:', waitMs: 60_000 });
   try {
-    const semaphore = engine.semaphore(`permits-${Date.now()}`, { permits });
+    const semaphore = engine.semaphore(`permits-${Date.now()}`, { limit: permits });
     return await cycles(() => semaphore.acquire({ leaseMs: TTL }), workers, ms);
   } finally {
     await engine.close();

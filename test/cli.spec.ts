@@ -80,13 +80,15 @@ describe('the lockwarden CLI', () => {
   });
 
   it('shows one semaphore: permits in use of the limit and each holder, exit 1 when none is held, never an owner token', async () => {
-    const sem = engine.semaphore('exports', { permits: 3 });
+    const sem = engine.semaphore('exports', { limit: 3 });
     const two = await sem.acquire({ permits: 2, leaseMs: 60_000 });
     const json = await cli('semaphore', 'exports', '--redis', redis.url, '--prefix', prefix, '--json');
     expect(json.code).toBe(0);
     const info = JSON.parse(json.out);
-    expect(info).toMatchObject({ key: 'exports', permits: 3, used: 2, available: 1, fencingToken: two.fencingToken });
-    expect(info.holders).toEqual([{ instanceId: 'worker-7', permits: 2, ttlMs: expect.any(Number) }]);
+    expect(info).toMatchObject({ key: 'exports', limit: 3, used: 2, available: 1, fencingToken: two.fencingToken });
+    expect(info.holders).toEqual([
+      { instanceId: 'worker-7', permits: 2, leaseLeftMs: expect.any(Number), ttlMs: info.holders[0].leaseLeftMs },
+    ]);
     const [token] = await admin.hkeys(`${prefix}{exports}:sem:permits`).then((f) => f.filter((k) => k !== '#used'));
     expect(json.out).not.toContain(token);
     const table = await cli('semaphore', 'exports', '--redis', redis.url, '--prefix', prefix);
@@ -165,7 +167,7 @@ describe('the lockwarden CLI', () => {
     expect(free.err).toBe(''); // held nowhere: nothing to point at
 
     const semName = `${name}:sem`;
-    const sem = engine.semaphore(semName, { permits: 2 });
+    const sem = engine.semaphore(semName, { limit: 2 });
     await (await sem.acquire({ leaseMs: 60_000 })).release(); // stores the limit under `prefix`
     const semaphore = await cli('semaphore', semName, '--redis', redis.url, '--prefix', 'wrong:');
     expect(semaphore.code).toBe(1);

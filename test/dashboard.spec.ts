@@ -191,7 +191,7 @@ describe('the dashboard’s data', () => {
   it('lists read/write holders, semaphores, leaderships and the fair queue, never an owner token', async () => {
     const locks = express.get(LockService);
     const readers: LockHandle[] = [await other.acquireRead('catalog'), await locks.acquireRead('catalog')];
-    const permit = await other.semaphore('prize-office', { permits: 3 }).acquire({ permits: 2 });
+    const permit = await other.semaphore('prize-office', { limit: 3 }).acquire({ permits: 2 });
     await locks.leadership('draws').campaign();
     const held = await other.acquire('queue:head', { ttlMs: 60_000 });
     const queued = locks.acquire('queue:head', { fair: true, waitMs: 30_000 });
@@ -205,12 +205,13 @@ describe('the dashboard’s data', () => {
       expect(catalog.mode).toBe('read');
       expect(catalog.holders.map((h) => h.instanceId).sort()).toEqual(['web-1', 'worker-7']);
       const office = state.semaphores.find((s) => s.key === 'prize-office')!;
-      expect({ permits: office.permits, used: office.used }).toEqual({ permits: 3, used: 2 });
+      expect({ limit: office.limit, used: office.used }).toEqual({ limit: 3, used: 2 });
       expect(office.holders[0].instanceId).toBe('worker-7');
       const draws = state.leaderships.find((l) => l.key === 'leader:draws')!;
       expect(draws.leading).toBe(true);
-      expect(draws.leader?.instanceId).toBe('web-1');
-      expect(draws.recent[0].fencingToken).toBe(draws.leader?.fencingToken);
+      expect(draws.latestTerm?.instanceId).toBe('web-1');
+      expect(draws.recent[0].fencingToken).toBe(draws.latestTerm?.fencingToken);
+      expect(draws.leader).toEqual(draws.latestTerm); // the deprecated name, same term
       const head = state.locks.find((l) => l.key === 'queue:head')!;
       expect(head.holders[0].instanceId).toBe('worker-7');
       expect(head.queue[0].instanceId).toBe('web-1');

@@ -15,6 +15,7 @@ import {
   ReadLocked,
   WriteLocked,
 } from 'lockwarden';
+import type { LockKind, LockMode } from 'lockwarden';
 import { aborted, EventLog } from './harness/event-log';
 import { startRedis, uniquePrefix } from './harness/redis';
 import type { RedisTarget } from './harness/redis';
@@ -290,6 +291,16 @@ describe('@Locked on service methods', () => {
 });
 
 describe('@ReadLocked and @WriteLocked', () => {
+  it('records the kind of lock each method takes, and the deprecated mode and LockMode still name it', () => {
+    const proto = Catalog.prototype;
+    const kinds: LockKind[] = [proto.read, proto.write, Accounts.prototype.debit].map(
+      (m) => getLockedMetadata(m)!.kind,
+    );
+    expect(kinds).toEqual(['read', 'write', 'mutex']);
+    const old: LockMode | undefined = getLockedMetadata(proto.write)?.mode;
+    expect(old).toBe(getLockedMetadata(proto.write)?.kind);
+  });
+
   it('lets readers share and keeps writers apart from everyone', async () => {
     const catalog = ctx.get(Catalog);
     let open!: () => void;

@@ -194,7 +194,7 @@ describe.each([
       releasedAt.set(k, performance.now());
       await held.get(k)!.release();
       const info = await holder.inspect(k);
-      if (info.holders[0]?.instanceId === 'dead') handedToDead.push(info.ttlMs ?? Infinity);
+      if (info.holders[0]?.instanceId === 'dead') handedToDead.push(info.leaseLeftMs ?? Infinity);
     }
     await Promise.all(liveDone);
 

@@ -173,7 +173,7 @@ describe('fuzzing the public API', () => {
         }
         await Promise.all(handles.map((h) => typed(() => h.release())));
         // Nothing of ours is left behind: every lock key is gone again (or was never ours).
-        expect(engines.reduce((n, e) => n + e.heldCount, 0)).toBe(0);
+        expect(engines.reduce((n, e) => n + e.heldLocks, 0)).toBe(0);
       }),
       { numRuns: 150 },
     );

@@ -65,7 +65,7 @@ class RouteController {
   }
 
   @Get('pool/:region')
-  @Semaphore('route:pool:{0}', { permits: 2, onBusy: 'throw' })
+  @Semaphore('route:pool:{0}', { limit: 2, onBusy: 'throw' })
   async pool(@Param('region') region: string): Promise<{ region: string; token: number | undefined }> {
     return { region, token: this.locks.current()?.fencingToken };
   }
@@ -166,7 +166,7 @@ describe('@Locked controller routes over HTTP', () => {
   });
 
   it("@Semaphore routes: 409 with Retry-After while every permit is taken and onBusy is 'throw', 200 once one is back", async () => {
-    const pool = other.semaphore('route:pool:eu', { permits: 2 });
+    const pool = other.semaphore('route:pool:eu', { limit: 2 });
     const held = [await pool.acquire({ leaseMs: 30_000 }), await pool.acquire({ leaseMs: 30_000 })];
     const busy = await request(app.getHttpServer()).get('/r/pool/eu');
     expect(busy.status).toBe(409);

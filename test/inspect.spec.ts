@@ -30,6 +30,7 @@ describe('inspect()', () => {
       held: false,
       mode: null,
       holders: [],
+      leaseLeftMs: 0,
       ttlMs: 0,
       fencingToken: 0,
       waiters: 0,
@@ -41,8 +42,11 @@ describe('inspect()', () => {
     await events.next({ type: 'waiting' });
     const info = await b.inspect('invoice');
     expect(info).toMatchObject({ held: true, mode: 'mutex', fencingToken: lock.fencingToken, waiters: 1 });
-    expect(info.holders).toEqual([{ instanceId: 'billing-1', ttlMs: expect.any(Number) }]);
-    expect(info.ttlMs).toBeGreaterThan(50_000);
+    expect(info.holders).toEqual([
+      { instanceId: 'billing-1', leaseLeftMs: expect.any(Number), ttlMs: info.holders[0].leaseLeftMs },
+    ]);
+    expect(info.leaseLeftMs).toBeGreaterThan(50_000);
+    expect(info.ttlMs).toBe(info.leaseLeftMs); // the deprecated name, same value
     expect(JSON.stringify(info)).not.toContain((lock as LeaseHandle).lease.token);
     await lock.release();
     const next = await waiting;

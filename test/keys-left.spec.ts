@@ -42,7 +42,7 @@ it('leaves nothing without a TTL of a minute or less, per 1 000 names of each ki
     await each('fair', async (k) => (await engine.acquire(k, { fair: true })).release());
     await each('read', async (k) => (await engine.acquireRead(k)).release());
     await each('write', async (k) => (await engine.acquireWrite(k)).release());
-    await each('sem', async (k) => (await engine.semaphore(k, { permits: 2 }).acquire()).release());
+    await each('sem', async (k) => (await engine.semaphore(k, { limit: 2 }).acquire()).release());
     // Contended: a fair waiter queued behind a holder, and a waiter that gave up.
     await each('queued', async (k) => {
       const held = await engine.acquire(k);

@@ -496,7 +496,7 @@ describe('three app processes with @LeaderOnly, watched from outside', () => {
     // lease it held would have run out, by Redis's own clock.
     const info = await watching.engine.inspect('leader:jobs');
     expect(info.fencingToken).toBe(second.fencingToken);
-    const leaseEndsBy = (await redisNowMs()) + info.ttlMs;
+    const leaseEndsBy = (await redisNowMs()) + info.leaseLeftMs;
     // 'close' comes after the child's output has all been read; 'exit' may come before.
     const secondClosed = new Promise((resolve) => app(second).child.once('close', resolve));
     app(second).kill('SIGTERM');

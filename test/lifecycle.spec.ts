@@ -143,7 +143,7 @@ describe('locks follow the HTTP request', () => {
 
     @Get('forgetful-permit')
     async forgetfulPermit(): Promise<string> {
-      const pool = this.locks.semaphore('forgotten-pool', { permits: 2 });
+      const pool = this.locks.semaphore('forgotten-pool', { limit: 2 });
       await pool.acquire(); // never released by the handler
       await pool.withPermit(() => undefined);
       return 'ok';
@@ -272,7 +272,7 @@ describe('locks follow the HTTP request', () => {
     const res = await request(app.getHttpServer()).get('/job/forgetful-permit');
     expect(res.status).toBe(200);
     await released;
-    expect(await app.get(LockService).semaphore('forgotten-pool', { permits: 2 }).inspect()).toMatchObject({
+    expect(await app.get(LockService).semaphore('forgotten-pool', { limit: 2 }).inspect()).toMatchObject({
       used: 0,
       holders: [],
     });

@@ -86,9 +86,24 @@ describe('reentrancy', () => {
     });
     expect(token).toBe(outer.fencingToken);
     expect(outer.isHeld()).toBe(true);
-    expect(await e.runHolding(outer, (lock) => lock.fencingToken)).toBe(outer.fencingToken);
+    expect(await e.runHolding(outer, (handle) => handle.fencingToken)).toBe(outer.fencingToken);
     expect(outer.isHeld()).toBe(false);
     expect(await admin.exists(`${e.options.keyPrefix}{frames}`)).toBe(0);
+  });
+
+  it('runLocked runs work holding handles, then releases them; heldLocks counts them; the deprecated hold() and heldCount do the same', async () => {
+    const e = engine();
+    type Held = Parameters<LockEngine['runLocked']>[0][number];
+    const first = (await e.acquire('run-locked')) as Held;
+    expect(e.heldLocks).toBe(1);
+    expect(e.heldCount).toBe(e.heldLocks);
+    expect(await e.runLocked([first], () => first.fencingToken)).toBe(first.fencingToken);
+    expect(first.isHeld()).toBe(false);
+    expect(e.heldLocks).toBe(0);
+    const second = (await e.acquire('run-locked')) as Held;
+    expect(await e.hold([second], () => second.fencingToken)).toBe(second.fencingToken);
+    expect(second.isHeld()).toBe(false);
+    expect(e.heldCount).toBe(0);
   });
 
   it('keeps the lock until the last hold is released', async () => {

@@ -50,14 +50,14 @@ it('keeps each of 8 semaphores (spread over the masters) to its limit, renewing 
   // Held across renewals on every slot at once, while the flows below contend for the rest.
   // Leases short enough to be renewed several times here, long enough that a loaded machine's
   // late timers do not let one lapse (then a second flow could rightly enter).
-  const long = await Promise.all(names.map((n) => a.semaphore(n, { permits: 2 }).acquire({ leaseMs: 1_200 })));
+  const long = await Promise.all(names.map((n) => a.semaphore(n, { limit: 2 }).acquire({ leaseMs: 1_200 })));
   await events.next({ type: 'renewed' }, names.length * 4);
   const inside = new Map<string, number>();
   const max = new Map<string, number>();
   await Promise.all(
     names.flatMap((n) =>
       Array.from({ length: 6 }, (_, i) =>
-        (i % 2 ? a : b).semaphore(n, { permits: 2 }).withPermit(
+        (i % 2 ? a : b).semaphore(n, { limit: 2 }).withPermit(
           async () => {
             inside.set(n, (inside.get(n) ?? 0) + 1);
             max.set(n, Math.max(max.get(n) ?? 0, inside.get(n)!));

@@ -16,6 +16,7 @@ import { Semaphore as SemaphoreObject } from '../libs/lockwarden/src/core';
 import { semKeys } from '../libs/lockwarden/src/core/backend/lock-keys';
 import { MAX_PASSES } from '../libs/lockwarden/src/core/engine/permit-release';
 import { WIRE } from '../libs/lockwarden/src/core/scripts/wire';
+import { checkSemaphoreDecoratorOptions } from '../libs/lockwarden/src/nest/decorators/semaphore-options';
 import { runWorker } from './harness/child';
 import type { ChildScript } from './harness/child';
 import { EventLog } from './harness/event-log';
@@ -50,8 +51,8 @@ function parked(events: EventLog, key: string): Promise<unknown> {
 describe('permits', () => {
   it('never lets more than the limit in across 60 concurrent flows on two engines, counting permits', async () => {
     const [a, b] = pair();
-    const semA = a.semaphore('pool', { permits: 3 });
-    const semB = b.semaphore('pool', { permits: 3 });
+    const semA = a.semaphore('pool', { limit: 3 });
+    const semB = b.semaphore('pool', { limit: 3 });
     let inside = 0;
     let maxInside = 0;
     let done = 0;
@@ -76,7 +77,7 @@ describe('permits', () => {
   });
 
   it('takes several permits at once; tryAcquire is null when they do not fit', async () => {
-    const sem = engine().semaphore('multi', { permits: 5 });
+    const sem = engine().semaphore('multi', { limit: 5 });
     const three = await sem.acquire({ permits: 3 });
     expect(await sem.tryAcquire({ permits: 3 })).toBeNull();
     const two = await sem.tryAcquire({ permits: 2 });
@@ -87,7 +88,7 @@ describe('permits', () => {
   });
 
   it('gives fencing tokens that rise per semaphore, and release() is idempotent', async () => {
-    const sem = engine().semaphore('fence', { permits: 2 });
+    const sem = engine().semaphore('fence', { limit: 2 });
     const tokens: number[] = [];
     for (let i = 0; i < 4; i++) {
       const permit = await sem.acquire();
@@ -100,7 +101,7 @@ describe('permits', () => {
   });
 
   it('times out with LockTimeoutError when the permits stay taken for the whole wait', async () => {
-    const sem = engine().semaphore('timeout', { permits: 1 });
+    const sem = engine().semaphore('timeout', { limit: 1 });
     await sem.acquire();
     await expect(sem.acquire({ waitMs: 50 })).rejects.toBeInstanceOf(LockTimeoutError);
     await expect(sem.acquire({ waitMs: 50 })).rejects.toThrow(/waiting for 1 permit of semaphore "timeout"/);
@@ -109,7 +110,7 @@ describe('permits', () => {
   it('cancels a wait with LockAbortedError when its signal fires, and leaves nothing held', async () => {
     const events = new EventLog();
     const e = engine({}, events);
-    const sem = e.semaphore('abort', { permits: 1 });
+    const sem = e.semaphore('abort', { limit: 1 });
     const held = await sem.acquire();
     const controller = new AbortController();
     const waiting = sem.acquire({ signal: controller.signal, waitMs: 30_000 });
@@ -121,7 +122,7 @@ describe('permits', () => {
   });
 
   it('withPermit gives the permits back when fn throws, and passes the handle', async () => {
-    const sem = engine().semaphore('throws', { permits: 2 });
+    const sem = engine().semaphore('throws', { limit: 2 });
     let seen: LockHandle | undefined;
     await expect(
       sem.withPermit(
@@ -141,7 +142,7 @@ describe('leases', () => {
   it('the watchdog renews a permit held longer than its lease', async () => {
     const events = new EventLog();
     const e = engine({}, events);
-    const sem = e.semaphore('renewed', { permits: 1 });
+    const sem = e.semaphore('renewed', { limit: 1 });
     // Short enough for several renewals here, long enough that a loaded machine's late timers don't let it lapse.
     const permit = await sem.acquire({ leaseMs: 1_200 });
     await events.next({ type: 'renewed', key: 'renewed' }, 4); // over a lease's worth of renewals
@@ -159,9 +160,9 @@ describe('leases', () => {
   it('a holder whose renewals stop gives its permits back within a lease, and a waiter gets them', async () => {
     const events = new EventLog();
     const [a, b] = pair({}, events);
-    const held = await a.semaphore('lapse', { permits: 2 }).acquire({ permits: 2, leaseMs: 500 });
+    const held = await a.semaphore('lapse', { limit: 2 }).acquire({ permits: 2, leaseMs: 500 });
     a.watchdog.stop();
-    const next = await b.semaphore('lapse', { permits: 2 }).acquire({ permits: 2, waitMs: 30_000 });
+    const next = await b.semaphore('lapse', { limit: 2 }).acquire({ permits: 2, waitMs: 30_000 });
     expect(next.fencingToken).toBeGreaterThan(held.fencingToken);
     expect(held.isHeld()).toBe(false); // its lease ran out locally too
     expect(held.lostError).toBeDefined();
@@ -170,8 +171,8 @@ describe('leases', () => {
   it('a release wakes a parked waiter by pub/sub, long before the holder lease would end', async () => {
     const events = new EventLog();
     const [a, b] = pair({ leaseMs: 60_000 }, events);
-    const held = await a.semaphore('wake', { permits: 1 }).acquire();
-    const waiting = b.semaphore('wake', { permits: 1 }).acquire({ waitMs: 50_000 });
+    const held = await a.semaphore('wake', { limit: 1 }).acquire();
+    const waiting = b.semaphore('wake', { limit: 1 }).acquire({ waitMs: 50_000 });
     await parked(events, 'wake');
     const releasedAt = performance.now();
     await held.release();
@@ -204,7 +205,7 @@ describe('passing permits within a process', () => {
   it(`a release grants a parked waiter of its own process directly, ${MAX_PASSES} times in a row, then wakes everyone`, async () => {
     const events = new EventLog();
     const e = engine({}, events);
-    const sem = e.semaphore('chain', { permits: 1 });
+    const sem = e.semaphore('chain', { limit: 1 });
     const log = await channelLog(semKeys(e.options.keyPrefix, 'chain').channel);
     try {
       let holder = await sem.acquire();
@@ -229,7 +230,7 @@ describe('passing permits within a process', () => {
   it('a waiter that gives up while permits are passed to it leaves nothing held', async () => {
     const events = new EventLog();
     const e = engine({}, events);
-    const sem = e.semaphore('giveup', { permits: 2 });
+    const sem = e.semaphore('giveup', { limit: 2 });
     for (let round = 0; round < 20; round++) {
       const holder = await sem.acquire({ permits: 2 });
       const controller = new AbortController();
@@ -252,31 +253,31 @@ describe('passing permits within a process', () => {
   });
 });
 
-describe('setPermits', () => {
+describe('setLimit', () => {
   it('raising the limit wakes waiters at once, while every holder keeps its permits', async () => {
     const events = new EventLog();
     const [a, b] = pair({ leaseMs: 60_000 }, events);
-    const semA = a.semaphore('raise', { permits: 1 });
+    const semA = a.semaphore('raise', { limit: 1 });
     const held = await semA.acquire();
-    const waiting = b.semaphore('raise', { permits: 1 }).acquire({ waitMs: 50_000 });
+    const waiting = b.semaphore('raise', { limit: 1 }).acquire({ waitMs: 50_000 });
     await parked(events, 'raise');
-    expect(await semA.setPermits(2)).toBe(1);
+    expect(await semA.setLimit(2)).toBe(1);
     const got = await waiting;
     expect(held.isHeld()).toBe(true); // so only the raised limit let it in
     expect(got.isHeld()).toBe(true);
-    expect(semA.permits).toBe(2);
+    expect(semA.limit).toBe(2);
   });
 
   it('lowering the limit revokes nothing: holders stay and are renewed; new grants wait until enough leave', async () => {
     const events = new EventLog();
     const e = engine({}, events);
-    const sem = e.semaphore('lower', { permits: 3 });
+    const sem = e.semaphore('lower', { limit: 3 });
     const holders = [
       await sem.acquire({ leaseMs: 1_200 }),
       await sem.acquire({ leaseMs: 1_200 }),
       await sem.acquire({ leaseMs: 1_200 }),
     ];
-    expect(await sem.setPermits(1)).toBe(3);
+    expect(await sem.setLimit(1)).toBe(3);
     await events.next({ type: 'renewed', key: 'lower' }, 6);
     for (const h of holders) expect(h.isHeld()).toBe(true);
     expect(await sem.tryAcquire()).toBeNull();
@@ -289,24 +290,24 @@ describe('setPermits', () => {
 
   it('the stored limit rules over the one a later semaphore object is made with, both ways', async () => {
     const [a, b] = pair();
-    const semA = a.semaphore('stored', { permits: 1 });
+    const semA = a.semaphore('stored', { limit: 1 });
     const one = await semA.acquire();
-    expect(await b.semaphore('stored', { permits: 5 }).tryAcquire()).toBeNull();
+    expect(await b.semaphore('stored', { limit: 5 }).tryAcquire()).toBeNull();
     await one.release();
-    await semA.setPermits(4);
+    await semA.setLimit(4);
     // An object made with a lower number may still ask up to the stored limit.
-    const three = await b.semaphore('stored', { permits: 2 }).tryAcquire({ permits: 3 });
+    const three = await b.semaphore('stored', { limit: 2 }).tryAcquire({ permits: 3 });
     expect(three).not.toBeNull();
     await three!.release();
-    // An ask above the stored limit waits for a raise: it gets in once setPermits makes room.
+    // An ask above the stored limit waits for a raise: it gets in once setLimit makes room.
     const events = new EventLog();
     const c = engine({ keyPrefix: a.options.keyPrefix }, events);
-    await expect(c.semaphore('stored', { permits: 4 }).acquire({ permits: 6, waitMs: 1 })).rejects.toThrow(
-      /more than its limit of 4 as this instance knows it; only a setPermits\(\) that raises the stored limit/,
+    await expect(c.semaphore('stored', { limit: 4 }).acquire({ permits: 6, waitMs: 1 })).rejects.toThrow(
+      /more than its limit of 4 as this instance knows it; only a setLimit\(\) that raises the stored limit/,
     );
-    const six = c.semaphore('stored', { permits: 10 }).acquire({ permits: 6, waitMs: 30_000 });
+    const six = c.semaphore('stored', { limit: 10 }).acquire({ permits: 6, waitMs: 30_000 });
     await parked(events, 'stored');
-    await semA.setPermits(6);
+    await semA.setLimit(6);
     expect((await six).isHeld()).toBe(true);
   });
 });
@@ -314,18 +315,19 @@ describe('setPermits', () => {
 describe('inspect', () => {
   it('reports the stored limit, the live holders with their permits, and the last fencing token', async () => {
     const [a, b] = pair();
-    const semA = a.semaphore('seen', { permits: 4 });
+    const semA = a.semaphore('seen', { limit: 4 });
     const before = await semA.inspect();
-    expect(before).toMatchObject({ key: 'seen', permits: 4, used: 0, available: 4, holders: [], fencingToken: 0 });
+    expect(before).toMatchObject({ key: 'seen', limit: 4, used: 0, available: 4, holders: [], fencingToken: 0 });
     const two = await semA.acquire({ permits: 2, leaseMs: 30_000 });
-    const one = await b.semaphore('seen', { permits: 4 }).acquire({ leaseMs: 30_000 });
-    const info = await b.semaphore('seen', { permits: 9 }).inspect(); // the stored limit, not the object's
-    expect(info).toMatchObject({ permits: 4, used: 3, available: 1, fencingToken: one.fencingToken });
+    const one = await b.semaphore('seen', { limit: 4 }).acquire({ leaseMs: 30_000 });
+    const info = await b.semaphore('seen', { limit: 9 }).inspect(); // the stored limit, not the object's
+    expect(info).toMatchObject({ limit: 4, used: 3, available: 1, fencingToken: one.fencingToken });
     expect(info.holders.map((h) => h.permits).sort()).toEqual([1, 2]);
     for (const h of info.holders) expect([a.options.instanceId, b.options.instanceId]).toContain(h.instanceId);
-    for (const h of info.holders) expect(h.ttlMs).toBeGreaterThan(0);
-    await semA.setPermits(2);
-    expect(await semA.inspect()).toMatchObject({ permits: 2, used: 3, available: 0 });
+    for (const h of info.holders) expect(h.leaseLeftMs).toBeGreaterThan(0);
+    for (const h of info.holders) expect(h.ttlMs).toBe(h.leaseLeftMs); // the deprecated name, same value
+    await semA.setLimit(2);
+    expect(await semA.inspect()).toMatchObject({ limit: 2, used: 3, available: 0 });
     await Promise.all([two.release(), one.release()]);
     expect(await semA.inspect()).toMatchObject({ used: 0, available: 2, holders: [] });
   });
@@ -335,12 +337,12 @@ describe('refusals', () => {
   it('rejects bad input with LockConfigError before anything reaches Redis', async () => {
     // Nothing listens here: a call that reached the network would fail with a backend error instead.
     const e = engine({ redis: 'redis://127.0.0.1:1', commandTimeoutMs: 200 });
-    expect(() => e.semaphore('', { permits: 1 })).toThrow(LockConfigError);
-    expect(() => e.semaphore('k', { permits: 0 })).toThrow(LockConfigError);
-    expect(() => e.semaphore('k', { permits: 1.5 })).toThrow(LockConfigError);
-    expect(() => e.semaphore('k', {} as { permits: number })).toThrow(LockConfigError);
-    expect(() => e.semaphore('k', { permits: 1, extra: 1 } as { permits: number })).toThrow(LockConfigError);
-    const sem = e.semaphore('k', { permits: 2 });
+    expect(() => e.semaphore('', { limit: 1 })).toThrow(LockConfigError);
+    expect(() => e.semaphore('k', { limit: 0 })).toThrow(LockConfigError);
+    expect(() => e.semaphore('k', { limit: 1.5 })).toThrow(LockConfigError);
+    expect(() => e.semaphore('k', {} as { limit: number })).toThrow(LockConfigError);
+    expect(() => e.semaphore('k', { limit: 1, extra: 1 } as { limit: number })).toThrow(LockConfigError);
+    const sem = e.semaphore('k', { limit: 2 });
     await expect(sem.acquire({ permits: 2 ** 31 })).rejects.toBeInstanceOf(LockConfigError);
     await expect(sem.acquire({ permits: 0 })).rejects.toBeInstanceOf(LockConfigError);
     await expect(sem.tryAcquire({ leaseMs: 5 })).rejects.toBeInstanceOf(LockConfigError);
@@ -349,7 +351,7 @@ describe('refusals', () => {
     await expect(sem.acquire({ waitMS: 1 } as object)).rejects.toBeInstanceOf(LockConfigError);
     await expect(sem.acquire({ signal: 'no' } as unknown as object)).rejects.toBeInstanceOf(LockConfigError);
     await expect(sem.withPermit(undefined as unknown as () => void)).rejects.toBeInstanceOf(LockConfigError);
-    await expect(sem.setPermits(-1)).rejects.toBeInstanceOf(LockConfigError);
+    await expect(sem.setLimit(-1)).rejects.toBeInstanceOf(LockConfigError);
   });
 
   it('is refused in quorum mode, with the reason', () => {
@@ -357,8 +359,46 @@ describe('refusals', () => {
       redis: undefined,
       quorum: { nodes: [`${redis.url}/1`, `${redis.url}/2`, `${redis.url}/3`] },
     });
-    expect(() => e.semaphore('q', { permits: 2 })).toThrow(/consensus protocol/);
-    expect(() => e.semaphore('q', { permits: 2 })).toThrow(LockConfigError);
+    expect(() => e.semaphore('q', { limit: 2 })).toThrow(/consensus protocol/);
+    expect(() => e.semaphore('q', { limit: 2 })).toThrow(LockConfigError);
+  });
+});
+
+describe('deprecated names', () => {
+  it('permits still names the limit: option, getter, setPermits() and inspect() agree with limit', async () => {
+    const e = engine();
+    const old = e.semaphore('old-names', { permits: 2 });
+    const now = e.semaphore('old-names', { limit: 2 });
+    expect(old.permits).toBe(2);
+    expect(old.limit).toBe(2);
+    expect(now.permits).toBe(now.limit);
+    const held = await old.acquire();
+    expect(await old.inspect()).toMatchObject({ limit: 2, permits: 2, used: 1 });
+    expect(await old.setPermits(3)).toBe(2);
+    expect(old.limit).toBe(3);
+    expect(old.permits).toBe(3);
+    const info = await now.inspect();
+    expect(info).toMatchObject({ limit: 3, used: 1 });
+    expect(info.permits).toBe(info.limit);
+    await held.release();
+  });
+
+  it('takes limit and permits together only when they agree', () => {
+    const e = engine({ redis: 'redis://127.0.0.1:1', commandTimeoutMs: 200 });
+    expect(e.semaphore('both', { limit: 2, permits: 2 }).limit).toBe(2);
+    expect(() => e.semaphore('both', { limit: 2, permits: 3 })).toThrow(LockConfigError);
+    expect(() => e.semaphore('both', { limit: 2, permits: 3 })).toThrow(
+      /limit was given twice with different values: limit 2 and permits 3/,
+    );
+  });
+
+  it('@Semaphore still takes permits, as limit, and refuses both when they differ', () => {
+    const each = { waitMs: 5_000, onBusy: 'throw' } as const;
+    expect(checkSemaphoreDecoratorOptions({ permits: 2, ...each }, 'm')).toEqual(
+      checkSemaphoreDecoratorOptions({ limit: 2, ...each }, 'm'),
+    );
+    expect(checkSemaphoreDecoratorOptions({ limit: 2, permits: 2 }, 'm').request).toMatchObject({ limit: 2 });
+    expect(() => checkSemaphoreDecoratorOptions({ limit: 2, permits: 1 }, 'm')).toThrow(LockConfigError);
   });
 });
 
@@ -370,8 +410,8 @@ describe('memory backend', () => {
     const a = new LockEngine({ instanceId: 'a', ...options }, undefined, backend);
     const b = new LockEngine({ instanceId: 'b', ...options }, undefined, backend);
     try {
-      const semA = a.semaphore('mem', { permits: 2 });
-      const semB = b.semaphore('mem', { permits: 2 });
+      const semA = a.semaphore('mem', { limit: 2 });
+      const semB = b.semaphore('mem', { limit: 2 });
       expect(semA).toBeInstanceOf(SemaphoreObject);
       const two = await semA.acquire({ permits: 2 });
       expect(await semB.tryAcquire()).toBeNull();
@@ -382,21 +422,21 @@ describe('memory backend', () => {
       expect(one.fencingToken).toBeGreaterThan(two.fencingToken);
       const waitingTwo = semB.acquire({ permits: 2, waitMs: 30_000 });
       await parked(events, 'mem');
-      await semA.setPermits(3);
+      await semA.setLimit(3);
       const three = await waitingTwo;
       expect(one.isHeld()).toBe(true);
       await Promise.all([one.release(), three.release()]);
-      expect(await semB.inspect()).toMatchObject({ permits: 3, used: 0, holders: [] });
+      expect(await semB.inspect()).toMatchObject({ limit: 3, used: 0, holders: [] });
       const lapsing = await semA.acquire({ permits: 3, leaseMs: 200 });
       expect(await semB.inspect()).toMatchObject({
-        permits: 3,
+        limit: 3,
         used: 3,
         available: 0,
         holders: [{ instanceId: 'a', permits: 3 }],
         fencingToken: lapsing.fencingToken,
       });
       a.watchdog.stop();
-      const semB3 = b.semaphore('mem', { permits: 3 });
+      const semB3 = b.semaphore('mem', { limit: 3 });
       expect((await semB3.acquire({ permits: 3, waitMs: 30_000 })).fencingToken).toBeGreaterThan(lapsing.fencingToken);
     } finally {
       await Promise.all([a.close(), b.close()]);
@@ -412,7 +452,7 @@ class Exports {
 
   constructor(readonly locks: LockService) {}
 
-  @Semaphore('exports:{0}', { permits: 2, waitMs: 30_000 })
+  @Semaphore('exports:{0}', { limit: 2, waitMs: 30_000 })
   async run(region: string): Promise<string> {
     this.inside++;
     this.maxInside = Math.max(this.maxInside, this.inside);
@@ -422,14 +462,14 @@ class Exports {
     return `exported ${region}`;
   }
 
-  @Semaphore('exports:{0}', { permits: 2, onBusy: 'skip' })
+  @Semaphore('exports:{0}', { limit: 2, onBusy: 'skip' })
   async tryRun(region: string): Promise<string> {
     return `ran ${region}`;
   }
 }
 
 describe('LockService.semaphore and @Semaphore', () => {
-  it('runs at most `permits` decorated calls at once, skips when full, and shares the semaphore with LockService', async () => {
+  it('runs at most `limit` decorated calls at once, skips when full, and shares the semaphore with LockService', async () => {
     const moduleRef = await Test.createTestingModule({
       imports: [LockModule.forRoot({ redis: redis.url, keyPrefix: uniquePrefix('sem-nest'), shutdownGraceMs: 1 })],
       providers: [Exports],
@@ -441,7 +481,7 @@ describe('LockService.semaphore and @Semaphore', () => {
       expect(results).toEqual(Array.from({ length: 12 }, () => 'exported eu'));
       expect(exportsService.maxInside).toBeLessThanOrEqual(2);
       expect(new Set(exportsService.seen).size).toBe(12);
-      const sem: Semaphore = app.get(LockService).semaphore('exports:eu', { permits: 2 });
+      const sem: Semaphore = app.get(LockService).semaphore('exports:eu', { limit: 2 });
       const both = await sem.acquire({ permits: 2 });
       expect(await exportsService.tryRun('eu')).toBeUndefined();
       expect(await exportsService.tryRun('us')).toBe('ran us');
@@ -455,17 +495,17 @@ describe('LockService.semaphore and @Semaphore', () => {
   it('rejects bad decorator options where the decorator is applied', () => {
     const declare = (options: object): void => {
       class Bad {
-        @Semaphore('k', options as { permits: number })
+        @Semaphore('k', options as { limit: number })
         async m(): Promise<void> {}
       }
       void Bad;
     };
     expect(() => declare({})).toThrow(LockConfigError);
-    expect(() => declare({ permits: 0 })).toThrow(LockConfigError);
-    expect(() => declare({ permits: 2, fair: true })).toThrow(LockConfigError);
-    expect(() => declare({ permits: 2, leaseMs: 1 })).toThrow(LockConfigError);
-    expect(() => declare({ permits: 2, onBusy: 'never' })).toThrow(LockConfigError);
-    expect(() => declare({ permits: 2, onBusy: 'skip', waitMs: 10 })).not.toThrow();
+    expect(() => declare({ limit: 0 })).toThrow(LockConfigError);
+    expect(() => declare({ limit: 2, fair: true })).toThrow(LockConfigError);
+    expect(() => declare({ limit: 2, leaseMs: 1 })).toThrow(LockConfigError);
+    expect(() => declare({ limit: 2, onBusy: 'never' })).toThrow(LockConfigError);
+    expect(() => declare({ limit: 2, onBusy: 'skip', waitMs: 10 })).not.toThrow();
   });
 });
 
@@ -504,13 +544,13 @@ describe('multi-process', () => {
     expect(Number(await obs.get(`${PREFIX}inside`))).toBe(0);
   });
 
-  it('setPermits up and down under load: every grant respects the limit in force when it was made', async () => {
+  it('setLimit up and down under load: every grant respects the limit in force when it was made', async () => {
     const PREFIX = uniquePrefix('sem-limit');
     const keys = semKeys(PREFIX, 'sem');
     const workers = Array.from({ length: 4 }, (_, i) =>
       spawn({ PREFIX, FLOWS: '3', UNTIL_STOP: '1', TWO_PERMIT_FLOWS: '1', NAME: `p${i}` }),
     );
-    const control = engine({ keyPrefix: PREFIX }).semaphore('sem', { permits: 3 });
+    const control = engine({ keyPrefix: PREFIX }).semaphore('sem', { limit: 3 });
     const stats = async (): Promise<Record<string, string>> => obs.hgetall(`${PREFIX}phase-stats`);
     // Polls the observer, which the workers write to; the condition is a count, not a time. A
     // raise is given until its phase's peak passes the limit before it (or 2 000 entries), so
@@ -533,12 +573,12 @@ describe('multi-process', () => {
     // granted after a raise may be inside beside it.
     const floor = async (): Promise<number> => Number(await admin.get(keys.fence));
     const phase = async (name: string, limit: number): Promise<void> => {
-      const before = control.permits;
-      if (limit > control.permits) {
+      const before = control.limit;
+      if (limit > control.limit) {
         await obs.zadd(`${PREFIX}phases`, await floor(), `${name}|${limit}`);
-        await control.setPermits(limit);
+        await control.setLimit(limit);
       } else {
-        await control.setPermits(limit);
+        await control.setLimit(limit);
         await obs.zadd(`${PREFIX}phases`, await floor(), `${name}|${limit}`);
       }
       await enteredIn(name, 40, limit > before ? before : 0);
@@ -577,7 +617,7 @@ describe('multi-process', () => {
     expect(Number(await obs.get(`${PREFIX}entries`))).toBe(3 * 3 * 5);
     expect(Number(await obs.get(`${PREFIX}max`))).toBeLessThanOrEqual(3);
     // Every grant after the hog's has a higher token.
-    const sem = engine({ keyPrefix: PREFIX }).semaphore('sem', { permits: 3 });
+    const sem = engine({ keyPrefix: PREFIX }).semaphore('sem', { limit: 3 });
     const after = await sem.acquire({ permits: 3 });
     expect(after.fencingToken).toBeGreaterThan(Number(fence));
   });

@@ -183,7 +183,7 @@ describe('on Redis with Sentinel', () => {
       replicaAck: { replicas: 1, timeoutMs: 1_000 },
     };
     const [a, b] = [engine(options), engine({ ...options, instanceId: 'b' })];
-    const [semA, semB] = [a.semaphore('pool', { permits: 2 }), b.semaphore('pool', { permits: 2 })];
+    const [semA, semB] = [a.semaphore('pool', { limit: 2 }), b.semaphore('pool', { limit: 2 })];
     const first = await semA.acquire();
     const second = await semB.acquire();
     expect(await semA.tryAcquire()).toBeNull();

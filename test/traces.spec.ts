@@ -142,7 +142,7 @@ describe('OpenTelemetry traces', () => {
     const parent = await within(async () => {
       await locks.withReadLock('catalog:1', () => undefined);
       await locks.withWriteLock('catalog:2', () => undefined);
-      await locks.semaphore('exports', { permits: 2 }).withPermit(() => undefined);
+      await locks.semaphore('exports', { limit: 2 }).withPermit(() => undefined);
     });
     const kinds = (await childrenOf(parent)).map((s) => `${s.name} ${String(s.attributes['lock.kind'])}`).sort();
     expect(kinds).toEqual([

@@ -197,7 +197,7 @@ export function describeLockBehaviour(label: string, backend: () => Backend): vo
         key: 'seen',
         held: true,
         mode: 'mutex',
-        holders: [{ instanceId: 'shop-1', ttlMs: expect.any(Number) }],
+        holders: [{ instanceId: 'shop-1', leaseLeftMs: expect.any(Number) }],
         fencingToken: lock.fencingToken,
         waiters: 0,
       });
@@ -228,7 +228,7 @@ export function describeLockBehaviour(label: string, backend: () => Backend): vo
       expect(await a.inspect('seen-rw')).toMatchObject({
         held: true,
         mode: 'write',
-        holders: [{ instanceId: 'shop-2', ttlMs: expect.any(Number) }],
+        holders: [{ instanceId: 'shop-2', leaseLeftMs: expect.any(Number) }],
         fencingToken: write.fencingToken,
         waiters: 0,
       });
@@ -238,7 +238,10 @@ export function describeLockBehaviour(label: string, backend: () => Backend): vo
       const info = await a.inspect('seen-rw');
       expect(info).toMatchObject({ held: true, mode: 'read', fencingToken: write.fencingToken, waiters: 0 });
       expect(info.holders).toHaveLength(2);
-      expect(info.ttlMs).toBe(Math.max(...info.holders.map((h) => h.ttlMs)));
+      expect(info.leaseLeftMs).toBe(Math.max(...info.holders.map((h) => h.leaseLeftMs)));
+      // The deprecated ttlMs still carries the same numbers.
+      expect(info.ttlMs).toBe(info.leaseLeftMs);
+      for (const h of info.holders) expect(h.ttlMs).toBe(h.leaseLeftMs);
       await r1.release();
       await r2.release();
       const mutex = await a.acquire('seen-free');

@@ -260,7 +260,7 @@ class Routes {
   /** A one-permit semaphore's section: a permit is a lease like a lock, so it must keep them apart too. */
   @Get('permit/:key')
   permit(@Param('key') key: string, @Query('ms') ms?: string, @Query('throw') fail?: string): Promise<string> {
-    return this.locks.semaphore(key, { permits: 1 }).withPermit((permit) => section([permit], 'w', ms, fail));
+    return this.locks.semaphore(key, { limit: 1 }).withPermit((permit) => section([permit], 'w', ms, fail));
   }
 
   @Get('acquire/:key')

@@ -42,7 +42,7 @@ return n
 async function main(): Promise<void> {
   const { PREFIX, OBS, KEY = 'sem', PERMITS = '3', FLOWS = '3', OPS = '20', NAME = String(process.pid) } = process.env;
   const engine = new LockEngine({ redis: lockRedis(), keyPrefix: PREFIX, leaseMs: 1_000, waitMs: 60_000 });
-  const semaphore = engine.semaphore(KEY, { permits: Number(PERMITS) });
+  const semaphore = engine.semaphore(KEY, { limit: Number(PERMITS) });
   if (process.env.HOG === '1') {
     const permit = await semaphore.acquire({ permits: Number(PERMITS) });
     console.log(`holding ${permit.fencingToken}`);

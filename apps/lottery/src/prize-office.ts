@@ -33,7 +33,7 @@ export class PrizeOffice implements OnModuleInit {
     @Inject(LOTTERY_CONFIG) private readonly config: LotteryConfig,
     @Inject(LOTTERY_DATA) private readonly data: Redis,
   ) {
-    this.calls = locks.semaphore('lottery:prize-office', { permits: config.prizeOfficePermits });
+    this.calls = locks.semaphore('lottery:prize-office', { limit: config.prizeOfficePermits });
   }
 
   /**
@@ -41,7 +41,7 @@ export class PrizeOffice implements OnModuleInit {
    * value is stored at start: the instance started last sets it for all.
    */
   async onModuleInit(): Promise<void> {
-    if (this.config.prizeOfficeUrl) await this.calls.setPermits(this.config.prizeOfficePermits);
+    if (this.config.prizeOfficeUrl) await this.calls.setLimit(this.config.prizeOfficePermits);
   }
 
   /** Notes, as a draw is claimed, that its winners will need announcing. */

@@ -48,7 +48,7 @@ export {
   LOCK_SERVICE_FOR_DECORATORS,
 } from './nest/decorators/locked.constants';
 export { getLockedMetadata } from './nest/decorators/locked-metadata.accessor';
-export type { LockedMetadata, LockMode } from './nest/decorators/locked-metadata.accessor';
+export type { LockedMetadata, LockKind, LockMode } from './nest/decorators/locked-metadata.accessor';
 export { LockInterceptor } from './nest/interceptors/lock.interceptor';
 export { toHttpError } from './nest/interceptors/lock-http-errors';
 export {

@@ -82,7 +82,7 @@ async function dispatch(args: CliArgs, redis: Redis, io: Io): Promise<number> {
       const info = await inspectSemaphore(redis, semKeys(args.prefix, key), key);
       io.out(args.json ? `${JSON.stringify(info)}\n` : renderSemaphore(info));
       // A stored limit says the prefix is right, even with no permit held now.
-      if (info.permits === null) await noteElsewhere(redis, args, 'semaphore', io);
+      if (info.limit === null) await noteElsewhere(redis, args, 'semaphore', io);
       return info.holders.length > 0 ? EXIT.ok : EXIT.negative;
     }
     case 'unlock': {

@@ -9,7 +9,7 @@ export function renderTable(infos: readonly LockInfo[]): string {
       i.key,
       i.mode ?? 'free',
       i.holders.map((h) => h.instanceId).join(', ') || '-',
-      i.held ? formatMs(i.ttlMs) : '-',
+      i.held ? formatMs(i.leaseLeftMs) : '-',
       String(i.fencingToken),
       String(i.waiters),
     ]),
@@ -19,12 +19,12 @@ export function renderTable(infos: readonly LockInfo[]): string {
 
 /** A semaphore's use of its limit, then one line per holder. */
 export function renderSemaphore(info: SemaphoreInfo): string {
-  const limit = info.permits === null ? 'no limit stored yet' : `${info.used} of ${info.permits} permits in use`;
+  const limit = info.limit === null ? 'no limit stored yet' : `${info.used} of ${info.limit} permits in use`;
   const head = `Semaphore ${info.key}: ${limit}, last fencing token ${info.fencingToken}\n`;
   if (info.holders.length === 0) return `${head}No permits held.\n`;
   const rows = [
     ['HOLDER', 'PERMITS', 'TTL'],
-    ...info.holders.map((h) => [h.instanceId, String(h.permits), formatMs(h.ttlMs)]),
+    ...info.holders.map((h) => [h.instanceId, String(h.permits), formatMs(h.leaseLeftMs)]),
   ];
   return head + columns(rows);
 }

@@ -33,7 +33,7 @@ export class LockTimeoutError extends LockError {
         : `Timed out after ${waitedMs} ms waiting for ${permits} permit${permits === 1 ? '' : 's'} of semaphore ` +
           `${quoteKey(key)}: ` +
           (limit !== undefined && permits > limit
-            ? `that is more than its limit of ${limit} as this instance knows it; only a setPermits() ` +
+            ? `that is more than its limit of ${limit} as this instance knows it; only a setLimit() ` +
               `that raises the stored limit lets it in (inspect() shows the stored limit). `
             : `they stayed taken, or the stored limit is below the ask (inspect() shows both). `)) +
         `Raise waitMs, or use tryAcquire() / onBusy: 'skip' if the work may be skipped.`,

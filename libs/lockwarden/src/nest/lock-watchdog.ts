@@ -20,7 +20,7 @@ export class LockWatchdog {
 
   /** How many acquisitions are held (and watched) right now. */
   get heldLocks(): number {
-    return this.engine.heldCount;
+    return this.engine.heldLocks;
   }
 
   /** How late the watchdog runs: its last round's lateness, or how overdue the next one is (0 while idle), in ms. */

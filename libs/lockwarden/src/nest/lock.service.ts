@@ -28,9 +28,9 @@ import { RequestLockScope, withRequestSignal } from './request-lock-scope';
  *   constructor(private readonly locks: LockService) {}
  *
  *   pay(accountId: string) {
- *     return this.locks.withLock(`payout:${accountId}`, async (lock) => {
- *       lock.signal.throwIfAborted();
- *       await this.ledger.write(accountId, { fencingToken: lock.fencingToken });
+ *     return this.locks.withLock(`payout:${accountId}`, async (handle) => {
+ *       handle.signal.throwIfAborted();
+ *       await this.ledger.write(accountId, { fencingToken: handle.fencingToken });
  *     });
  *   }
  * }
@@ -78,12 +78,12 @@ export class LockService {
    *
    * @example
    * ```ts
-   * const total = await locks.withLock('stock:sku-1', async (lock) => {
-   *   return inventory.reserve('sku-1', 2, { signal: lock.signal });
+   * const total = await locks.withLock('stock:sku-1', async (handle) => {
+   *   return inventory.reserve('sku-1', 2, { signal: handle.signal });
    * });
    * ```
    */
-  withLock<T>(key: string, fn: (lock: LockHandle) => T | Promise<T>, options?: AcquireOptions): Promise<T> {
+  withLock<T>(key: string, fn: (handle: LockHandle) => T | Promise<T>, options?: AcquireOptions): Promise<T> {
     return this.engine.withLock(key, fn, withRequestSignal(options));
   }
 
@@ -128,7 +128,7 @@ export class LockService {
    * const price = await locks.withReadLock('prices', () => prices.get('sku-1'));
    * ```
    */
-  withReadLock<T>(key: string, fn: (lock: LockHandle) => T | Promise<T>, options?: RwAcquireOptions): Promise<T> {
+  withReadLock<T>(key: string, fn: (handle: LockHandle) => T | Promise<T>, options?: RwAcquireOptions): Promise<T> {
     return this.engine.withReadLock(key, fn, withRequestSignal(options));
   }
 
@@ -137,10 +137,10 @@ export class LockService {
    *
    * @example
    * ```ts
-   * await locks.withWriteLock('prices', (lock) => prices.replaceAll(feed, lock.fencingToken));
+   * await locks.withWriteLock('prices', (handle) => prices.replaceAll(feed, handle.fencingToken));
    * ```
    */
-  withWriteLock<T>(key: string, fn: (lock: LockHandle) => T | Promise<T>, options?: RwAcquireOptions): Promise<T> {
+  withWriteLock<T>(key: string, fn: (handle: LockHandle) => T | Promise<T>, options?: RwAcquireOptions): Promise<T> {
     return this.engine.withWriteLock(key, fn, withRequestSignal(options));
   }
 
@@ -148,15 +148,15 @@ export class LockService {
    * A counting semaphore across every instance: at most `permits` permits held at once.
    * Each holder (`acquire`, `tryAcquire`, `withPermit`) is a lease like a lock's, with its
    * own fencing token, renewed by the watchdog, and given back by a crash one lease later.
-   * The limit is stored in Redis on first use; `setPermits(n)` changes it for everyone.
+   * The limit is stored in Redis on first use; `setLimit(n)` changes it for everyone.
    * Throws `LockConfigError` for a bad key or limit, and in quorum mode, where a permit
    * count cannot be kept safe without a consensus protocol.
    *
    * @example
    * ```ts
-   * const exports = locks.semaphore('exports', { permits: 3 });
-   * await exports.withPermit(async (permit) => {
-   *   await exporter.run({ signal: permit.signal, fencingToken: permit.fencingToken });
+   * const exports = locks.semaphore('exports', { limit: 3 });
+   * await exports.withPermit(async (handle) => {
+   *   await exporter.run({ signal: handle.signal, fencingToken: handle.fencingToken });
    * }, { waitMs: 30_000 });
    * ```
    */
@@ -203,8 +203,8 @@ export class LockService {
    * @example
    * ```ts
    * const info = await locks.inspect('lottery:2026-11-22');
-   * // { key, held: true, mode: 'mutex', holders: [{ instanceId: 'web-2:4121', ttlMs: 28_410 }],
-   * //   ttlMs: 28_410, fencingToken: 17, waiters: 0 }
+   * // { key, held: true, mode: 'mutex', holders: [{ instanceId: 'web-2:4121', leaseLeftMs: 28_410 }],
+   * //   leaseLeftMs: 28_410, fencingToken: 17, waiters: 0 }
    * ```
    */
   inspect(key: string): Promise<LockInfo> {

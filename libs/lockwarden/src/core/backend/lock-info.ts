@@ -5,7 +5,14 @@ export interface LockHolderInfo {
   /** The instance id the holder's process gave (`instanceId`, by default `hostname:pid`). */
   instanceId: string;
   /** How long this holder's lease has left, in ms. */
+  leaseLeftMs: number;
+  /** @deprecated Use leaseLeftMs. */
   ttlMs: number;
+}
+
+/** A holder as `inspect()` reports it, its lease left under both names. */
+export function lockHolder(instanceId: string, leaseLeftMs: number): LockHolderInfo {
+  return { instanceId, leaseLeftMs, ttlMs: leaseLeftMs };
 }
 
 /**
@@ -24,6 +31,8 @@ export interface LockInfo {
   mode: 'mutex' | 'read' | 'write' | null;
   holders: LockHolderInfo[];
   /** The longest remaining lease among the holders, in ms; 0 when free. */
+  leaseLeftMs: number;
+  /** @deprecated Use leaseLeftMs. */
   ttlMs: number;
   /**
    * The holder's fencing token (a reader's: the last write's); when free, the last one handed
@@ -47,6 +56,8 @@ export interface PermitHolderInfo {
   /** How many permits it holds. */
   permits: number;
   /** How long its lease has left, in ms. */
+  leaseLeftMs: number;
+  /** @deprecated Use leaseLeftMs. */
   ttlMs: number;
 }
 
@@ -55,8 +66,8 @@ export interface PermitHolderInfo {
  *
  * @example
  * ```ts
- * const info = await locks.semaphore('payments-api', { permits: 5 }).inspect();
- * console.log(`${info.used}/${info.permits} in use, by ${info.holders.map((h) => h.instanceId).join(', ')}`);
+ * const info = await locks.semaphore('payments-api', { limit: 5 }).inspect();
+ * console.log(`${info.used}/${info.limit} in use, by ${info.holders.map((h) => h.instanceId).join(', ')}`);
  * ```
  */
 export interface SemaphoreInfo {
@@ -65,8 +76,10 @@ export interface SemaphoreInfo {
    * The stored limit. From the CLI, null before the semaphore's first use stored one;
    * `Semaphore.inspect()` gives its own number then.
    */
+  limit: number | null;
+  /** @deprecated Use limit. */
   permits: number | null;
-  /** Permits held by live holders (at most `permits`, unless the limit was lowered under them). */
+  /** Permits held by live holders (at most `limit`, unless the limit was lowered under them). */
   used: number;
   /** Permits a new grant could take now (0 while the limit is lowered under the holders). */
   available: number;
@@ -80,15 +93,13 @@ export function semaphoreInfo(key: string, reply: readonly (string | number)[]):
   const limit = Number(reply[0]);
   const holders: PermitHolderInfo[] = [];
   for (let i = 2; i + 2 < reply.length; i += 3) {
-    holders.push({
-      instanceId: String(reply[i]),
-      permits: Number(reply[i + 1]),
-      ttlMs: Math.max(0, Number(reply[i + 2])),
-    });
+    const leaseLeftMs = Math.max(0, Number(reply[i + 2]));
+    holders.push({ instanceId: String(reply[i]), permits: Number(reply[i + 1]), leaseLeftMs, ttlMs: leaseLeftMs });
   }
   const used = holders.reduce((sum, h) => sum + h.permits, 0);
   return {
     key,
+    limit: limit < 0 ? null : limit,
     permits: limit < 0 ? null : limit,
     used,
     available: limit < 0 ? 0 : Math.max(0, limit - used),

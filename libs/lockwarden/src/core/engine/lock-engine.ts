@@ -45,8 +45,8 @@ import type { TickSchedule } from '../schedule/tick-schedule';
  * @example
  * ```ts
  * const engine = new LockEngine({ redis: 'redis://127.0.0.1:6380' });
- * await engine.withLock('nightly-report', async (lock) => {
- *   await buildReport({ signal: lock.signal, fencingToken: lock.fencingToken });
+ * await engine.withLock('nightly-report', async (handle) => {
+ *   await buildReport({ signal: handle.signal, fencingToken: handle.fencingToken });
  * });
  * await engine.close();
  * ```
@@ -116,9 +116,21 @@ export class LockEngine {
     return this.topology.termLogs?.();
   }
 
-  /** Locks held through this engine right now (each acquisition once, however many reentrant holds). */
-  get heldCount(): number {
+  /**
+   * Locks held through this engine right now (each acquisition once, however many reentrant holds).
+   *
+   * @example
+   * ```ts
+   * if (engine.heldLocks > 0) logger.warn(`closing with ${engine.heldLocks} locks held`);
+   * ```
+   */
+  get heldLocks(): number {
     return this.held.size;
+  }
+
+  /** @deprecated Use heldLocks. */
+  get heldCount(): number {
+    return this.heldLocks;
   }
 
   /** True once shutdown began: new acquires are refused with LockAbortedError. */
@@ -141,7 +153,7 @@ export class LockEngine {
     return this.paths.tryAcquire(key, options);
   }
 
-  async withLock<T>(key: string, fn: (lock: LockHandle) => T | Promise<T>, options?: AcquireOptions): Promise<T> {
+  async withLock<T>(key: string, fn: (handle: LockHandle) => T | Promise<T>, options?: AcquireOptions): Promise<T> {
     checkCallback('withLock', key, fn);
     const handle = await this.paths.acquire(key, options);
     return this.held.hold([handle], () => fn(handle));
@@ -159,7 +171,11 @@ export class LockEngine {
     return this.paths.acquireWrite(key, options);
   }
 
-  async withReadLock<T>(key: string, fn: (lock: LockHandle) => T | Promise<T>, options?: RwAcquireOptions): Promise<T> {
+  async withReadLock<T>(
+    key: string,
+    fn: (handle: LockHandle) => T | Promise<T>,
+    options?: RwAcquireOptions,
+  ): Promise<T> {
     checkCallback('withReadLock', key, fn);
     const handle = await this.paths.acquireRead(key, options);
     return this.held.hold([handle], () => fn(handle));
@@ -167,7 +183,7 @@ export class LockEngine {
 
   async withWriteLock<T>(
     key: string,
-    fn: (lock: LockHandle) => T | Promise<T>,
+    fn: (handle: LockHandle) => T | Promise<T>,
     options?: RwAcquireOptions,
   ): Promise<T> {
     checkCallback('withWriteLock', key, fn);
@@ -201,8 +217,17 @@ export class LockEngine {
 
   // ---- holding ------------------------------------------------------------------------------
 
-  /** Runs `fn` holding `handles`, and releases them once it and `until` have settled: see HeldLocks.hold. */
-  hold<T>(
+  /**
+   * Runs `fn` holding `handles`, and releases them once it and `until` have settled: see
+   * HeldLocks.hold.
+   *
+   * @example
+   * ```ts
+   * const handles = await Promise.all([engine.acquire('a'), engine.acquire('b')]);
+   * await engine.runLocked(handles as LeaseHandle[], () => transfer('a', 'b'));
+   * ```
+   */
+  runLocked<T>(
     handles: readonly LeaseHandle[],
     fn: () => T | Promise<T>,
     until?: PromiseLike<unknown> | (() => PromiseLike<unknown> | undefined),
@@ -210,8 +235,17 @@ export class LockEngine {
     return this.held.hold(handles, fn, until);
   }
 
+  /** @deprecated Use runLocked. */
+  hold<T>(
+    handles: readonly LeaseHandle[],
+    fn: () => T | Promise<T>,
+    until?: PromiseLike<unknown> | (() => PromiseLike<unknown> | undefined),
+  ): Promise<T> {
+    return this.runLocked(handles, fn, until);
+  }
+
   /** `withLock` for a handle already held: runs `fn` as its holder, then releases it. */
-  runHolding<T>(handle: LeaseHandle, fn: (lock: LockHandle) => T | Promise<T>): Promise<T> {
+  runHolding<T>(handle: LeaseHandle, fn: (handle: LockHandle) => T | Promise<T>): Promise<T> {
     return this.held.hold([handle], () => fn(handle));
   }
 

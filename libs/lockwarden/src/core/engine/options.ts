@@ -88,7 +88,7 @@ export interface RwAcquireOptions extends Omit<AcquireOptions, 'fair'> {
 export interface PermitOptions {
   /**
    * How many permits this holder takes. Default 1. An ask above the stored limit waits until
-   * `setPermits` raises the limit, and times out otherwise.
+   * `setLimit` raises the limit, and times out otherwise.
    */
   permits?: number;
   /** How long to wait for permits, in ms. 0 makes a single attempt. Defaults to the module's `waitMs`. */
@@ -234,7 +234,7 @@ export function resolvePermitAcquire(key: string, rawOptions: unknown, defaults:
   const options = checkOptionsObject('Permit', rawOptions, key);
   checkKnownNames('permit', options, PERMIT_OPTION_NAMES, key);
   // Not bounded by the limit this object was made with: the stored one rules and may be higher.
-  // An ask above the stored limit waits for setPermits to raise it.
+  // An ask above the stored limit waits for setLimit to raise it.
   const permits = options.permits === undefined ? 1 : checkPermits('permits', options.permits, MAX_PERMITS, key);
   if (checkBoolean('fair', options.fair, key)) {
     throw new LockConfigError(

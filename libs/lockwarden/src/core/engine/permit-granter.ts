@@ -49,7 +49,7 @@ export class PermitGranter {
 
   /**
    * Permits of the semaphore `key` whose limit is `limit`, with the checks `semaphore(key,
-   * { permits: limit })` makes first; `once`: one attempt, null when busy.
+   * { limit })` makes first; `once`: one attempt, null when busy.
    */
   async take(key: string, limit: number, options: PermitOptions, once: boolean): Promise<LeaseHandle | null> {
     checkKey(key, 'semaphore key');

@@ -90,7 +90,7 @@ export async function* watchLeader(ctx: WatchContext, signal: AbortSignal | unde
             continue;
           }
           // A crashed leader announces nothing: look again when its lease would end.
-          waitMs = info.ttlMs + 1;
+          waitMs = info.leaseLeftMs + 1;
         }
         failures = 0;
         await wakeup.wait(waitMs);

@@ -1,3 +1,4 @@
+import { lockHolder } from '../backend/lock-info';
 import type { LockInfo } from '../backend/lock-info';
 import { mutexKeys, rwKeys } from '../backend/lock-keys';
 import type { MemoryState } from './memory-state';
@@ -11,13 +12,14 @@ export function inspectMemory(b: MemoryState, prefix: string, key: string): Lock
   const remaining = (deadline: number) => Math.max(0, Math.round(deadline - now));
   const held = b.liveMutex(m.lock, now);
   if (held) {
-    const ttlMs = remaining(held.expiresAt);
+    const leaseLeftMs = remaining(held.expiresAt);
     return {
       key,
       held: true,
       mode: 'mutex',
-      holders: [{ instanceId: held.instance, ttlMs }],
-      ttlMs,
+      holders: [lockHolder(held.instance, leaseLeftMs)],
+      leaseLeftMs,
+      ttlMs: leaseLeftMs,
       fencingToken: held.fence,
       waiters: b.queue(m.queue).length,
     };
@@ -26,19 +28,30 @@ export function inspectMemory(b: MemoryState, prefix: string, key: string): Lock
   const waitingWriters = b.writers(r.writers).size;
   const writer = state.writer && state.writer.deadline >= now ? state.writer : undefined;
   if (writer) {
-    const ttlMs = remaining(writer.deadline);
-    const holders = [{ instanceId: writer.instance, ttlMs }];
-    return { key, held: true, mode: 'write', holders, ttlMs, fencingToken: writer.fence, waiters: waitingWriters };
+    const leaseLeftMs = remaining(writer.deadline);
+    const holders = [lockHolder(writer.instance, leaseLeftMs)];
+    return {
+      key,
+      held: true,
+      mode: 'write',
+      holders,
+      leaseLeftMs,
+      ttlMs: leaseLeftMs,
+      fencingToken: writer.fence,
+      waiters: waitingWriters,
+    };
   }
   const readers = [...state.readers.values()].filter((x) => x.deadline >= now);
   if (readers.length > 0) {
-    const holders = readers.map((x) => ({ instanceId: x.instance, ttlMs: remaining(x.deadline) }));
+    const holders = readers.map((x) => lockHolder(x.instance, remaining(x.deadline)));
+    const leaseLeftMs = Math.max(...holders.map((h) => h.leaseLeftMs));
     return {
       key,
       held: true,
       mode: 'read',
       holders,
-      ttlMs: Math.max(...holders.map((h) => h.ttlMs)),
+      leaseLeftMs,
+      ttlMs: leaseLeftMs,
       fencingToken: b.counters.get(r.fence) ?? 0,
       waiters: waitingWriters,
     };
@@ -49,6 +62,7 @@ export function inspectMemory(b: MemoryState, prefix: string, key: string): Lock
     held: false,
     mode: null,
     holders: [],
+    leaseLeftMs: 0,
     ttlMs: 0,
     fencingToken: b.counters.get(m.fence) ?? 0,
     waiters,

@@ -1,6 +1,7 @@
 import { mutexKeys, rwKeys } from '../backend/lock-keys';
 import type { RedisClient } from '../backend/lock-backend';
 import { SCRIPTS } from './lua-script';
+import { lockHolder } from '../backend/lock-info';
 import type { LockHolderInfo, LockInfo } from '../backend/lock-info';
 
 /** Reads one lock's state in one script call. */
@@ -11,16 +12,18 @@ export async function inspectLock(client: RedisClient, prefix: string, key: stri
     string | number
   )[];
   const mode = String(reply[0]);
+  const leaseLeftMs = Math.max(0, Number(reply[1]));
   const holders: LockHolderInfo[] = [];
   for (let i = 4; i + 1 < reply.length; i += 2) {
-    holders.push({ instanceId: String(reply[i]), ttlMs: Math.max(0, Number(reply[i + 1])) });
+    holders.push(lockHolder(String(reply[i]), Math.max(0, Number(reply[i + 1]))));
   }
   return {
     key,
     held: mode !== '',
     mode: mode === '' ? null : (mode as LockInfo['mode']),
     holders,
-    ttlMs: Math.max(0, Number(reply[1])),
+    leaseLeftMs,
+    ttlMs: leaseLeftMs,
     fencingToken: Number(reply[2]),
     waiters: Number(reply[3]),
   };

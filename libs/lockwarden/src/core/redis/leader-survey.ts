@@ -24,7 +24,7 @@ export async function surveyLeaderships(
         client.xrevrange(keys.log, '+', '-', 'COUNT', LOG_ENTRIES),
       ]);
       const recent = termsFromLog(rows);
-      const leader = fields.fencingToken
+      const latestTerm = fields.fencingToken
         ? {
             instanceId: fields.instanceId ?? '',
             fencingToken: Number(fields.fencingToken),
@@ -34,8 +34,9 @@ export async function surveyLeaderships(
         : null;
       return {
         key,
-        leader,
-        leading: leader !== null && fields.state === 'leading' && held === 1,
+        latestTerm,
+        leader: latestTerm,
+        leading: latestTerm !== null && fields.state === 'leading' && held === 1,
         recent,
       };
     }),

@@ -23,7 +23,7 @@ export interface PermitScope {
 }
 
 /**
- * A counting semaphore across processes: at most `permits` permits are held at once, by any
+ * A counting semaphore across processes: at most `limit` permits are held at once, by any
  * number of holders, each taking one or more. Every holder is a lease, like a lock: its own
  * owner token, renewed by the one batched watchdog, a `signal` that aborts when it is lost,
  * an idempotent `release()`, and a fencing token that rises per semaphore. A crashed
@@ -31,7 +31,7 @@ export interface PermitScope {
  * come back or the limit rises, and in any case when the earliest holder's lease would end.
  *
  * The limit lives in Redis beside the holders (`<prefix>{<key>}:sem:limit`): it is stored on
- * first use from `permits`, and changed only by `setPermits`. Lowering it never revokes a
+ * first use from `limit`, and changed only by `setLimit`. Lowering it never revokes a
  * permit already held; it only holds new grants back.
  *
  * Not in quorum mode (LockConfigError): a count of permits cannot be kept safe by a
@@ -39,15 +39,15 @@ export interface PermitScope {
  *
  * @example
  * ```ts
- * const exports = locks.semaphore('exports', { permits: 3 });
- * await exports.withPermit(async (permit) => {
- *   await exporter.run({ signal: permit.signal, fencingToken: permit.fencingToken });
+ * const exports = locks.semaphore('exports', { limit: 3 });
+ * await exports.withPermit(async (handle) => {
+ *   await exporter.run({ signal: handle.signal, fencingToken: handle.fencingToken });
  * });
  * ```
  */
 export class Semaphore {
   readonly key: string;
-  private limit: number;
+  private known: number;
   private readonly keys: SemKeys;
 
   /** @internal Made by `LockEngine.semaphore` / `LockService.semaphore`. */
@@ -60,15 +60,25 @@ export class Semaphore {
   ) {
     const resolved = resolveSemaphore(key, options);
     this.key = resolved.key;
-    this.limit = resolved.limit;
+    this.known = resolved.limit;
     this.keys = semKeys(prefix, this.key);
   }
 
   /**
-   * The limit this object knows: the one it was made with, or last set by `setPermits`. The
-   * limit stored in Redis rules and may differ (another instance's `setPermits`): `inspect()`
+   * The limit this object knows: the one it was made with, or last set by `setLimit`. The
+   * limit stored in Redis rules and may differ (another instance's `setLimit`): `inspect()`
    * reads it.
+   *
+   * @example
+   * ```ts
+   * logger.log(`exports: at most ${exports.limit} at once`);
+   * ```
    */
+  get limit(): number {
+    return this.known;
+  }
+
+  /** @deprecated Use limit. */
   get permits(): number {
     return this.limit;
   }
@@ -91,7 +101,7 @@ export class Semaphore {
 
   /** Takes permits as `acquire` does, without noting a bare handle in the scope (withPermit releases its own). */
   private async take(options: PermitOptions | undefined): Promise<LeaseHandle> {
-    return this.granter.acquire(resolvePermitAcquire(this.key, options, this.granter.defaults), this.keys, this.limit);
+    return this.granter.acquire(resolvePermitAcquire(this.key, options, this.granter.defaults), this.keys, this.known);
   }
 
   /**
@@ -110,7 +120,7 @@ export class Semaphore {
 
   private async tryTake(options: Omit<PermitOptions, 'waitMs'> | undefined): Promise<LockHandle | null> {
     const req = resolvePermitAcquire(this.key, options, this.granter.defaults);
-    return this.granter.tryAcquire(req, this.keys, this.limit);
+    return this.granter.tryAcquire(req, this.keys, this.known);
   }
 
   /**
@@ -120,10 +130,10 @@ export class Semaphore {
    *
    * @example
    * ```ts
-   * const rows = await exports.withPermit((permit) => exporter.run({ signal: permit.signal }));
+   * const rows = await exports.withPermit((handle) => exporter.run({ signal: handle.signal }));
    * ```
    */
-  async withPermit<T>(fn: (permit: LockHandle) => T | Promise<T>, options?: PermitOptions): Promise<T> {
+  async withPermit<T>(fn: (handle: LockHandle) => T | Promise<T>, options?: PermitOptions): Promise<T> {
     if (typeof fn !== 'function') {
       throw new LockConfigError('withPermit needs a function to run holding permits.', this.key);
     }
@@ -133,13 +143,13 @@ export class Semaphore {
 
   /**
    * Who holds permits now, and how many are free, for dashboards and health checks; never an
-   * owner token. `permits` is the stored limit, or this object's number while none is
+   * owner token. `limit` is the stored limit, or this object's number while none is
    * stored yet (never null here).
    *
    * @example
    * ```ts
-   * const { used, permits, holders } = await exports.inspect();
-   * logger.log(`${used}/${permits} exports running on ${holders.map((h) => h.instanceId).join(', ')}`);
+   * const { used, limit, holders } = await exports.inspect();
+   * logger.log(`${used}/${limit} exports running on ${holders.map((h) => h.instanceId).join(', ')}`);
    * ```
    */
   async inspect(): Promise<SemaphoreInfo> {
@@ -149,8 +159,9 @@ export class Semaphore {
     } catch (err) {
       throw err instanceof LockError ? err : new LockBackendError(this.key, 'inspect', err);
     }
-    if (info.permits !== null) return info;
-    return { ...info, permits: this.limit, available: Math.max(0, this.limit - info.used) };
+    if (info.limit !== null) return info;
+    const limit = this.known;
+    return { ...info, limit, permits: limit, available: Math.max(0, limit - info.used) };
   }
 
   /**
@@ -160,17 +171,22 @@ export class Semaphore {
    *
    * @example
    * ```ts
-   * await exports.setPermits(5); // more capacity: waiting exports start now
+   * await exports.setLimit(5); // more capacity: waiting exports start now
    * ```
    */
-  async setPermits(permits: number): Promise<number> {
-    const limit = checkPermits('permits', permits, MAX_PERMITS, this.key);
+  async setLimit(limit: number): Promise<number> {
+    const checked = checkPermits('limit', limit, MAX_PERMITS, this.key);
     try {
-      const previous = await this.granter.setLimit(this.keys, limit);
-      this.limit = limit;
+      const previous = await this.granter.setLimit(this.keys, checked);
+      this.known = checked;
       return previous;
     } catch (err) {
-      throw err instanceof LockError ? err : new LockBackendError(this.key, 'set the permits of', err);
+      throw err instanceof LockError ? err : new LockBackendError(this.key, 'set the limit of', err);
     }
+  }
+
+  /** @deprecated Use setLimit. */
+  async setPermits(permits: number): Promise<number> {
+    return this.setLimit(permits);
   }
 }

@@ -58,7 +58,7 @@ export const DASHBOARD_SCRIPT = String.raw`
       var queue = l.queue.map(function (q) { return q.instanceId + ' (' + ms(q.waitedMs) + ')'; }).join(', ');
       var cells = [
         td(l.key, 'mono'), td(l.mode || 'free'), td(holders || '—', 'mono'), td(l.fencingToken, 'num mono'),
-        td((l.heldForExact ? '' : '≥ ') + ms(l.heldForMs), 'num'), td(ms(l.ttlMs), 'num'), td(l.waiters, 'num'),
+        td((l.heldForExact ? '' : '≥ ') + ms(l.heldForMs), 'num'), td(ms(l.leaseLeftMs), 'num'), td(l.waiters, 'num'),
         td(queue || '—', 'mono')
       ];
       if (settings.allowForceUnlock) cells.push(el('td', null, [unlockButton(l.key)]));
@@ -71,9 +71,9 @@ export const DASHBOARD_SCRIPT = String.raw`
 
   function drawSemaphores() {
     var rows = state.semaphores.map(function (s) {
-      var holders = s.holders.map(function (h) { return h.instanceId + ' ×' + h.permits + ' (' + ms(h.ttlMs) + ' left)'; });
+      var holders = s.holders.map(function (h) { return h.instanceId + ' ×' + h.permits + ' (' + ms(h.leaseLeftMs) + ' left)'; });
       return el('tr', { 'data-semaphore': s.key }, [
-        td(s.key, 'mono'), td(s.permits === null ? '—' : s.permits, 'num'), td(s.used, 'num'),
+        td(s.key, 'mono'), td(s.limit === null ? '—' : s.limit, 'num'), td(s.used, 'num'),
         td(holders.join(', ') || '—', 'mono'), td(s.fencingToken, 'num mono')
       ]);
     });
@@ -86,8 +86,8 @@ export const DASHBOARD_SCRIPT = String.raw`
         return t.instanceId + ' #' + t.fencingToken + ' ' + time(t.since) + (t.resigned ? ' (resigned)' : '');
       });
       return el('tr', { 'data-leadership': l.key }, [
-        td(l.key, 'mono'), td(l.leading && l.leader ? l.leader.instanceId : 'no leader', 'mono'),
-        td(l.leader ? l.leader.fencingToken : '—', 'num mono'), td(l.leader ? time(l.leader.since) : '—'),
+        td(l.key, 'mono'), td(l.leading && l.latestTerm ? l.latestTerm.instanceId : 'no leader', 'mono'),
+        td(l.latestTerm ? l.latestTerm.fencingToken : '—', 'num mono'), td(l.latestTerm ? time(l.latestTerm.since) : '—'),
         td(recent.join('; ') || '—', 'mono')
       ]);
     });

@@ -118,6 +118,7 @@ export function toMetadata(
   // Metrics label a decorated lock by its template, never by the keys it expands to.
   const request = editOptions(checked.request, (o) => ({ ...o, name: o.name ?? templateName(spec, where) }));
   return {
+    kind: request.kind,
     mode: request.kind,
     spec,
     keys,
@@ -187,11 +188,11 @@ export async function runLocked(
       await engine.releaseAll(handles);
       throw new LockAbortedError(keys[0], 'the HTTP client went away before the method could start');
     }
-    return engine.hold(handles, () => callMethod(original, self, args), route.over);
+    return engine.runLocked(handles, () => callMethod(original, self, args), route.over);
   }
   // An Observable's work runs when it is subscribed: hold the locks until it finalizes.
   let finalized: Promise<void> | undefined;
-  return engine.hold(
+  return engine.runLocked(
     handles,
     () => {
       const hold = (value: unknown): unknown => {

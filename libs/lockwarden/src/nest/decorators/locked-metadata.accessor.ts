@@ -3,17 +3,29 @@ import type { KeyResolver, KeySpec } from './key-template';
 import { LOCKED_METADATA } from './locked.constants';
 import type { OnBusy } from './locked-options';
 
-/** The lock a decorator takes: a mutex (`@Locked`), one side of a read/write lock, or a permit (`@Semaphore`). */
-/** How a decorated method locks: the engine's one name for mutex, read and write holds. */
-export type LockMode = LeaseKind;
+/**
+ * What a decorator takes: a mutex (`@Locked`), one side of a read/write lock
+ * (`@ReadLocked`, `@WriteLocked`), or a permit (`@Semaphore`).
+ *
+ * @example
+ * ```ts
+ * const kind: LockKind | undefined = getLockedMetadata(Reports.prototype.rebuild)?.kind; // 'write'
+ * ```
+ */
+export type LockKind = LeaseKind;
+
+/** @deprecated Use LockKind. */
+export type LockMode = LockKind;
 
 /** Everything a lock decorator recorded about one method. */
 export interface LockedMetadata {
-  readonly mode: LockMode;
+  readonly kind: LockKind;
+  /** @deprecated Use kind. */
+  readonly mode: LockKind;
   readonly spec: KeySpec;
   readonly keys: KeyResolver;
   readonly options: AcquireOptions;
-  /** What each call asks of the engine for every key: `mode` and `options`, with a semaphore's limit. */
+  /** What each call asks of the engine for every key: `kind` and `options`, with a semaphore's limit. */
   readonly request: LockRequest;
   readonly onBusy: OnBusy;
   /** The route's Retry-After hint when busy, in ms, if its decorator set one. */

@@ -1,20 +1,24 @@
 import { LockConfigError } from '../../errors';
 import { checkKnownNames, checkOptionsObject, resolvePermitAcquire, resolveSemaphore } from '../../core';
+import type { SemaphoreOptions } from '../../core';
 import { CHECK_DEFAULTS, checkOnBusy, checkRetryAfter } from './locked-options';
 import type { CheckedLockedOptions, OnBusy } from './locked-options';
 
 /**
- * Options of `@Semaphore`.
+ * Options of `@Semaphore`: the semaphore's `limit` (stored on first use, as
+ * `LockService.semaphore`; the deprecated name `permits` still works), and how each call,
+ * which takes one permit, waits and holds.
  *
  * @example
  * ```ts
- * @Semaphore('exports', { permits: 3 })                      // at most 3 running, cluster-wide
- * @Semaphore('partner-api', { permits: 10, onBusy: 'throw' }) // full: 409 over HTTP
+ * @Semaphore('exports', { limit: 3 })                      // at most 3 running, cluster-wide
+ * @Semaphore('partner-api', { limit: 10, onBusy: 'throw' }) // full: 409 over HTTP
  * ```
  */
-export interface SemaphoreDecoratorOptions {
-  /** The semaphore's number of permits (stored on first use, as `LockService.semaphore`). Each call takes one. */
-  permits: number;
+export type SemaphoreDecoratorOptions = SemaphoreOptions & SemaphoreCallOptions;
+
+/** How each call of a `@Semaphore` method waits and holds: `SemaphoreDecoratorOptions` without the limit. */
+interface SemaphoreCallOptions {
   /** How long a call waits for a permit, in ms. Defaults to the module's `waitMs`. */
   waitMs?: number;
   /** The lease the watchdog renews, in ms. Defaults to the module's `leaseMs`. */
@@ -30,6 +34,7 @@ export interface SemaphoreDecoratorOptions {
 }
 
 const NAMES: ReadonlySet<string> = new Set([
+  'limit',
   'permits',
   'waitMs',
   'leaseMs',
@@ -51,15 +56,16 @@ export function checkSemaphoreDecoratorOptions(
   try {
     const raw = checkOptionsObject('@Semaphore', options);
     checkKnownNames('@Semaphore', raw, NAMES);
-    const { onBusy: _onBusy, retryAfterMs: _retryAfterMs, permits, ...perCall } = raw;
-    limit = resolveSemaphore('template', { permits }).limit;
+    const { onBusy: _onBusy, retryAfterMs: _retryAfterMs, limit: given, permits, ...perCall } = raw;
+    limit = resolveSemaphore('template', { limit: given, permits }).limit;
     resolvePermitAcquire('template', perCall, CHECK_DEFAULTS);
   } catch (err) {
     fail(err);
   }
   // An object by now (a semaphore without one has no limit). The limit goes in the request,
   // beside the options of each call, which takes one permit.
-  const { onBusy = 'wait', retryAfterMs, permits: _limit, ...each } = options ?? { permits: limit };
+  const checked: SemaphoreDecoratorOptions = options ?? { limit };
+  const { onBusy = 'wait', retryAfterMs, limit: _limit, permits: _permits, ...each } = checked;
   if (retryAfterMs !== undefined) checkRetryAfter(retryAfterMs, where);
   return { request: { kind: 'permit', limit, options: each }, onBusy: checkOnBusy(onBusy, where), retryAfterMs };
 }

@@ -9,7 +9,7 @@ import type { SemaphoreDecoratorOptions } from './semaphore-options';
 export type Semaphore = SemaphoreObject;
 
 /**
- * Runs the method holding one permit of the semaphore(s) named by `key`: at most `permits`
+ * Runs the method holding one permit of the semaphore(s) named by `key`: at most `limit`
  * calls run at once across every instance. Keys, `onBusy`, routes and `Retry-After` work as
  * for `@Locked`; `LockService.current()` inside gives the permit's handle. Not reentrant: a
  * decorated method that calls itself takes a second permit.
@@ -18,11 +18,11 @@ export type Semaphore = SemaphoreObject;
  * ```ts
  * @Injectable()
  * export class ExportService {
- *   @Semaphore('exports', { permits: 3 })
+ *   @Semaphore('exports', { limit: 3 })
  *   async run(job: ExportJob) { ... }
  *
  *   @Post('partner/:id')
- *   @Semaphore('partner:{0}', { permits: 10, onBusy: 'throw' }) // full: 409 with Retry-After
+ *   @Semaphore('partner:{0}', { limit: 10, onBusy: 'throw' }) // full: 409 with Retry-After
  *   async call(@Param('id') id: string) { ... }
  * }
  * ```
