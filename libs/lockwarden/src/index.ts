@@ -9,7 +9,7 @@ export type { LockHandle } from './core/lease/lock-handle';
 export type { LockInfo, LockHolderInfo } from './core/backend/lock-info';
 export type { SemaphoreInfo, PermitHolderInfo } from './core/backend/lock-info';
 export type { LockHealthReport } from './core/backend/lock-info';
-export type { AcquireOptions, RwAcquireOptions } from './core/engine/options';
+export type { AcquireOptions, RwAcquireOptions } from './core/options/options';
 export type { LockEngineOptions, QuorumOptions } from './core/engine/engine-options';
 export type { ReplicaAckOptions } from './core/redis/replica-ack';
 export type { RedisSpec, ClusterSpec } from './core/redis/redis-client';
@@ -18,7 +18,7 @@ export { LockEngine } from './core/engine/lock-engine';
 // One name for two things: the type of what LockService.semaphore() returns, and the decorator.
 export { Semaphore } from './nest/decorators/semaphore.decorator';
 export type { SemaphoreOptions } from './core/semaphore/semaphore-options';
-export type { PermitOptions } from './core/engine/options';
+export type { PermitOptions } from './core/options/options';
 export type { SemaphoreDecoratorOptions } from './nest/decorators/semaphore-options';
 export type { LockBackend, Topology } from './core/backend/lock-backend';
 export { Locked } from './nest/decorators/locked.decorator';

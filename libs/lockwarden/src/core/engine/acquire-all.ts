@@ -1,7 +1,7 @@
 import { LockTimeoutError } from '../../errors';
 import type { LeaseHandle } from '../lease/lease';
 import type { LockRequest } from './lock-request';
-import type { AcquireOptions, PermitOptions, RwAcquireOptions } from './options';
+import type { AcquireOptions, PermitOptions, RwAcquireOptions } from '../options/options';
 
 /** What taking several locks asks of the engine: its paths that give the internal handle. */
 export interface MultiLockHost {

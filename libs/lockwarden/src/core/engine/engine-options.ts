@@ -3,7 +3,7 @@ import { LockConfigError } from '../../errors';
 import type { LockEventListener } from '../observe/events';
 import type { LockLogger } from '../observe/logger';
 import { SILENT_LOGGER } from '../observe/logger';
-import type { LockDefaults } from './options';
+import type { LockDefaults } from '../options/options';
 import {
   checkBoolean,
   checkInteger,
@@ -13,7 +13,7 @@ import {
   isWellFormed,
   MAX_MS,
   MIN_LEASE_MS,
-} from './validate';
+} from '../options/validate';
 import type { LockBackend } from '../backend/lock-backend';
 import { RedisBackend } from '../redis/redis-backend';
 import type { ResolvedQuorum } from '../redis/redis-backend';

@@ -14,7 +14,7 @@ import { HeldLocks } from './held-locks';
 import { LeaseGranter } from './lease-granter';
 import { LeasePaths } from './lease-paths';
 import { LockAdmin } from './lock-admin';
-import { defaultLockName } from './options';
+import { defaultLockName } from '../options/options';
 import { PermitGranter } from './permit-granter';
 import { Reentrancy } from './reentrancy';
 

@@ -9,7 +9,7 @@ import type { LockLogger } from '../observe/logger';
 import type { LockStore } from '../backend/lock-store';
 import type { Waiter } from '../backend/waiter';
 import { releasePermits } from './permit-release';
-import { checkInteger, MAX_MS, MIN_LEASE_MS } from './validate';
+import { checkInteger, MAX_MS, MIN_LEASE_MS } from '../options/validate';
 
 /**
  * The locks one engine holds, and the work running under them: the orchestrator, in the
@@ -17,6 +17,9 @@ import { checkInteger, MAX_MS, MIN_LEASE_MS } from './validate';
  * (`hold`), drains at shutdown, and leaves to their lease the locks whose work outlives
  * the grace. It never releases a lock while the work holding it runs.
  */
+/** The rest of locked work after its function settled (a response still streaming), or a function asked for it then. */
+export type Until = PromiseLike<unknown> | (() => PromiseLike<unknown> | undefined);
+
 export class HeldLocks implements LeaseOwner {
   private readonly leases = new Set<Lease>();
   private readonly running = new Set<Promise<unknown>>();
@@ -57,11 +60,7 @@ export class HeldLocks implements LeaseOwner {
    * one, as soon as `fn` settles. It rejects with `fn`'s error, or with the
    * LockLostError of a lock lost while it ran.
    */
-  hold<T>(
-    handles: readonly LeaseHandle[],
-    fn: () => T | Promise<T>,
-    until?: PromiseLike<unknown> | (() => PromiseLike<unknown> | undefined),
-  ): Promise<T> {
+  hold<T>(handles: readonly LeaseHandle[], fn: () => T | Promise<T>, until?: Until): Promise<T> {
     const settled = this.inFrames(handles, fn);
     // Boxed, so that awaiting `after` never waits for the rest of the work itself.
     const after = settled.then(noop, noop).then(() => ({ rest: typeof until === 'function' ? until() : until }));

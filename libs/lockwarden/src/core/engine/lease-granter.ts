@@ -12,10 +12,10 @@ import type { AttemptSpec, LoopContext } from '../wait/acquire-loop';
 import { safetyMarginFor } from './engine-options';
 import type { ResolvedEngineOptions } from './engine-options';
 import type { HeldLocks } from './held-locks';
-import { resolveAcquire } from './options';
-import type { AcquireOptions, ResolvedAcquire, RwAcquireOptions } from './options';
+import { resolveAcquire } from '../options/options';
+import type { AcquireOptions, ResolvedAcquire, RwAcquireOptions } from '../options/options';
 import { newOwnerToken } from '../backend/tokens';
-import { checkBoolean } from './validate';
+import { checkBoolean } from '../options/validate';
 
 /**
  * A waiter with a place on the server (a queued mutex waiter, fair or starving, or a waiting

@@ -2,7 +2,7 @@ import { LeaseHandle } from '../lease/lease';
 import type { MultiLockHost } from './acquire-all';
 import type { HeldLocks } from './held-locks';
 import type { LeaseGranter } from './lease-granter';
-import type { AcquireOptions, PermitOptions, RwAcquireOptions } from './options';
+import type { AcquireOptions, PermitOptions, RwAcquireOptions } from '../options/options';
 import type { PermitGranter } from './permit-granter';
 import type { Reentrancy } from './reentrancy';
 

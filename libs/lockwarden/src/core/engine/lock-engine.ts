@@ -7,24 +7,22 @@ import type { LockEventListener } from '../observe/events';
 import { EventHub } from '../observe/event-hub';
 import type { LockSurvey, SurveyOptions } from '../backend/lock-survey';
 import type { LockLogger } from '../observe/logger';
-import type { LockHealthReport } from '../backend/lock-info';
-import type { LockInfo } from '../backend/lock-info';
-import type { LockBackend, Topology } from '../backend/lock-backend';
+import type { LockHealthReport, LockInfo } from '../backend/lock-info';
+import type { LockBackend, RedisClient, Topology } from '../backend/lock-backend';
 import type { TermLogs } from '../backend/term-log';
-import type { RedisClient } from '../backend/lock-backend';
 import { acquireAll } from './acquire-all';
 import { buildEngineParts } from './engine-parts';
 import type { EngineHooks } from './engine-parts';
 import { redisBackendOf, resolveEngineOptions } from './engine-options';
 import type { LockEngineOptions, ResolvedEngineOptions } from './engine-options';
 import type { EngineShutdown } from './engine-shutdown';
-import type { HeldLocks } from './held-locks';
+import type { HeldLocks, Until } from './held-locks';
 import type { LeasePaths } from './lease-paths';
 import type { LockAdmin } from './lock-admin';
 import type { LockRequest } from './lock-request';
-import type { AcquireOptions, RwAcquireOptions } from './options';
+import type { AcquireOptions, RwAcquireOptions } from '../options/options';
 import type { PermitGranter } from './permit-granter';
-import { describeKey } from './validate';
+import { checkCallback } from '../options/validate';
 import { Semaphore } from '../semaphore/semaphore';
 import type { PermitScope } from '../semaphore/semaphore';
 import type { SemaphoreOptions } from '../semaphore/semaphore-options';
@@ -51,6 +49,9 @@ import type { TickSchedule } from '../schedule/tick-schedule';
  * await engine.close();
  * ```
  */
+/** Work run under a lock, given its handle. */
+type Locked<T> = (handle: LockHandle) => T | Promise<T>;
+
 export class LockEngine {
   readonly options: ResolvedEngineOptions;
   private readonly topology: Topology;
@@ -143,8 +144,6 @@ export class LockEngine {
     return this.scheduler;
   }
 
-  // ---- mutex -------------------------------------------------------------------------------
-
   acquire(key: string, options?: AcquireOptions): Promise<LockHandle> {
     return this.paths.acquire(key, options);
   }
@@ -153,13 +152,11 @@ export class LockEngine {
     return this.paths.tryAcquire(key, options);
   }
 
-  async withLock<T>(key: string, fn: (handle: LockHandle) => T | Promise<T>, options?: AcquireOptions): Promise<T> {
+  async withLock<T>(key: string, fn: Locked<T>, options?: AcquireOptions): Promise<T> {
     checkCallback('withLock', key, fn);
     const handle = await this.paths.acquire(key, options);
     return this.held.hold([handle], () => fn(handle));
   }
-
-  // ---- read/write --------------------------------------------------------------------------
 
   /** A shared hold: many readers at once, never together with a writer. */
   acquireRead(key: string, options?: RwAcquireOptions): Promise<LockHandle> {
@@ -171,27 +168,17 @@ export class LockEngine {
     return this.paths.acquireWrite(key, options);
   }
 
-  async withReadLock<T>(
-    key: string,
-    fn: (handle: LockHandle) => T | Promise<T>,
-    options?: RwAcquireOptions,
-  ): Promise<T> {
+  async withReadLock<T>(key: string, fn: Locked<T>, options?: RwAcquireOptions): Promise<T> {
     checkCallback('withReadLock', key, fn);
     const handle = await this.paths.acquireRead(key, options);
     return this.held.hold([handle], () => fn(handle));
   }
 
-  async withWriteLock<T>(
-    key: string,
-    fn: (handle: LockHandle) => T | Promise<T>,
-    options?: RwAcquireOptions,
-  ): Promise<T> {
+  async withWriteLock<T>(key: string, fn: Locked<T>, options?: RwAcquireOptions): Promise<T> {
     checkCallback('withWriteLock', key, fn);
     const handle = await this.paths.acquireWrite(key, options);
     return this.held.hold([handle], () => fn(handle));
   }
-
-  // ---- semaphores -------------------------------------------------------------------------
 
   /**
    * A counting semaphore named `key` (see Semaphore). Cheap: it holds no state but its
@@ -204,8 +191,6 @@ export class LockEngine {
     return semaphore;
   }
 
-  // ---- scheduled jobs ---------------------------------------------------------------------
-
   /**
    * A scheduled job named `key`, whose ticks follow `schedule`: each tick runs at most once
    * across all instances, never two at once (see ScheduledJob). Cheap: make one per job.
@@ -214,8 +199,6 @@ export class LockEngine {
     this.paths.checkMutex(key, options.acquire);
     return new ScheduledJob(this.jobHost, key, schedule, options);
   }
-
-  // ---- holding ------------------------------------------------------------------------------
 
   /**
    * Runs `fn` holding `handles`, and releases them once it and `until` have settled: see
@@ -227,25 +210,17 @@ export class LockEngine {
    * await engine.runLocked(handles as LeaseHandle[], () => transfer('a', 'b'));
    * ```
    */
-  runLocked<T>(
-    handles: readonly LeaseHandle[],
-    fn: () => T | Promise<T>,
-    until?: PromiseLike<unknown> | (() => PromiseLike<unknown> | undefined),
-  ): Promise<T> {
+  runLocked<T>(handles: readonly LeaseHandle[], fn: () => T | Promise<T>, until?: Until): Promise<T> {
     return this.held.hold(handles, fn, until);
   }
 
   /** @deprecated Use runLocked. */
-  hold<T>(
-    handles: readonly LeaseHandle[],
-    fn: () => T | Promise<T>,
-    until?: PromiseLike<unknown> | (() => PromiseLike<unknown> | undefined),
-  ): Promise<T> {
+  hold<T>(handles: readonly LeaseHandle[], fn: () => T | Promise<T>, until?: Until): Promise<T> {
     return this.runLocked(handles, fn, until);
   }
 
   /** `withLock` for a handle already held: runs `fn` as its holder, then releases it. */
-  runHolding<T>(handle: LeaseHandle, fn: (handle: LockHandle) => T | Promise<T>): Promise<T> {
+  runHolding<T>(handle: LeaseHandle, fn: Locked<T>): Promise<T> {
     return this.held.hold([handle], () => fn(handle));
   }
 
@@ -283,8 +258,6 @@ export class LockEngine {
     return this.context.current(key)?.handle;
   }
 
-  // ---- inspection and admin ----------------------------------------------------------------
-
   /** Who holds `key`, for how long, with which fencing token, and how many wait: see LockAdmin. */
   inspect(key: string): Promise<LockInfo> {
     return this.admin.inspect(key);
@@ -299,8 +272,6 @@ export class LockEngine {
   health(timeoutMs = 1_000): Promise<LockHealthReport> {
     return this.admin.health(timeoutMs);
   }
-
-  // ---- shutdown -----------------------------------------------------------------------------
 
   /**
    * The first half of a graceful shutdown: cancel pending acquires, abort the
@@ -321,11 +292,5 @@ export class LockEngine {
    */
   close(): Promise<void> {
     return this.stop.close(this.options.shutdownGraceMs);
-  }
-}
-
-function checkCallback(method: string, key: unknown, fn: unknown): void {
-  if (typeof fn !== 'function') {
-    throw new LockConfigError(`${method} needs a function to run under lock ${describeKey(key)}.`);
   }
 }

@@ -1,4 +1,4 @@
-import type { AcquireOptions, PermitOptions, RwAcquireOptions } from './options';
+import type { AcquireOptions, PermitOptions, RwAcquireOptions } from '../options/options';
 
 /**
  * What one decorated call asks of the engine for each of its keys: the kind of lock, the

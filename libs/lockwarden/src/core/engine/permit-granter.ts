@@ -7,9 +7,9 @@ import type { LockStore } from '../backend/lock-store';
 import type { SemaphoreInfo } from '../backend/lock-info';
 import type { HeldLocks } from './held-locks';
 import type { LeaseGranter } from './lease-granter';
-import { resolvePermitAcquire } from './options';
-import type { LockDefaults, PermitOptions, ResolvedPermitAcquire } from './options';
-import { checkKey, checkPermits, MAX_PERMITS } from './validate';
+import { resolvePermitAcquire } from '../options/options';
+import type { LockDefaults, PermitOptions, ResolvedPermitAcquire } from '../options/options';
+import { checkKey, checkPermits, MAX_PERMITS } from '../options/validate';
 
 /**
  * The engine's permit path: what a Semaphore builds on, and what a decorated call that takes

@@ -1,6 +1,6 @@
 import { LockAbortedError, LockBackendError, LockError, LockTimeoutError } from '../../errors';
 import type { LockEngine } from '../engine/lock-engine';
-import { MAX_MS } from '../engine/options';
+import { MAX_MS } from '../options/options';
 import type { LockHandle } from '../lease/lock-handle';
 import type { LockLogger } from '../observe/logger';
 import type { LeaderTerm, TermLog } from './term-log';

@@ -1,5 +1,5 @@
 import { LockConfigError } from '../../errors';
-import { checkKnownNames, checkOptionsObject, describe } from '../engine/options';
+import { checkKnownNames, checkOptionsObject, describe } from '../options/options';
 import type { LeaderTerm } from './term-log';
 
 /**

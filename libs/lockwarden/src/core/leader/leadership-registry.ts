@@ -1,6 +1,6 @@
 import { LockConfigError } from '../../errors';
 import type { LockEngine } from '../engine/lock-engine';
-import { checkKey, describe } from '../engine/options';
+import { checkKey, describe } from '../options/options';
 import type { LockBackend } from '../backend/lock-backend';
 import { Leadership } from './leadership';
 import { termKeys } from '../backend/lock-keys';

@@ -1,6 +1,6 @@
 import { LockBackendError, LockConfigError, LockError, LockLostError } from '../../errors';
 import type { LockEngine } from '../engine/lock-engine';
-import { describe } from '../engine/options';
+import { describe } from '../options/options';
 import { Campaign } from './campaign';
 import { watchLeader } from './leader-changes';
 import { LeadershipListeners } from './leadership-listeners';

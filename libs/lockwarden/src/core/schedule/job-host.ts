@@ -1,5 +1,5 @@
 import { LockBackendError, LockError } from '../../errors';
-import type { AcquireOptions } from '../engine/options';
+import type { AcquireOptions } from '../options/options';
 import type { LeaseHandle } from '../lease/lease';
 import type { LockEvent } from '../observe/events';
 import type { LockLogger } from '../observe/logger';

@@ -1,8 +1,8 @@
 import { LockBackendError, LockConfigError, LockError } from '../../errors';
-import { resolvePermitAcquire } from '../engine/options';
-import type { PermitOptions } from '../engine/options';
-import type { PermitGranter } from '../engine/permit-granter';
-import { checkPermits, MAX_PERMITS } from '../engine/validate';
+import { resolvePermitAcquire } from '../options/options';
+import type { PermitOptions } from '../options/options';
+import type { PermitHost } from './permit-host';
+import { checkPermits, MAX_PERMITS } from '../options/validate';
 import type { LeaseHandle } from '../lease/lease';
 import type { LockHandle } from '../lease/lock-handle';
 import { semKeys } from '../backend/lock-keys';
@@ -52,7 +52,7 @@ export class Semaphore {
 
   /** @internal Made by `LockEngine.semaphore` / `LockService.semaphore`. */
   constructor(
-    private readonly granter: PermitGranter,
+    private readonly granter: PermitHost,
     key: string,
     options: SemaphoreOptions,
     prefix: string,

@@ -8,8 +8,8 @@ import {
   LockTimeoutError,
   LockUpgradeError,
 } from '../../errors';
-import { LockEngine } from './lock-engine';
-import type { LockEngineOptions } from './engine-options';
+import { LockEngine } from '../engine/lock-engine';
+import type { LockEngineOptions } from '../engine/engine-options';
 import { checkKey, describe as describeValue, describeKey } from './validate';
 
 const throwingKey = {

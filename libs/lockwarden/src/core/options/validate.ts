@@ -136,3 +136,10 @@ function isArray(value: object): boolean {
     return false;
   }
 }
+
+/** A `with…Lock` call's work must be a function: refused before anything touches Redis. */
+export function checkCallback(method: string, key: unknown, fn: unknown): void {
+  if (typeof fn !== 'function') {
+    throw new LockConfigError(`${method} needs a function to run under lock ${describeKey(key)}.`);
+  }
+}
