@@ -2,6 +2,7 @@ import { LockConfigError } from '../../errors';
 import {
   checkBoolean,
   checkInteger,
+  integerOr,
   checkKey,
   checkKnownNames,
   checkName,
@@ -167,14 +168,8 @@ export function checkAcquireOptions(
   else checkKnownNames('acquire', options, new Set([...ACQUIRE_OPTION_NAMES, ...extraNames]), key);
 
   const { ttlMs, waitMs, fair } = options;
-  const maxHoldMs =
-    options.maxHoldMs === undefined
-      ? defaults.maxHoldMs
-      : checkInteger('maxHoldMs', options.maxHoldMs, MIN_LEASE_MS, MAX_MS, key);
-  const lockAtLeastMs =
-    options.lockAtLeastMs === undefined
-      ? undefined
-      : checkInteger('lockAtLeastMs', options.lockAtLeastMs, 0, MAX_MS, key);
+  const maxHoldMs = integerOr('maxHoldMs', options.maxHoldMs, defaults.maxHoldMs, MIN_LEASE_MS, MAX_MS, key);
+  const lockAtLeastMs = integerOr('lockAtLeastMs', options.lockAtLeastMs, undefined, 0, MAX_MS, key);
   if (lockAtLeastMs !== undefined && maxHoldMs !== undefined && lockAtLeastMs > maxHoldMs) {
     throw new LockConfigError(
       `lockAtLeastMs (${lockAtLeastMs}) must not exceed maxHoldMs (${maxHoldMs}): a lock cannot be kept longer than it may be held.`,
@@ -242,16 +237,9 @@ export function resolvePermitAcquire(key: string, rawOptions: unknown, defaults:
       key,
     );
   }
-  const waitMs =
-    options.waitMs === undefined ? defaults.waitMs : checkInteger('waitMs', options.waitMs, 0, MAX_MS, key);
-  const lease =
-    options.leaseMs === undefined
-      ? defaults.leaseMs
-      : checkInteger('leaseMs', options.leaseMs, MIN_LEASE_MS, MAX_MS, key);
-  const maxHoldMs =
-    options.maxHoldMs === undefined
-      ? defaults.maxHoldMs
-      : checkInteger('maxHoldMs', options.maxHoldMs, MIN_LEASE_MS, MAX_MS, key);
+  const waitMs = integerOr('waitMs', options.waitMs, defaults.waitMs, 0, MAX_MS, key);
+  const lease = integerOr('leaseMs', options.leaseMs, defaults.leaseMs, MIN_LEASE_MS, MAX_MS, key);
+  const maxHoldMs = integerOr('maxHoldMs', options.maxHoldMs, defaults.maxHoldMs, MIN_LEASE_MS, MAX_MS, key);
   const signal = checkSignal(options.signal, key);
   const name = checkName(options.name, key);
   return {

@@ -143,3 +143,15 @@ export function checkCallback(method: string, key: unknown, fn: unknown): void {
     throw new LockConfigError(`${method} needs a function to run under lock ${describeKey(key)}.`);
   }
 }
+
+/** An optional integer option: `fallback` when it was not given, else checked as checkInteger does. */
+export function integerOr<T>(
+  name: string,
+  value: unknown,
+  fallback: T,
+  min: number,
+  max: number,
+  key?: string,
+): number | T {
+  return value === undefined ? fallback : checkInteger(name, value, min, max, key);
+}
