@@ -201,9 +201,10 @@ async function inject(op: Op, keys: string[]): Promise<void> {
       // SIGSTOP the app past its lease, as a long GC pause or a stopped VM would.
       await serially(`app${op.instance}`, async () => {
         workers[op.instance].kill('SIGSTOP');
-        await delay(20); // what it sent before it stopped reaches the observer
+        // What it sent before it stopped may land later: the observer counts it as frozen then.
         await observer.freeze(`app${op.instance}`);
         await delay(LEASE_MS * 1.5);
+        await observer.thaw(`app${op.instance}`);
         workers[op.instance].kill('SIGCONT');
       });
       return;

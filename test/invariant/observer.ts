@@ -15,7 +15,11 @@ import { Redis } from 'ioredis';
  * every key) was revoked", so a holder that acquired before the deletion but reported its
  * entry after it still counts as revoked. A holder frozen by a pause (SIGSTOP) past its
  * lease cannot be told anything while stopped: a conflict with it is allowed, and checked
- * when it finishes, which it must not do before it has read that its lock was lost.
+ * when it finishes, which it must not do before it has read that its lock was lost. An
+ * entry that reaches the observer while its process is stopped was sent before the stop, so
+ * it counts as frozen too, however late it lands. An entrant that had already been told its
+ * own lock was lost (a stream's body that starts producing after a pause) is no live holder:
+ * it conflicts with no one, and whoever enters after it finds it in the lost set.
  * Everything else is a violation.
  */
 const ENTER = `
@@ -26,6 +30,11 @@ local mine = ARGV[2]
 local revoking = redis.call('exists', KEYS[7], KEYS[8]) > 0
 -- An entrant whose own lock was taken away from outside has not been told yet either.
 local mineRevoked = tonumber(ARGV[4]) <= keyRevoked or tonumber(ARGV[4]) <= allRevoked
+-- An entrant already told its lock was lost holds nothing live.
+local mineLost = redis.call('sismember', KEYS[2], ARGV[1]) == 1
+-- Its process is stopped: the entry was sent before the stop and lands only now.
+local mineFrozen = redis.call('sismember', KEYS[11], string.match(ARGV[1], '^[^:]+')) == 1
+if mineFrozen then redis.call('sadd', KEYS[9], ARGV[1]) end
 local inside = redis.call('hgetall', KEYS[1])
 for i = 1, #inside, 2 do
   local id, rec = inside[i], inside[i + 1]
@@ -33,11 +42,14 @@ for i = 1, #inside, 2 do
   token = tonumber(token)
   if mine == 'w' or mode == 'w' then
     local revoked = token <= keyRevoked or token <= allRevoked or mineRevoked
-    if revoked or revoking or redis.call('sismember', KEYS[2], id) == 1 then
-      -- taken away from outside, or already told it was lost: allowed
+    if revoked or revoking or mineLost or redis.call('sismember', KEYS[2], id) == 1 then
+      -- taken away from outside, or one of the two already told it was lost: allowed
     elseif redis.call('sismember', KEYS[9], id) == 1 then
       -- Frozen by a pause (SIGSTOP): it cannot act, so it is checked when it exits instead.
       redis.call('sadd', KEYS[10], id)
+    elseif mineFrozen then
+      -- The frozen one is the entrant: it was inside before the other, unseen.
+      redis.call('sadd', KEYS[10], ARGV[1])
     else
       redis.call('rpush', KEYS[5], ARGV[3] .. ': ' .. ARGV[1] .. ' (' .. mine .. ') entered while ' .. id .. ' (' .. mode .. ') was inside, holding a lock it had not been told was lost')
     end
@@ -61,6 +73,18 @@ redis.call('hdel', KEYS[1], ARGV[1])
 return 1
 `;
 
+/** One step, so no entry lands between marking the process stopped and freezing its sections. */
+const FREEZE = `
+redis.call('sadd', KEYS[1], ARGV[1])
+local prefix = ARGV[1] .. ':'
+for _, hash in ipairs(redis.call('keys', 'in:*')) do
+  for _, id in ipairs(redis.call('hkeys', hash)) do
+    if string.sub(id, 1, #prefix) == prefix then redis.call('sadd', KEYS[2], id) end
+  end
+end
+return 1
+`;
+
 export type SectionMode = 'r' | 'w';
 
 export class Observer {
@@ -68,7 +92,8 @@ export class Observer {
 
   constructor(url: string) {
     this.client = new Redis(url, { lazyConnect: false });
-    this.client.defineCommand('observeEnter', { numberOfKeys: 10, lua: ENTER });
+    this.client.defineCommand('observeEnter', { numberOfKeys: 11, lua: ENTER });
+    this.client.defineCommand('observeFreeze', { numberOfKeys: 2, lua: FREEZE });
     this.client.defineCommand('observeExit', { numberOfKeys: 4, lua: EXIT });
   }
 
@@ -84,6 +109,7 @@ export class Observer {
       'revoking:*',
       'frozen',
       'overlapped',
+      'stopped',
       id,
       mode,
       key,
@@ -102,12 +128,21 @@ export class Observer {
     );
   }
 
-  /** Marks every section of `instance` inside now as frozen (its process was just stopped). */
+  /**
+   * `instance`'s process was just stopped: marks its sections inside now as frozen, and
+   * every entry of it that lands until `thaw` (sent before the stop, still on its way).
+   */
   async freeze(instance: string): Promise<void> {
-    for (const hash of await this.client.keys('in:*')) {
-      const ids = (await this.client.hkeys(hash)).filter((id) => id.startsWith(`${instance}:`));
-      if (ids.length > 0) await this.client.sadd('frozen', ...ids);
-    }
+    await (this.client as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>).observeFreeze(
+      'stopped',
+      'frozen',
+      instance,
+    );
+  }
+
+  /** `instance`'s process is about to resume: its entries from now on are its own again. */
+  async thaw(instance: string): Promise<void> {
+    await this.client.srem('stopped', instance);
   }
 
   /** The section `id`'s lock was reported lost to it. */
