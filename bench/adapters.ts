@@ -27,7 +27,7 @@ export function lockwarden(url: string, options: { fair?: boolean } = {}): Adapt
   const engine = new LockEngine({ redis: url, keyPrefix: 'bench:lw:', waitMs: 60_000 });
   const fair = options.fair === true;
   // The peers' terms: a fixed 10 s lease, no renewal.
-  const acquireOptions = fair ? { fair, ttlMs: TTL } : { ttlMs: TTL };
+  const acquireOptions = fair ? { fair, leaseMs: TTL, renew: false } : { leaseMs: TTL, renew: false };
   return {
     name: fair ? 'lockwarden fair' : 'lockwarden',
     peer: false,

@@ -48,8 +48,8 @@ describe('the lockwarden CLI', () => {
   });
 
   it('lists held locks with SCAN, as a table and as JSON', async () => {
-    const order = await engine.acquire('order:1', { ttlMs: 60_000 });
-    const report = await engine.acquireRead('report', { ttlMs: 60_000 });
+    const order = await engine.acquire('order:1', { leaseMs: 60_000, renew: false });
+    const report = await engine.acquireRead('report', { leaseMs: 60_000, renew: false });
     const table = await cli('list', '--redis', redis.url, '--prefix', prefix);
     expect(table.code).toBe(0);
     expect(table.out).toMatch(/^LOCK\s+MODE\s+HOLDERS\s+TTL\s+FENCE\s+WAITERS$/m);
@@ -63,7 +63,7 @@ describe('the lockwarden CLI', () => {
   });
 
   it('inspects one lock: exit 0 when held, 1 when free, never an owner token', async () => {
-    const lock = await engine.acquire('job', { ttlMs: 60_000 });
+    const lock = await engine.acquire('job', { leaseMs: 60_000, renew: false });
     const held = await cli('inspect', 'job', '--redis', redis.url, '--prefix', prefix, '--json');
     expect(held.code).toBe(0);
     expect(JSON.parse(held.out)).toMatchObject({
@@ -102,7 +102,7 @@ describe('the lockwarden CLI', () => {
   });
 
   it('unlocks only with --force, and says whether there was anything to remove', async () => {
-    const lock = await engine.acquire('stuck', { ttlMs: 60_000 });
+    const lock = await engine.acquire('stuck', { leaseMs: 60_000, renew: false });
     const refused = await cli('unlock', 'stuck', '--redis', redis.url, '--prefix', prefix);
     expect(refused.code).toBe(2);
     expect(refused.err).toMatch(/--force/);
@@ -115,7 +115,7 @@ describe('the lockwarden CLI', () => {
   });
 
   it('watches: one refresh per interval, as many as --count asks', async () => {
-    const lock = await engine.acquire('watched', { ttlMs: 60_000 });
+    const lock = await engine.acquire('watched', { leaseMs: 60_000, renew: false });
     const w = await cli(
       'watch',
       '--redis',
@@ -141,7 +141,7 @@ describe('the lockwarden CLI', () => {
   it('says on stderr where a name is in use when the --prefix given finds nothing there', async () => {
     // Names no other run uses, even on a shared REDIS_URL: a note must point at this lock only.
     const name = `moved:${process.pid}:${Date.now().toString(36)}`;
-    const lock = await engine.acquire(name, { ttlMs: 60_000 });
+    const lock = await engine.acquire(name, { leaseMs: 60_000, renew: false });
     const note = new RegExp(
       `^Note: nothing under the prefix "wrong:", but lock "${name}" is held under the prefix "${prefix}"\\. ` +
         `Pass the keyPrefix your application uses: --prefix "${prefix}"\\n$`,

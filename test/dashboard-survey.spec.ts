@@ -29,7 +29,7 @@ describe('surveying the locks (what the dashboard reads)', () => {
     redis = await startRedis({ own: true });
     admin = redis.client();
     engine = new LockEngine({ redis: redis.url, keyPrefix: uniquePrefix('survey') });
-    for (let i = 0; i < 25; i++) held.push(await engine.acquire(`page:${i}`, { ttlMs: 60_000 }));
+    for (let i = 0; i < 25; i++) held.push(await engine.acquire(`page:${i}`, { leaseMs: 60_000, renew: false }));
     // Keys of other applications: the survey walks past them.
     const filler = admin.pipeline();
     for (let i = 0; i < 20_000; i++) filler.set(`other-app:${i}`, 'x');
@@ -77,7 +77,7 @@ describe('surveying on Redis Cluster', () => {
 
   it('scans every master', async () => {
     const held: LockHandle[] = [];
-    for (let i = 0; i < 30; i++) held.push(await engine.acquire(`shard:${i}`, { ttlMs: 60_000 }));
+    for (let i = 0; i < 30; i++) held.push(await engine.acquire(`shard:${i}`, { leaseMs: 60_000, renew: false }));
     const admin = cluster.client();
     try {
       const slots = await Promise.all(held.map((h) => admin.cluster('KEYSLOT', `{${h.key}}`)));

@@ -107,7 +107,7 @@ describe('the lock dashboard in a real browser', () => {
     await page.locator('#status.live').waitFor();
     await page.getByText('No lock is held.').waitFor();
 
-    const held = await other.acquire('order:42', { ttlMs: 60_000 });
+    const held = await other.acquire('order:42', { leaseMs: 60_000, renew: false });
     const row = page.locator('tr[data-lock="order:42"]');
     await row.waitFor();
     const text = await row.innerText();
@@ -141,7 +141,7 @@ describe('the lock dashboard in a real browser', () => {
     await page.locator('#timeline svg text', { hasText: 'report:daily' }).waitFor();
 
     // A fair waiter here, queued behind another instance's hold, is handed the lock.
-    const blocker = await other.acquire('handoff:demo', { ttlMs: 60_000 });
+    const blocker = await other.acquire('handoff:demo', { leaseMs: 60_000, renew: false });
     const waiting = locks.acquire('handoff:demo', { fair: true, waitMs: 30_000 });
     await page.locator('tr[data-lock="handoff:demo"]', { hasText: 'web-1 (' }).waitFor();
     await blocker.release();
@@ -152,7 +152,7 @@ describe('the lock dashboard in a real browser', () => {
   });
 
   it('force-unlocks from the page when allowForceUnlock is on', async () => {
-    const held = await other.acquire('stuck:job', { ttlMs: 60_000 });
+    const held = await other.acquire('stuck:job', { leaseMs: 60_000, renew: false });
     const page = await browser.newPage();
     page.on('dialog', (dialog) => void dialog.accept());
     await page.goto(`${expressUrl}/locks`);
@@ -171,7 +171,7 @@ describe('the lock dashboard in a real browser', () => {
     const allowed = await page.goto(`${fastifyUrl}/ops/locks`);
     expect(allowed?.status()).toBe(200);
     await page.locator('#status.live').waitFor();
-    const held = await other.acquire('fastify:lock', { ttlMs: 60_000 });
+    const held = await other.acquire('fastify:lock', { leaseMs: 60_000, renew: false });
     await page.locator('tr[data-lock="fastify:lock"]').waitFor();
     await held.release();
     await page.locator('tr[data-lock="fastify:lock"]').waitFor({ state: 'detached' });
@@ -193,7 +193,7 @@ describe('the dashboard’s data', () => {
     const readers: LockHandle[] = [await other.acquireRead('catalog'), await locks.acquireRead('catalog')];
     const permit = await other.semaphore('prize-office', { limit: 3 }).acquire({ permits: 2 });
     await locks.leadership('draws').campaign();
-    const held = await other.acquire('queue:head', { ttlMs: 60_000 });
+    const held = await other.acquire('queue:head', { leaseMs: 60_000, renew: false });
     const queued = locks.acquire('queue:head', { fair: true, waitMs: 30_000 });
     try {
       let state: DashboardState;
@@ -229,7 +229,7 @@ describe('the dashboard’s data', () => {
   });
 
   it('refuses force-unlock when it is off, or without its header', async () => {
-    const held = await other.acquire('guarded:unlock', { ttlMs: 60_000 });
+    const held = await other.acquire('guarded:unlock', { leaseMs: 60_000, renew: false });
     try {
       const off = await request(fastify.getHttpServer())
         .post('/ops/locks/api/unlock?key=guarded:unlock')

@@ -136,7 +136,7 @@ describe('@Locked controller routes over HTTP', () => {
   });
 
   it("answers 409 with Retry-After when busy and onBusy is 'throw'", async () => {
-    const held = await other.acquire('route:strict', { ttlMs: 30_000 });
+    const held = await other.acquire('route:strict', { leaseMs: 30_000, renew: false });
     const res = await request(app.getHttpServer()).get('/r/strict');
     expect(res.status).toBe(409);
     expect(Number(res.headers['retry-after'])).toBeGreaterThanOrEqual(1);
@@ -149,7 +149,7 @@ describe('@Locked controller routes over HTTP', () => {
 
   it("answers an empty success when busy and onBusy is 'skip': the route's own status, so a client cannot tell", async () => {
     const routes = app.get(RouteController);
-    const held = await other.acquire('route:skip', { ttlMs: 30_000 });
+    const held = await other.acquire('route:skip', { leaseMs: 30_000, renew: false });
     const get = await request(app.getHttpServer()).get('/r/skip');
     expect(get.status).toBe(200);
     expect(get.text).toBe('');
@@ -183,8 +183,8 @@ describe('@Locked controller routes over HTTP', () => {
 
   it('sends a Retry-After hint, not the lease a renewing holder has left: decorator, module, default', async () => {
     // The holder keeps a 30 s lease; the hints say how long the work takes instead.
-    const held = await other.acquire('route:hinted', { ttlMs: 30_000 });
-    const strict = await other.acquire('route:strict', { ttlMs: 30_000 });
+    const held = await other.acquire('route:hinted', { leaseMs: 30_000, renew: false });
+    const strict = await other.acquire('route:strict', { leaseMs: 30_000, renew: false });
     const hinted = await request(app.getHttpServer()).get('/r/hinted');
     expect(hinted.status).toBe(409);
     expect(hinted.headers['retry-after']).toBe('5'); // 4.5 s, in whole seconds
@@ -208,7 +208,7 @@ describe('@Locked controller routes over HTTP', () => {
     const plain = moduleRef.createNestApplication({ logger: false });
     await plain.init();
     try {
-      const busy = await other.acquire('route:default', { ttlMs: 30_000 });
+      const busy = await other.acquire('route:default', { leaseMs: 30_000, renew: false });
       const res = await request(plain.getHttpServer()).get('/d/busy');
       expect(res.status).toBe(409);
       expect(res.headers['retry-after']).toBe('1');

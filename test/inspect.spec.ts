@@ -35,7 +35,7 @@ describe('inspect()', () => {
       fencingToken: 0,
       waiters: 0,
     });
-    const lock = await a.acquire('invoice', { ttlMs: 60_000 });
+    const lock = await a.acquire('invoice', { leaseMs: 60_000, renew: false });
     const events = new EventLog();
     const [, c] = pair({ keyPrefix: a.options.keyPrefix, onEvent: events.listener });
     const waiting = c.acquire('invoice', { fair: true, waitMs: 60_000 });
@@ -79,7 +79,7 @@ describe('forceUnlock()', () => {
   it('frees a stuck lock and wakes its waiter at once', async () => {
     const [a, b] = pair();
     // A fixed 60 s lease: without the wake-up the waiter would sleep until it ran out.
-    const stuck = await a.acquire('stuck', { ttlMs: 60_000 });
+    const stuck = await a.acquire('stuck', { leaseMs: 60_000, renew: false });
     const events = new EventLog();
     const [, c] = pair({ keyPrefix: a.options.keyPrefix, onEvent: events.listener });
     const waiter = c.acquire('stuck', { waitMs: 120_000 });

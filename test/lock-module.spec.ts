@@ -107,7 +107,7 @@ describe('app.close()', () => {
     const held: LockHandle = await locks.acquire('held');
     // The documented pattern: a holder that stops when its signal aborts gives its lock back.
     held.signal.addEventListener('abort', () => void held.release());
-    const stuck = await locks.acquire('stuck', { ttlMs: 60_000 });
+    const stuck = await locks.acquire('stuck', { leaseMs: 60_000, renew: false });
     const waiting = locks.acquire('held', { waitMs: 60_000 }).catch((e: unknown) => e);
     expect(await admin.exists(`${keyPrefix}{held}`, `${keyPrefix}{stuck}`)).toBe(2);
 

@@ -1,6 +1,6 @@
 // What the library tells an operator, read as one would: one warning when Redis cannot be
 // reached and one line when it is back, however many reconnections fail in between; one line
-// per scheduled tick an outage cost, not a stack trace; nothing alarming about a ttlMs lock
+// per scheduled tick an outage cost, not a stack trace; nothing alarming about a fixed-lease lock (renew: false)
 // that ended as asked or an acquire that got nothing; and the library's words, not the client's.
 import { Injectable } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
@@ -152,18 +152,18 @@ describe('Redis connection', () => {
 });
 
 describe('leases that end', () => {
-  it('does not call a ttlMs lease that ran out as asked "lost", yet still aborts its signal', async () => {
+  it('does not call a fixed lease that ran out as asked "lost", yet still aborts its signal', async () => {
     const lines = new Lines();
     const events = new EventLog();
     const e = engine(lines, {}, events);
-    const lock = await e.acquire('fixed', { ttlMs: 150 });
+    const lock = await e.acquire('fixed', { leaseMs: 150, renew: false });
     expect(await aborted(lock.signal)).toBeInstanceOf(LockLostError);
     expect(lock.isHeld()).toBe(false);
     await lock.release();
     expect(events.count({ type: 'lost', key: 'fixed' })).toBe(1); // still counted where losses are
     expect(lines.of('warn')).toEqual([]);
     expect(lines.of('debug', /"fixed"/)).toEqual([
-      'Lock "fixed" expired while still held: its fixed lease of 150 ms ran out (a ttlMs lease is never renewed); ' +
+      'Lock "fixed" expired while still held: its fixed lease of 150 ms ran out (it was taken with renew: false); ' +
         'its signal aborted.',
     ]);
   });

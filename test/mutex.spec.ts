@@ -224,7 +224,7 @@ describe('release', () => {
 
   it('from a stale handle after expiry leaves the new owner intact', async () => {
     const [a, b] = pair();
-    const stale = await a.acquire('stale', { ttlMs: 100 });
+    const stale = await a.acquire('stale', { leaseMs: 100, renew: false });
     const fresh = await b.acquire('stale', { waitMs: 10_000 }); // granted once the 100 ms lease ran out
     expect(fresh.fencingToken).toBeGreaterThan(stale.fencingToken);
     expect(await stale.release()).toBe(false);
@@ -239,7 +239,7 @@ describe('waiting', () => {
     const events = new EventLog();
     const [a, b] = pair({}, events);
     // A 10-minute lease: if the waiter slept until the lease ended, the test would time out.
-    const holder = await a.acquire('handoff', { ttlMs: 600_000 });
+    const holder = await a.acquire('handoff', { leaseMs: 600_000, renew: false });
     const parked = events.next({ type: 'waiting', key: 'handoff' });
     const waiting = b.acquire('handoff', { waitMs: 600_000 });
     await parked;
@@ -354,13 +354,27 @@ describe('watchdog', () => {
     expect(await lock.release()).toBe(false);
   });
 
-  it('does not renew a fixed ttlMs lease and aborts before it ends', async () => {
+  it('does not renew a fixed lease (renew: false) and aborts before it ends', async () => {
     const events = new EventLog();
     const e = engine({}, events);
-    const lock = await e.acquire('fixed', { ttlMs: 100 });
+    const lock = await e.acquire('fixed', { leaseMs: 100, renew: false });
     const reason = await aborted(lock.signal);
     expect(reason).toBeInstanceOf(LockLostError);
     expect(events.count({ type: 'renewed', key: 'fixed' })).toBe(0);
+  });
+
+  it('renews a lease of its own length (leaseMs) unless renew is false, and keeps ttlMs as the deprecated spelling of a fixed one', async () => {
+    const events = new EventLog();
+    const e = engine({}, events);
+    const renewed = await e.acquire('own-lease', { leaseMs: 150 });
+    expect(await admin.pttl(`${e.options.keyPrefix}{own-lease}`)).toBeLessThanOrEqual(150);
+    await events.next({ type: 'renewed', key: 'own-lease' });
+    expect(renewed.isHeld()).toBe(true);
+    await renewed.release();
+    const fixed = await e.acquire('old-ttl', { ttlMs: 100 });
+    expect(await admin.pttl(`${e.options.keyPrefix}{old-ttl}`)).toBeLessThanOrEqual(100);
+    expect(await aborted(fixed.signal)).toBeInstanceOf(LockLostError);
+    expect(events.count({ type: 'renewed', key: 'old-ttl' })).toBe(0);
   });
 
   it('rejects withLock with LockLostError when the lock is lost mid-callback', async () => {
@@ -389,7 +403,7 @@ describe('watchdog', () => {
 
   it('extends a held lock and refuses to extend a lost one', async () => {
     const e = engine();
-    const lock = await e.acquire('ext', { ttlMs: 1_000 });
+    const lock = await e.acquire('ext', { leaseMs: 1_000, renew: false });
     await lock.extend(60_000);
     expect(await admin.pttl(`${e.options.keyPrefix}{ext}`)).toBeGreaterThan(1_000);
     await expect(lock.extend(5)).rejects.toBeInstanceOf(LockConfigError);

@@ -89,7 +89,7 @@ export function describeLockBehaviour(label: string, backend: () => Backend): vo
 
     it('releases idempotently, only its own hold, and a stale handle never frees the next owner', async () => {
       const [a, b] = backend().pair();
-      const lock = await a.acquire('own', { ttlMs: 30 });
+      const lock = await a.acquire('own', { leaseMs: 30, renew: false });
       await new Promise((r) => setTimeout(r, 60));
       const next = await b.acquire('own', { waitMs: 0 });
       expect(await lock.release()).toBe(false);
@@ -101,7 +101,7 @@ export function describeLockBehaviour(label: string, backend: () => Backend): vo
 
     it('times out, waits for a release, and cancels on a signal without leaving a lock', async () => {
       const [a, b] = backend().pair();
-      const held = await a.acquire('busy', { ttlMs: 60_000 });
+      const held = await a.acquire('busy', { leaseMs: 60_000, renew: false });
       await expect(b.acquire('busy', { waitMs: 0 })).rejects.toBeInstanceOf(LockTimeoutError);
       expect(await b.tryAcquire('busy')).toBeNull();
       await expect(b.acquire('busy', { waitMs: 30 })).rejects.toBeInstanceOf(LockTimeoutError);
@@ -120,7 +120,7 @@ export function describeLockBehaviour(label: string, backend: () => Backend): vo
     it('grants fair waiters in arrival order', async () => {
       const events = new EventLog();
       const [a, b] = backend().pair({ onEvent: events.listener });
-      const held = await a.acquire('fifo', { ttlMs: 60_000, fair: true });
+      const held = await a.acquire('fifo', { leaseMs: 60_000, renew: false, fair: true });
       const order: number[] = [];
       const waiters = [];
       for (let i = 0; i < 4; i++) {
@@ -179,7 +179,7 @@ export function describeLockBehaviour(label: string, backend: () => Backend): vo
     it('puts new readers behind a waiting writer (writer preference)', async () => {
       const events = new EventLog();
       const [a, b] = backend().pair({ onEvent: events.listener });
-      const reader = await a.acquireRead('pref', { ttlMs: 60_000 });
+      const reader = await a.acquireRead('pref', { leaseMs: 60_000, renew: false });
       const parked = events.next({ type: 'waiting', key: 'pref' });
       const writer = b.acquireWrite('pref', { waitMs: 60_000 });
       await parked;
@@ -192,7 +192,7 @@ export function describeLockBehaviour(label: string, backend: () => Backend): vo
 
     it('reports holders through inspect(), never their tokens', async () => {
       const [a] = backend().pair({ instanceId: 'shop-1' });
-      const lock = await a.acquire('seen', { ttlMs: 60_000 });
+      const lock = await a.acquire('seen', { leaseMs: 60_000, renew: false });
       expect(await a.inspect('seen')).toMatchObject({
         key: 'seen',
         held: true,
@@ -224,7 +224,7 @@ export function describeLockBehaviour(label: string, backend: () => Backend): vo
 
     it('reports read and write holders through inspect(), and what a free lock last handed out', async () => {
       const [a, b] = backend().pair({ instanceId: 'shop-2' });
-      const write = await a.acquireWrite('seen-rw', { ttlMs: 60_000 });
+      const write = await a.acquireWrite('seen-rw', { leaseMs: 60_000, renew: false });
       expect(await a.inspect('seen-rw')).toMatchObject({
         held: true,
         mode: 'write',
@@ -233,8 +233,8 @@ export function describeLockBehaviour(label: string, backend: () => Backend): vo
         waiters: 0,
       });
       await write.release();
-      const r1 = await a.acquireRead('seen-rw', { ttlMs: 60_000 });
-      const r2 = await b.acquireRead('seen-rw', { ttlMs: 30_000 });
+      const r1 = await a.acquireRead('seen-rw', { leaseMs: 60_000, renew: false });
+      const r2 = await b.acquireRead('seen-rw', { leaseMs: 30_000, renew: false });
       const info = await a.inspect('seen-rw');
       expect(info).toMatchObject({ held: true, mode: 'read', fencingToken: write.fencingToken, waiters: 0 });
       expect(info.holders).toHaveLength(2);

@@ -56,7 +56,7 @@ export interface LockEngineOptions {
   clockTokens?: boolean;
   /** Prefix of every Redis key and channel. Default `'lock:'`. */
   keyPrefix?: string;
-  /** Lease the watchdog keeps renewing while a lock without `ttlMs` is held. Default 30 000 ms. */
+  /** Lease the watchdog keeps renewing while a lock is held (unless it was taken with `renew: false`). Default 30 000 ms. */
   leaseMs?: number;
   /** Default wait budget of `acquire` and `withLock`. Default 10 000 ms. */
   waitMs?: number;

@@ -219,9 +219,9 @@ export class LockEngine {
     return this.runLocked(handles, fn, until);
   }
 
-  /** `withLock` for a handle already held: runs `fn` as its holder, then releases it. */
+  /** @deprecated Use `runLocked([handle], () => fn(handle))`. */
   runHolding<T>(handle: LeaseHandle, fn: Locked<T>): Promise<T> {
-    return this.held.hold([handle], () => fn(handle));
+    return this.runLocked([handle], () => fn(handle));
   }
 
   /** Runs `fn` as the holder of `handles` (nested acquires re-enter them) without releasing them. */

@@ -177,10 +177,10 @@ export class RenewalScheduler {
     } else if (lease.renew) {
       this.lost(lease, `its lease ran out before a renewal succeeded (safety margin ${lease.safetyMarginMs} ms)`);
     } else {
-      // A ttlMs lease ends when it was asked to: nothing went wrong, so no warning. It still ends
+      // A fixed lease (renew: false) ends when it was asked to: nothing went wrong, so no warning. It still ends
       // as a loss (a 'lost' event, LockLostError on the signal and from withLock) because code
       // still holding it no longer has the lock, which is what the signal is for.
-      const reason = `its fixed lease of ${lease.leaseMs} ms ran out (a ttlMs lease is never renewed)`;
+      const reason = `its fixed lease of ${lease.leaseMs} ms ran out (it was taken with renew: false)`;
       if (this.lost(lease, reason, false)) {
         this.logger.debug(`Lock ${quoteKey(lease.key)} expired while still held: ${reason}; its signal aborted.`);
       }

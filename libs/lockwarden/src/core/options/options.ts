@@ -23,11 +23,25 @@ export { checkKey, checkKnownNames, checkOptionsObject, describe, MAX_MS } from 
  * @example
  * ```ts
  * await locks.withLock('payout:7', pay, { waitMs: 2_000, fair: true });
- * await locks.acquire('cache:warm', { ttlMs: 5_000, waitMs: 0 }); // fixed lease, no renewal
+ * await locks.acquire('cache:warm', { leaseMs: 5_000, renew: false, waitMs: 0 }); // fixed lease
  * ```
  */
 export interface AcquireOptions {
-  /** Fixed lease in ms. The lock is never renewed and simply expires after it. Omit to let the watchdog renew a `leaseMs` lease while you hold it. */
+  /**
+   * The lease in ms: how long the lock outlives a holder that crashed. The watchdog renews it
+   * while you hold the lock, unless `renew` is false. Defaults to the module's `leaseMs`.
+   */
+  leaseMs?: number;
+  /**
+   * Whether the watchdog renews the lease while you hold the lock. Default true. With `false`
+   * the lease is fixed: the lock expires `leaseMs` after it was granted, and the signal aborts
+   * (a safety margin) before then, whether or not the work is done.
+   */
+  renew?: boolean;
+  /**
+   * @deprecated Use `leaseMs` with `renew: false`: `ttlMs: n` means `{ leaseMs: n, renew: false }`.
+   * Refused together with either of them.
+   */
   ttlMs?: number;
   /** How long to wait for a busy lock, in ms. 0 makes a single attempt. Defaults to the module's `waitMs`. */
   waitMs?: number;
@@ -131,6 +145,8 @@ export type CheckedAcquire = Omit<ResolvedAcquire, 'key' | 'name'> & {
 };
 
 const ACQUIRE_OPTION_NAMES: ReadonlySet<string> = new Set([
+  'leaseMs',
+  'renew',
   'ttlMs',
   'waitMs',
   'signal',
@@ -167,7 +183,7 @@ export function checkAcquireOptions(
   if (extraNames.size === 0) checkKnownNames('acquire', options, ACQUIRE_OPTION_NAMES, key);
   else checkKnownNames('acquire', options, new Set([...ACQUIRE_OPTION_NAMES, ...extraNames]), key);
 
-  const { ttlMs, waitMs, fair } = options;
+  const { waitMs, fair } = options;
   const maxHoldMs = integerOr('maxHoldMs', options.maxHoldMs, defaults.maxHoldMs, MIN_LEASE_MS, MAX_MS, key);
   const lockAtLeastMs = integerOr('lockAtLeastMs', options.lockAtLeastMs, undefined, 0, MAX_MS, key);
   if (lockAtLeastMs !== undefined && maxHoldMs !== undefined && lockAtLeastMs > maxHoldMs) {
@@ -176,8 +192,7 @@ export function checkAcquireOptions(
       key,
     );
   }
-  const renew = ttlMs === undefined;
-  const lease = renew ? defaults.leaseMs : checkInteger('ttlMs', ttlMs, MIN_LEASE_MS, MAX_MS, key);
+  const { lease, renew } = leaseOf(options, defaults, key);
   const leaseMs = maxHoldMs === undefined ? lease : Math.min(lease, maxHoldMs);
   const wait = waitMs === undefined ? defaults.waitMs : checkInteger('waitMs', waitMs, 0, MAX_MS, key);
   const signal = checkSignal(options.signal, key);
@@ -193,6 +208,28 @@ export function checkAcquireOptions(
     maxHoldMs,
     lockAtLeastMs,
     name: name ?? (key === undefined ? undefined : defaultLockName(key)),
+  };
+}
+
+/** The lease of one acquire and whether it is renewed, from `leaseMs` and `renew` or the deprecated `ttlMs`. */
+function leaseOf(
+  options: Record<string, unknown>,
+  defaults: LockDefaults,
+  key: string | undefined,
+): { lease: number; renew: boolean } {
+  if (options.ttlMs !== undefined) {
+    if (options.leaseMs !== undefined || options.renew !== undefined) {
+      throw new LockConfigError(
+        'ttlMs is the deprecated spelling of { leaseMs, renew: false }: give leaseMs and renew, not ttlMs beside them.',
+        key,
+      );
+    }
+    return { lease: checkInteger('ttlMs', options.ttlMs, MIN_LEASE_MS, MAX_MS, key), renew: false };
+  }
+  checkBoolean('renew', options.renew, key);
+  return {
+    lease: integerOr('leaseMs', options.leaseMs, defaults.leaseMs, MIN_LEASE_MS, MAX_MS, key),
+    renew: options.renew !== false,
   };
 }
 

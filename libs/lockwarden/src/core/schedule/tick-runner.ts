@@ -26,7 +26,7 @@ export class TickRunner {
     const runGiven = (given: number): Promise<T | undefined> => this.run(given, handle, keepMs, fn);
     await this.handOn.runGiven(at, true, runGiven);
     const token = handle.fencingToken;
-    const runKeepMs = keepMs + (options.acquire.ttlMs ?? host.leaseMs);
+    const runKeepMs = keepMs + (options.acquire.leaseMs ?? options.acquire.ttlMs ?? host.leaseMs);
     const next = options.onOverrun === 'wait' ? schedule.after(at) : undefined;
     const started = await askStore(this.job, 'start a tick of', host.ticks.start(keys, at, token, runKeepMs, next));
     if (started.superseded) {

@@ -13,7 +13,7 @@ import type { ScheduleSpec } from './schedule-of';
 
 /**
  * Options of `@ScheduledLock`: the job's (`onOverrun`, `onMissed`, `keepTicksMs`), the
- * lock's (`maxHoldMs`, `ttlMs`, `lockAtLeastMs`, `name`), and `schedule` for a method that
+ * lock's (`maxHoldMs`, `leaseMs`, `renew`, `lockAtLeastMs`, `name`), and `schedule` for a method that
  * no `@Cron` or `@Interval` decorates.
  */
 export interface ScheduledLockOptions extends ScheduledJobOptions {
