@@ -49,7 +49,15 @@ const option = fc.oneof(
 const optionsArb = fc.oneof(
   fc.constant(undefined),
   fc.record(
-    { ttlMs: option, waitMs: option, fair: option, maxHoldMs: option, lockAtLeastMs: option, leaseMs: option, renew: option },
+    {
+      ttlMs: option,
+      waitMs: option,
+      fair: option,
+      maxHoldMs: option,
+      lockAtLeastMs: option,
+      leaseMs: option,
+      renew: option,
+    },
     { requiredKeys: [] },
   ),
   fc.dictionary(fc.string({ maxLength: 8 }), option, { maxKeys: 2 }),
