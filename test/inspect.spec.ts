@@ -47,7 +47,7 @@ describe('inspect()', () => {
     ]);
     expect(info.leaseLeftMs).toBeGreaterThan(50_000);
     expect(info.ttlMs).toBe(info.leaseLeftMs); // the deprecated name, same value
-    expect(JSON.stringify(info)).not.toContain((lock as LeaseHandle).lease.token);
+    expect(JSON.stringify(info)).not.toContain((lock as LeaseHandle).lease.ownerToken);
     await lock.release();
     const next = await waiting;
     expect(next.fencingToken).toBeGreaterThan(lock.fencingToken);

@@ -439,7 +439,7 @@ describe('skips', () => {
     expect(line).toMatch(
       /^Tick .* of "report" skipped: "report" is held by reporter-host:42, but by no run of the job/,
     );
-    expect(line).not.toContain((held as unknown as { lease: { token: string } }).lease.token);
+    expect(line).not.toContain((held as unknown as { lease: { ownerToken: string } }).lease.ownerToken);
     await held.release();
   });
 });

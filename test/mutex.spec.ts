@@ -171,7 +171,7 @@ describe('fencing tokens on one server: plain commands when uncontended, the ser
     const lock = await e.acquire('fast');
     const key = `${e.options.keyPrefix}{fast}`;
     expect(await admin.get(key)).toBe(
-      `${(lock as unknown as { lease: { token: string } }).lease.token}||${e.options.instanceId}`,
+      `${(lock as unknown as { lease: { ownerToken: string } }).lease.ownerToken}||${e.options.instanceId}`,
     );
     expect(await admin.get(`${key}:fence`)).toBe(String(lock.fencingToken));
     expect(await admin.pttl(`${key}:fence`)).toBeGreaterThan(0);

@@ -14,7 +14,7 @@ import type { LockHandle } from 'lockwarden';
 import { MemoryLockBackend } from 'lockwarden/testing';
 import { Semaphore as SemaphoreObject } from '../libs/lockwarden/src/core';
 import { semKeys } from '../libs/lockwarden/src/core/backend/lock-keys';
-import { MAX_PASSES } from '../libs/lockwarden/src/core/engine/permit-release';
+import { MAX_HANDOFFS } from '../libs/lockwarden/src/core/engine/permit-release';
 import { WIRE } from '../libs/lockwarden/src/core/scripts/wire';
 import { checkSemaphoreDecoratorOptions } from '../libs/lockwarden/src/nest/decorators/semaphore-options';
 import { runWorker } from './harness/child';
@@ -202,14 +202,14 @@ describe('passing permits within a process', () => {
     };
   }
 
-  it(`a release grants a parked waiter of its own process directly, ${MAX_PASSES} times in a row, then wakes everyone`, async () => {
+  it(`a release grants a parked waiter of its own process directly, ${MAX_HANDOFFS} times in a row, then wakes everyone`, async () => {
     const events = new EventLog();
     const e = engine({}, events);
     const sem = e.semaphore('chain', { limit: 1 });
     const log = await channelLog(semKeys(e.options.keyPrefix, 'chain').channel);
     try {
       let holder = await sem.acquire();
-      for (let i = 0; i <= MAX_PASSES; i++) {
+      for (let i = 0; i <= MAX_HANDOFFS; i++) {
         const next = sem.acquire({ waitMs: 30_000 });
         await parked(events, 'chain');
         await holder.release();
@@ -217,8 +217,8 @@ describe('passing permits within a process', () => {
         expect(got.fencingToken).toBeGreaterThan(holder.fencingToken);
         expect(holder.isHeld()).toBe(false);
         holder = got;
-        // Passed permits publish nothing; the release after MAX_PASSES passes publishes one wake-up.
-        expect(await log.messages()).toEqual(i < MAX_PASSES ? [] : [WIRE.released]);
+        // Passed permits publish nothing; the release after MAX_HANDOFFS hand-offs publishes one wake-up.
+        expect(await log.messages()).toEqual(i < MAX_HANDOFFS ? [] : [WIRE.released]);
       }
       expect(await sem.inspect()).toMatchObject({ used: 1, holders: [{ permits: 1 }] });
       await holder.release();

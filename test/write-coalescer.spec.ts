@@ -49,7 +49,7 @@ describe('WriteCoalescer', () => {
       const coalescer = new WriteCoalescer(client);
       const socket = watchWrites(client);
       const replies = Array.from({ length: 10 }, (_, i) => {
-        coalescer.hold();
+        coalescer.cork();
         return client.echo(`m${i}`);
       });
       // The first went out before the tick ended; the other nine wait for it.
@@ -69,7 +69,7 @@ describe('WriteCoalescer', () => {
       const coalescer = new WriteCoalescer(client);
       const socket = watchWrites(client);
       const replies = Array.from({ length: 1 + 32 * 3 }, (_, i) => {
-        coalescer.hold();
+        coalescer.cork();
         return client.echo(`m${i}`);
       });
       expect(socket.writes()).toBe(3); // the first alone, then two full batches; the third waits
@@ -85,8 +85,8 @@ describe('WriteCoalescer', () => {
     const client = new Redis(redis.url, { lazyConnect: true });
     try {
       const coalescer = new WriteCoalescer(client);
-      coalescer.hold();
-      coalescer.hold(); // would cork: there is no socket yet, so nothing happens
+      coalescer.cork();
+      coalescer.cork(); // would cork: there is no socket yet, so nothing happens
       expect(await client.echo('later')).toBe('later');
     } finally {
       client.disconnect();
@@ -105,7 +105,7 @@ describe('WriteCoalescer', () => {
         }),
       );
       // Far fewer writes than lock operations (an acquire and a release each): the flows'
-      // calls of one tick went out together, as one script per batch (tick-batch.ts), and
+      // calls of one turn of the event loop went out together, as one script per batch (turn-batch.ts), and
       // those scripts in shared writes.
       const operations = 64 * 20 * 2;
       expect(socket.chunks()).toBeLessThan(operations / 4);

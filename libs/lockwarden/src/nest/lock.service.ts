@@ -19,7 +19,7 @@ import { RequestLockScope, withRequestSignal } from './request-lock-scope';
  * Reentrancy follows the async flow: inside a `withLock` callback (or a
  * `@Locked` method) a nested acquire of the same key re-enters the held lock
  * instead of deadlocking. A bare `acquire()` outside such a callback is always
- * a new owner.
+ * a new holder.
  *
  * @example
  * ```ts

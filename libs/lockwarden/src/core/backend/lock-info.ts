@@ -16,7 +16,7 @@ export function lockHolder(instanceId: string, leaseLeftMs: number): LockHolderI
 }
 
 /**
- * What `inspect()` reports about one lock name.
+ * What `inspect()` reports about one key.
  *
  * @example
  * ```ts

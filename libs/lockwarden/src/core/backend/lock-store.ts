@@ -2,28 +2,36 @@ import { LockConfigError } from '../../errors';
 import type { LockInfo, SemaphoreInfo, ServerProbe } from './lock-info';
 import type { MutexKeys, RwKeys, SemKeys } from './lock-keys';
 
-/** What a lease is: a mutex, one side of a read/write lock, or a semaphore's permits. */
-export type LeaseKind = 'mutex' | 'read' | 'write' | 'permit';
+/**
+ * What one acquire takes: a mutex, one side of a read/write lock, or a semaphore's permits.
+ * Decorators record it (`LockedMetadata.kind`).
+ *
+ * @example
+ * ```ts
+ * const kind: LockKind | undefined = getLockedMetadata(Reports.prototype.rebuild)?.kind; // 'write'
+ * ```
+ */
+export type LockKind = 'mutex' | 'read' | 'write' | 'permit';
 
 /** One lease to renew in a batch. */
 export interface RenewItem {
-  readonly lockKey: string;
-  readonly token: string;
+  readonly redisKey: string;
+  readonly ownerToken: string;
   readonly leaseMs: number;
-  readonly kind: LeaseKind;
+  readonly kind: LockKind;
 }
 
 export interface StoreAcquire {
   readonly keys: MutexKeys;
-  readonly token: string;
+  readonly ownerToken: string;
   readonly leaseMs: number;
   readonly fair: boolean;
   /** Public id a fair waiter is told about its grant by; never the secret token. */
   readonly waiterId: string;
   /** How long a fair waiter keeps its place without checking back. */
-  readonly waiterTtlMs: number;
+  readonly placeMs: number;
   /** The lease a release hands this waiter the lock with, until it confirms (a dead waiter's cost). */
-  readonly grantMs: number;
+  readonly handoffMs: number;
   /**
    * The caller found the lock busy before: others may still wait beside it, so once it holds
    * the lock its release must wake them (an uncontended release publishes nothing).
@@ -33,27 +41,27 @@ export interface StoreAcquire {
 
 export interface StoreRwAcquire {
   readonly keys: RwKeys;
-  readonly token: string;
+  readonly ownerToken: string;
   readonly leaseMs: number;
-  readonly mode: 'read' | 'write';
+  readonly kind: 'read' | 'write';
   /** Reads: the token of the write lease this flow holds (a downgrade), or ''. */
   readonly heldWriteToken: string;
   /** Reads: wait behind waiting writers. */
   readonly writerPreference: boolean;
   /** Writes: how long a waiting writer keeps its place without checking back. */
-  readonly placeTtlMs: number;
+  readonly placeMs: number;
 }
 
 /** The waiter a release passes its permits to (sem-release.lua): its owner token, its ask and its lease. */
-export interface PermitPass {
-  readonly token: string;
+export interface PermitHandOff {
+  readonly ownerToken: string;
   readonly permits: number;
   readonly leaseMs: number;
 }
 
 export interface StoreSemAcquire {
   readonly keys: SemKeys;
-  readonly token: string;
+  readonly ownerToken: string;
   readonly leaseMs: number;
   /** How many permits this holder takes. */
   readonly permits: number;
@@ -75,22 +83,26 @@ export const BUSY_FOR_UNKNOWN = Number.NEGATIVE_INFINITY;
 export interface LockStore {
   acquire(req: StoreAcquire): Promise<number>;
   /** True when it released our hold; false when the lock was not ours (any queue place is dropped too). */
-  release(keys: MutexKeys, token: string): Promise<boolean>;
+  release(keys: MutexKeys, ownerToken: string): Promise<boolean>;
   rwAcquire(req: StoreRwAcquire): Promise<number>;
   /** True when it released our hold; false when we held nothing (a waiting writer's place is dropped too). */
-  rwRelease(keys: RwKeys, token: string, mode: 'read' | 'write'): Promise<boolean>;
+  rwRelease(keys: RwKeys, ownerToken: string, kind: 'read' | 'write'): Promise<boolean>;
   /** Takes permits: the fencing token (>= 0) when granted, else -(ms until the earliest holder's lease ends). */
   semAcquire(req: StoreSemAcquire): Promise<number>;
   /** True when it released a live holder's permits; false when the token held none (or they had lapsed). */
-  semRelease(keys: SemKeys, token: string): Promise<boolean>;
+  semRelease(keys: SemKeys, ownerToken: string): Promise<boolean>;
   /**
    * Releases a holder's permits and grants them to `to`, a waiter of this process, when its
    * ask fits; `fence` is the waiter's fencing token, or 0 when it was not granted (the
-   * permits were then announced as by semRelease). Only where `permitPass` is true.
+   * permits were then announced as by semRelease). Only where `permitHandOff` is true.
    */
-  semPass(keys: SemKeys, token: string, to: PermitPass): Promise<{ released: boolean; fence: number }>;
-  /** Whether semPass is available: a grant it makes needs no replica acknowledgement. */
-  readonly permitPass: boolean;
+  semHandOff(
+    keys: SemKeys,
+    ownerToken: string,
+    to: PermitHandOff,
+  ): Promise<{ released: boolean; fencingToken: number }>;
+  /** Whether semHandOff is available: a grant it makes needs no replica acknowledgement. */
+  readonly permitHandOff: boolean;
   /** Stores a semaphore's limit and wakes its waiters when it rose; resolves the previous one (0: none). */
   semLimit(keys: SemKeys, limit: number): Promise<number>;
   /** One semaphore's stored limit and live holders, for operators; never an owner token. */
@@ -110,9 +122,9 @@ export interface LockStore {
   readonly readWrite: boolean;
   /** How much clock drift between servers to allow for on a lease of `leaseMs` (0 on one server). */
   clockDriftMs(leaseMs: number): number;
-  /** One lock name's mutex or read/write state, for operators; never an owner token. */
+  /** One key's mutex or read/write state, for operators; never an owner token. */
   inspect(prefix: string, key: string): Promise<LockInfo>;
-  /** Deletes one lock name's locks whoever holds them, and wakes the waiters; true when one was held. */
+  /** Deletes one key's locks whoever holds them, and wakes the waiters; true when one was held. */
   forceUnlock(prefix: string, key: string): Promise<boolean>;
   /** Whether the servers behind the store answer, and have the scripts cached. */
   probe(timeoutMs: number): Promise<ServerProbe>;

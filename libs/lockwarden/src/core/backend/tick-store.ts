@@ -51,8 +51,8 @@ export interface TickStart {
   readonly pointer: string;
 }
 
-/** How a tick ended, as its record keeps it; 'released' gives an unrun tick back (its record goes). */
-export type TickOutcome = 'done' | 'failed' | 'overrun' | 'released';
+/** How a tick ended, as its record keeps it; 'given' gives an unrun tick back (its record goes). */
+export type TickOutcome = 'done' | 'failed' | 'overrun' | 'given';
 
 /** Where tick records and the run pointer live: one Redis (in quorum mode, the first node), or memory. */
 export interface TickStore {

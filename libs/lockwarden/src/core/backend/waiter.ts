@@ -1,4 +1,4 @@
-import type { PermitPass } from './lock-store';
+import type { PermitHandOff } from './lock-store';
 
 type ParkResult = 'wake' | 'grant' | 'pass' | 'timer' | 'interrupt';
 
@@ -14,11 +14,11 @@ export class Waiter {
   /** The longest a release hands another waiter the lock for before it must confirm it. */
   handoffMs = Infinity;
   /** Semaphores: what a release of this process needs to pass its permits to this waiter. */
-  pass: PermitPass | undefined;
-  /** A release of this process is passing permits to this waiter (WakeBus.claimPassTarget). */
+  handOff: PermitHandOff | undefined;
+  /** A release of this process is passing permits to this waiter (WakeBus.claimHandOffTarget). */
   claimed = false;
   /** The grant a pass brought: its fencing token, when the pass was sent, and how many passes led to it. */
-  passed: { fence: number; leaseFrom: number; passes: number } | undefined;
+  handOffGrant: { fencingToken: number; leaseFrom: number; handOffs: number } | undefined;
   private resolvePark: ((result: ParkResult) => void) | undefined;
   private timer: NodeJS.Timeout | undefined;
   private wakeAt = Infinity;
@@ -79,10 +79,10 @@ export class Waiter {
    * A release passed its permits to this waiter. One no longer parked is trying by itself
    * already: its attempt finds the grant (sem-acquire.lua's holder path), so nothing is lost.
    */
-  takePass(fence: number, leaseFrom: number, passes: number): void {
+  takeHandOff(fencingToken: number, leaseFrom: number, handOffs: number): void {
     this.claimed = false;
     if (!this.resolvePark) return;
-    this.passed = { fence, leaseFrom, passes };
+    this.handOffGrant = { fencingToken: fencingToken, leaseFrom, handOffs: handOffs };
     this.settle('pass');
   }
 

@@ -10,7 +10,7 @@ export interface WakeBus {
   /** Registers a waiter on a channel that is subscribed already; false, and nothing done, when it is not. */
   joinIfLive(waiter: Waiter): boolean;
   /** A parked semaphore waiter to pass released permits to, marked so no other release picks it. */
-  claimPassTarget(channel: string): Waiter | undefined;
+  claimHandOffTarget(channel: string): Waiter | undefined;
   /** Removes a waiter; `acquired`: it got its lock or permits. */
   leave(waiter: Waiter, acquired: boolean): void;
   /** Interrupts every waiter and closes what the bus opened. */

@@ -70,11 +70,11 @@ export class WakeChannels implements WakeBus, WakeSink {
    * A parked semaphore waiter to pass released permits to, the longest waiting first, marked
    * so that no other release picks it too; undefined when there is none.
    */
-  claimPassTarget(channel: string): Waiter | undefined {
+  claimHandOffTarget(channel: string): Waiter | undefined {
     const state = this.channels.get(channel);
     if (!state) return undefined;
     for (const w of state.waiters) {
-      if (w.pass && w.parked && !w.claimed && !w.pendingWake) {
+      if (w.handOff && w.parked && !w.claimed && !w.pendingWake) {
         w.claimed = true;
         return w;
       }
@@ -90,7 +90,7 @@ export class WakeChannels implements WakeBus, WakeSink {
     if (i >= 0) state.waiters.splice(i, 1);
     // A semaphore caller that got its permits may have got them without the wake-up it was
     // sent: another waiter may fit in the permits that wake-up announced.
-    if (waiter.pendingWake && (!acquired || waiter.pass)) this.wakeOne(state);
+    if (waiter.pendingWake && (!acquired || waiter.handOff)) this.wakeOne(state);
     if (state.waiters.length === 0) {
       state.idleSince = Date.now();
       this.scheduleSweep();

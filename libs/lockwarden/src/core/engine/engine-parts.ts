@@ -1,6 +1,6 @@
 import type { LeaseHandle } from '../lease/lease';
-import type { LockContext } from '../lease/lock-context';
-import { RenewalScheduler } from '../lease/renewal-scheduler';
+import type { LockContext } from '../lease/lease';
+import { Watchdog } from '../lease/watchdog';
 import type { EventHub } from '../observe/event-hub';
 import { emitter } from '../observe/events';
 import { otelMetricsListener } from '../observe/metrics';
@@ -16,7 +16,7 @@ import { LeasePaths } from './lease-paths';
 import { LockAdmin } from './lock-admin';
 import { defaultLockName } from '../options/options';
 import { PermitGranter } from './permit-granter';
-import { Reentrancy } from './reentrancy';
+import { Reentrancy } from './lease-paths';
 
 /**
  * What a framework hooks into an engine it makes, given once at construction (the Nest
@@ -29,7 +29,7 @@ export interface EngineHooks {
 
 /** The parts one engine is made of. */
 export interface EngineParts {
-  readonly scheduler: RenewalScheduler;
+  readonly scheduler: Watchdog;
   readonly held: HeldLocks;
   readonly stop: EngineShutdown;
   readonly admin: LockAdmin;
@@ -49,9 +49,9 @@ export function buildEngineParts(
   const { store, bus } = topology;
   const logger = options.logger;
   const emit = emitter(options.onEvent, options.metrics ? otelMetricsListener() : undefined, hub.emit);
-  const scheduler = new RenewalScheduler(store, logger, emit);
-  const passTarget = store.permitPass ? (channel: string) => bus.claimPassTarget(channel) : undefined;
-  const held = new HeldLocks(store, scheduler, context, logger, emit, passTarget);
+  const scheduler = new Watchdog(store, logger, emit);
+  const handOffTarget = store.permitHandOff ? (channel: string) => bus.claimHandOffTarget(channel) : undefined;
+  const held = new HeldLocks(store, scheduler, context, logger, emit, handOffTarget);
   const stop = new EngineShutdown(held, scheduler, topology);
   const loop = {
     bus,
@@ -81,7 +81,7 @@ export function buildEngineParts(
     noticed: new Set(),
     tryAcquire: (key, acquire) => paths.tryAcquire(key, acquire),
     acquire: (key, acquire) => paths.acquire(key, acquire),
-    hold: (handle, fn) => held.hold([handle], fn),
+    runLocked: (handle, fn) => held.runLocked([handle], fn),
     track: (work) => stop.track(work),
   };
   return { scheduler, held, stop, admin, permits, paths, jobHost };

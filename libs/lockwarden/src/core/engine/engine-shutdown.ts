@@ -1,4 +1,4 @@
-import type { RenewalScheduler } from '../lease/renewal-scheduler';
+import type { Watchdog } from '../lease/watchdog';
 import type { Topology } from '../backend/lock-backend';
 import type { AcquireGate } from '../wait/acquire-gate';
 import type { HeldLocks } from './held-locks';
@@ -22,7 +22,7 @@ export class EngineShutdown {
 
   constructor(
     private readonly held: HeldLocks,
-    private readonly scheduler: RenewalScheduler,
+    private readonly scheduler: Watchdog,
     private readonly topology: Topology,
   ) {}
 

@@ -1,9 +1,9 @@
 import { LockBackendError, LockInterruptedError, LockLostError } from '../../errors';
 import { Lease, LeaseHandle } from '../lease/lease';
-import type { LeaseOwner } from '../lease/lease';
-import type { LockContext } from '../lease/lock-context';
+import type { LeaseHost } from '../lease/lease';
+import type { LockContext } from '../lease/lease';
 import type { LockHandle } from '../lease/lock-handle';
-import type { RenewalScheduler } from '../lease/renewal-scheduler';
+import type { Watchdog } from '../lease/watchdog';
 import type { LockEvent } from '../observe/events';
 import type { LockLogger } from '../observe/logger';
 import type { LockStore } from '../backend/lock-store';
@@ -20,7 +20,7 @@ import { checkInteger, MAX_MS, MIN_LEASE_MS } from '../options/validate';
 /** The rest of locked work after its function settled (a response still streaming), or a function asked for it then. */
 export type Until = PromiseLike<unknown> | (() => PromiseLike<unknown> | undefined);
 
-export class HeldLocks implements LeaseOwner {
+export class HeldLocks implements LeaseHost {
   private readonly leases = new Set<Lease>();
   private readonly running = new Set<Promise<unknown>>();
   private readonly idleWaiters: (() => void)[] = [];
@@ -29,12 +29,12 @@ export class HeldLocks implements LeaseOwner {
 
   constructor(
     private readonly store: LockStore,
-    private readonly scheduler: RenewalScheduler,
+    private readonly scheduler: Watchdog,
     private readonly context: LockContext,
     private readonly logger: LockLogger,
     private readonly emit: ((event: LockEvent) => void) | undefined,
-    /** Claims a parked semaphore waiter of this process to pass released permits to (WakeBus.claimPassTarget). */
-    private readonly passTarget: ((channel: string) => Waiter | undefined) | undefined,
+    /** Claims a parked semaphore waiter of this process to pass released permits to (WakeBus.claimHandOffTarget). */
+    private readonly handOffTarget: ((channel: string) => Waiter | undefined) | undefined,
   ) {}
 
   get size(): number {
@@ -60,7 +60,7 @@ export class HeldLocks implements LeaseOwner {
    * one, as soon as `fn` settles. It rejects with `fn`'s error, or with the
    * LockLostError of a lock lost while it ran.
    */
-  hold<T>(handles: readonly LeaseHandle[], fn: () => T | Promise<T>, until?: Until): Promise<T> {
+  runLocked<T>(handles: readonly LeaseHandle[], fn: () => T | Promise<T>, until?: Until): Promise<T> {
     const settled = this.inFrames(handles, fn);
     // Boxed, so that awaiting `after` never waits for the rest of the work itself.
     const after = settled.then(noop, noop).then(() => ({ rest: typeof until === 'function' ? until() : until }));
@@ -157,11 +157,11 @@ export class HeldLocks implements LeaseOwner {
     );
   }
 
-  // ---- LeaseOwner: called by handles -------------------------------------------------------
+  // ---- LeaseHost: called by handles --------------------------------------------------------
 
   async releaseLease(lease: Lease): Promise<boolean> {
-    lease.holds--;
-    if (lease.holds > 0) return lease.state === 'held';
+    lease.handles--;
+    if (lease.handles > 0) return lease.state === 'held';
     lease.state = 'released';
     lease.trace?.released();
     this.forget(lease);
@@ -190,7 +190,7 @@ export class HeldLocks implements LeaseOwner {
     let renewed: boolean[];
     try {
       renewed = await this.store.renew([
-        { lockKey: lease.keys.lock, token: lease.token, leaseMs: grantedMs, kind: lease.kind },
+        { redisKey: lease.keys.lock, ownerToken: lease.ownerToken, leaseMs: grantedMs, kind: lease.kind },
       ]);
     } catch (err) {
       throw new LockBackendError(lease.key, 'extend', err);
@@ -236,14 +236,14 @@ export class HeldLocks implements LeaseOwner {
     const keepMs = Math.ceil(lease.keepUntil - performance.now());
     if (keepMs >= MIN_LEASE_MS) {
       const [kept] = await this.store.renew([
-        { lockKey: lease.keys.lock, token: lease.token, leaseMs: keepMs, kind: lease.kind },
+        { redisKey: lease.keys.lock, ownerToken: lease.ownerToken, leaseMs: keepMs, kind: lease.kind },
       ]);
       return kept;
     }
     const lock = lease.lock;
-    if (lock.kind === 'mutex') return this.store.release(lock.keys, lease.token);
-    if (lock.kind === 'permit') return releasePermits(this.store, lease, lock.keys, this.passTarget);
-    return this.store.rwRelease(lock.keys, lease.token, lock.kind);
+    if (lock.kind === 'mutex') return this.store.release(lock.keys, lease.ownerToken);
+    if (lock.kind === 'permit') return releasePermits(this.store, lease, lock.keys, this.handOffTarget);
+    return this.store.rwRelease(lock.keys, lease.ownerToken, lock.kind);
   }
 
   private forget(lease: Lease): void {

@@ -37,7 +37,7 @@ const UNQUEUED = { fair: false, queueRefreshMs: undefined, handoffMs: Infinity, 
 /**
  * Turns a checked request into a new lease: one attempt when the lock is free, the wait
  * loop when it is busy, then a lease handed to the held locks. Reentrancy is the engine's
- * business: this always makes a new owner.
+ * business: this always makes a new holder.
  */
 export class LeaseGranter {
   constructor(
@@ -91,7 +91,7 @@ export class LeaseGranter {
   /** A new mutex lease, or how many ms the lock stays busy. */
   mutex(req: ResolvedAcquire): Promise<LeaseHandle | number> {
     const keys = mutexKeys(this.options.keyPrefix, req.key);
-    const token = newOwnerToken();
+    const ownerToken = newOwnerToken();
     const store = this.store;
     const handoffMs = Math.min(req.leaseMs, HANDOFF_LEASE_MS);
     const spec: AttemptSpec = {
@@ -105,47 +105,47 @@ export class LeaseGranter {
       attempt: (fair, waiterId, waited) =>
         store.acquire({
           keys,
-          token,
+          ownerToken,
           leaseMs: req.leaseMs,
           fair,
           waiterId,
-          waiterTtlMs: QUEUE_PLACE_TTL_MS,
-          grantMs: handoffMs,
+          placeMs: QUEUE_PLACE_TTL_MS,
+          handoffMs,
           waited,
         }),
-      withdraw: () => store.release(keys, token),
+      withdraw: () => store.release(keys, ownerToken),
     };
-    return this.grantOrBusy(req, spec, { kind: 'mutex', keys }, token);
+    return this.grantOrBusy(req, spec, { kind: 'mutex', keys }, ownerToken);
   }
 
   /** A new read or write lease, or how many ms the lock stays busy. */
   readWrite(
     req: ResolvedAcquire,
-    mode: 'read' | 'write',
+    kind: 'read' | 'write',
     heldWriteToken: string,
     writerPreference: boolean,
   ): Promise<LeaseHandle | number> {
     const keys = rwKeys(this.options.keyPrefix, req.key);
-    const token = newOwnerToken();
+    const ownerToken = newOwnerToken();
     const store = this.store;
     const spec: AttemptSpec = {
       key: req.key,
       channel: keys.channel,
       ...UNQUEUED,
-      refreshMs: mode === 'write' ? QUEUE_REFRESH_MS : undefined,
+      refreshMs: kind === 'write' ? QUEUE_REFRESH_MS : undefined,
       attempt: () =>
         store.rwAcquire({
           keys,
-          token,
+          ownerToken,
           leaseMs: req.leaseMs,
-          mode,
+          kind: kind,
           heldWriteToken,
           writerPreference,
-          placeTtlMs: QUEUE_PLACE_TTL_MS,
+          placeMs: QUEUE_PLACE_TTL_MS,
         }),
-      withdraw: () => store.rwRelease(keys, token, mode),
+      withdraw: () => store.rwRelease(keys, ownerToken, kind),
     };
-    return this.grantOrBusy(req, spec, { kind: mode, keys }, token);
+    return this.grantOrBusy(req, spec, { kind, keys }, ownerToken);
   }
 
   /**
@@ -156,35 +156,35 @@ export class LeaseGranter {
    * permits.
    */
   permits(req: ResolvedAcquire, keys: SemKeys, permits: number, initialLimit: number): Promise<LeaseHandle | number> {
-    const token = newOwnerToken();
+    const ownerToken = newOwnerToken();
     const store = this.store;
     const spec: AttemptSpec = {
       key: req.key,
       channel: keys.channel,
       ...UNQUEUED,
       refreshMs: undefined,
-      attempt: () => store.semAcquire({ keys, token, leaseMs: req.leaseMs, permits, initialLimit }),
-      withdraw: () => store.semRelease(keys, token),
-      pass: store.permitPass ? { token, permits, leaseMs: req.leaseMs } : undefined,
+      attempt: () => store.semAcquire({ keys, ownerToken, leaseMs: req.leaseMs, permits, initialLimit }),
+      withdraw: () => store.semRelease(keys, ownerToken),
+      handOff: store.permitHandOff ? { ownerToken, permits, leaseMs: req.leaseMs } : undefined,
     };
-    return this.grantOrBusy(req, spec, { kind: 'permit', keys }, token);
+    return this.grantOrBusy(req, spec, { kind: 'permit', keys }, ownerToken);
   }
 
   private grantOrBusy(
     req: ResolvedAcquire,
     spec: AttemptSpec,
     lock: LeasedLock,
-    token: string,
+    ownerToken: string,
   ): Promise<LeaseHandle | number> {
-    if (!this.tracer) return this.grant(req, spec, lock, token);
-    return this.tracer.acquire(req, lock.kind, () => this.grant(req, spec, lock, token));
+    if (!this.tracer) return this.grant(req, spec, lock, ownerToken);
+    return this.tracer.acquire(req, lock.kind, () => this.grant(req, spec, lock, ownerToken));
   }
 
   private async grant(
     req: ResolvedAcquire,
     spec: AttemptSpec,
     lock: LeasedLock,
-    token: string,
+    ownerToken: string,
   ): Promise<LeaseHandle | number> {
     const started = performance.now();
     const result = await acquireLoop(this.loop, spec, req.waitMs, req.signal, req.leaseMs);
@@ -195,8 +195,8 @@ export class LeaseGranter {
       this.held,
       lock,
       req.key,
-      token,
-      result.fence,
+      ownerToken,
+      result.fencingToken,
       req.leaseMs,
       req.renew,
       margin,
@@ -204,14 +204,14 @@ export class LeaseGranter {
     );
     if (req.maxHoldMs !== undefined) lease.maxHoldUntil = result.leaseFrom + req.maxHoldMs;
     if (req.lockAtLeastMs !== undefined) lease.keepUntil = result.leaseFrom + req.lockAtLeastMs;
-    lease.passes = result.passes ?? 0;
+    lease.handOffs = result.handOffs ?? 0;
     lease.name = req.name;
     this.held.add(lease);
     this.emit?.({
       type: 'acquired',
       key: req.key,
       name: req.name,
-      fencingToken: result.fence,
+      fencingToken: result.fencingToken,
       waitedMs: Math.round(performance.now() - started),
       ...(result.handedOff ? { handedOff: true } : {}),
     });

@@ -1,10 +1,164 @@
+import { LockLostError, LockTimeoutError, LockUpgradeError } from '../../errors';
 import { LeaseHandle } from '../lease/lease';
-import type { MultiLockHost } from './acquire-all';
+import type { Lease } from '../lease/lease';
+import type { LockContext } from '../lease/lease';
+import type { LockKind } from '../backend/lock-store';
 import type { HeldLocks } from './held-locks';
 import type { LeaseGranter } from './lease-granter';
 import type { AcquireOptions, PermitOptions, RwAcquireOptions } from '../options/options';
 import type { PermitGranter } from './permit-granter';
-import type { Reentrancy } from './reentrancy';
+
+// Every way a key is acquired, in one place: the request a decorated call makes
+// (LockRequest), several keys at once (acquireAll), and one key, reentrant first, then a new
+// lease from the LeaseGranter (LeasePaths).
+
+/**
+ * What one decorated call asks of the engine for each of its keys: the kind of lock, the
+ * options of each acquire, and for permits the semaphore's limit (each call takes one
+ * permit). The layers below pick their path by `kind` and never need to cast.
+ *
+ * @example
+ * ```ts
+ * const request: LockRequest = { kind: 'permit', limit: 3, options: { waitMs: 1_000 } };
+ * const handles = await engine.acquireAll(['exports'], request, 'wait');
+ * ```
+ */
+export type LockRequest =
+  | { readonly kind: 'mutex'; readonly options: AcquireOptions }
+  | { readonly kind: 'read'; readonly options: RwAcquireOptions }
+  | { readonly kind: 'write'; readonly options: RwAcquireOptions }
+  | { readonly kind: 'permit'; readonly limit: number; readonly options: PermitOptions };
+
+/** The same request with its options passed through `edit` (a framework adding its signal). */
+export function editOptions(
+  request: LockRequest,
+  edit: <O extends { signal?: AbortSignal; name?: string }>(options: O) => O,
+): LockRequest {
+  switch (request.kind) {
+    case 'mutex':
+      return { kind: 'mutex', options: edit(request.options) };
+    case 'read':
+    case 'write':
+      return { kind: request.kind, options: edit(request.options) };
+    case 'permit':
+      return { kind: 'permit', limit: request.limit, options: edit(request.options) };
+  }
+}
+
+/** What taking several locks asks of the engine: its paths that give the internal handle. */
+export interface MultiLockHost {
+  acquire(key: string, options: AcquireOptions): Promise<LeaseHandle>;
+  tryAcquire(key: string, options: AcquireOptions): Promise<LeaseHandle | null>;
+  acquireRead(key: string, options: RwAcquireOptions): Promise<LeaseHandle>;
+  acquireWrite(key: string, options: RwAcquireOptions): Promise<LeaseHandle>;
+  /** One permit of the semaphore `key` whose limit is `limit`; `once`: one attempt, null when busy. */
+  permit(key: string, limit: number, options: PermitOptions, once: boolean): Promise<LeaseHandle | null>;
+  releaseAll(handles: readonly LeaseHandle[]): Promise<void>;
+  /** Reports a call skipped because `key` was busy (event and log line). */
+  skipped(key: string, name: string | undefined): Promise<void>;
+}
+
+/**
+ * Takes several locks one at a time, in the order given (callers sort them, so two calls
+ * never wait on each other crosswise). On any failure it releases what it took. With
+ * `onBusy: 'skip'` a held key yields `null`; with `'throw'` it fails at once with
+ * LockTimeoutError.
+ */
+export async function acquireAll(
+  host: MultiLockHost,
+  keys: readonly string[],
+  request: LockRequest,
+  onBusy: 'wait' | 'throw' | 'skip',
+): Promise<LeaseHandle[] | null> {
+  const taken: LeaseHandle[] = [];
+  try {
+    for (const key of keys) {
+      const handle = await acquireOne(host, key, request, onBusy);
+      if (!handle) {
+        await host.releaseAll(taken);
+        await host.skipped(key, request.options.name);
+        return null;
+      }
+      taken.push(handle);
+    }
+    return taken;
+  } catch (err) {
+    await host.releaseAll(taken);
+    throw err;
+  }
+}
+
+function acquireOne(
+  host: MultiLockHost,
+  key: string,
+  request: LockRequest,
+  onBusy: 'wait' | 'throw' | 'skip',
+): Promise<LeaseHandle | null> {
+  const once = onBusy === 'skip';
+  switch (request.kind) {
+    case 'mutex': {
+      const options = budget(request.options, onBusy);
+      return once ? host.tryAcquire(key, options) : host.acquire(key, options);
+    }
+    case 'permit':
+      return host.permit(key, request.limit, budget(request.options, onBusy), once);
+    case 'read':
+    case 'write': {
+      const options = budget(request.options, onBusy);
+      const rw = request.kind === 'read' ? host.acquireRead(key, options) : host.acquireWrite(key, options);
+      if (!once) return rw;
+      return rw.catch((err: unknown) => {
+        if (err instanceof LockTimeoutError) return null;
+        throw err;
+      });
+    }
+  }
+}
+
+/** The options with no wait unless the call waits when busy. */
+function budget<O extends { waitMs?: number }>(options: O, onBusy: 'wait' | 'throw' | 'skip'): O {
+  return onBusy === 'wait' ? options : { ...options, waitMs: 0 };
+}
+
+/**
+ * Reentrancy, by the calling flow's ancestry (its LockContext): a flow that already holds a
+ * key takes another hold on the same lease instead of asking Redis again.
+ */
+export class Reentrancy {
+  constructor(private readonly context: LockContext) {}
+
+  /** Another hold on the lease of `key` this flow holds as `kind`, if it holds one. */
+  again(key: string, kind: LockKind): LeaseHandle | undefined {
+    const frame = this.context.find(key, kind);
+    return frame ? reenter(frame.lease) : undefined;
+  }
+
+  /**
+   * Reentrancy of read/write locks: read in read and write in write re-enter; read in write
+   * is a downgrade (a real read hold, proved by the write token, that outlives the write);
+   * write in read is refused. Returns the reentrant handle, or the write lease a read may
+   * downgrade from.
+   */
+  rw(key: string, kind: 'read' | 'write'): LeaseHandle | Lease | undefined {
+    const write = this.context.find(key, 'write');
+    if (kind === 'write') {
+      if (write) return reenter(write.lease);
+      if (this.context.find(key, 'read')) throw new LockUpgradeError(key);
+      return undefined;
+    }
+    const read = this.context.find(key, 'read');
+    if (read) return reenter(read.lease);
+    if (write && write.lease.state === 'lost') return reenter(write.lease);
+    return write?.lease;
+  }
+}
+
+/** Another hold on a lease this flow already has. */
+function reenter(lease: Lease): LeaseHandle {
+  if (lease.state === 'lost') throw new LockLostError(lease.key, 'the enclosing hold of this key was already lost');
+  lease.handles++;
+  return new LeaseHandle(lease);
+}
 
 /**
  * The engine's acquire paths that give the internal handle: reentrancy first, then a new
@@ -44,7 +198,7 @@ export class LeasePaths implements MultiLockHost {
     const enclosing = this.reentrancy.rw(req.key, 'read');
     if (enclosing instanceof LeaseHandle) return enclosing;
     const preference = options?.writerPreference !== false;
-    return this.granter.orThrow(req, this.granter.readWrite(req, 'read', enclosing?.token ?? '', preference));
+    return this.granter.orThrow(req, this.granter.readWrite(req, 'read', enclosing?.ownerToken ?? '', preference));
   }
 
   async acquireWrite(key: string, options?: RwAcquireOptions): Promise<LeaseHandle> {

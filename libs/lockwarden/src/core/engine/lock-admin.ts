@@ -1,5 +1,5 @@
 import { LockBackendError } from '../../errors';
-import type { RenewalScheduler } from '../lease/renewal-scheduler';
+import type { Watchdog } from '../lease/watchdog';
 import type { LockHealthReport } from '../backend/lock-info';
 import type { LockInfo } from '../backend/lock-info';
 import type { LockSurvey, SurveyOptions } from '../backend/lock-survey';
@@ -13,7 +13,7 @@ export class LockAdmin {
   constructor(
     private readonly store: LockStore,
     private readonly keyPrefix: string,
-    private readonly scheduler: RenewalScheduler,
+    private readonly scheduler: Watchdog,
     private readonly held: HeldLocks,
     /** What surveys the locks; the in-memory backend does not. */
     private readonly topology: Pick<Topology, 'survey'>,

@@ -1,8 +1,8 @@
 import { LockConfigError } from '../../errors';
-import { LockContext } from '../lease/lock-context';
+import { LockContext } from '../lease/lease';
 import type { LockHandle } from '../lease/lock-handle';
 import type { LeaseHandle } from '../lease/lease';
-import type { RenewalScheduler } from '../lease/renewal-scheduler';
+import type { Watchdog } from '../lease/watchdog';
 import type { LockEventListener } from '../observe/events';
 import { EventHub } from '../observe/event-hub';
 import type { LockSurvey, SurveyOptions } from '../backend/lock-survey';
@@ -10,7 +10,7 @@ import type { LockLogger } from '../observe/logger';
 import type { LockHealthReport, LockInfo } from '../backend/lock-info';
 import type { LockBackend, RedisClient, Topology } from '../backend/lock-backend';
 import type { TermLogs } from '../backend/term-log';
-import { acquireAll } from './acquire-all';
+import { acquireAll } from './lease-paths';
 import { buildEngineParts } from './engine-parts';
 import type { EngineHooks } from './engine-parts';
 import { redisBackendOf, resolveEngineOptions } from './engine-options';
@@ -19,7 +19,7 @@ import type { EngineShutdown } from './engine-shutdown';
 import type { HeldLocks, Until } from './held-locks';
 import type { LeasePaths } from './lease-paths';
 import type { LockAdmin } from './lock-admin';
-import type { LockRequest } from './lock-request';
+import type { LockRequest } from './lease-paths';
 import type { AcquireOptions, RwAcquireOptions } from '../options/options';
 import type { PermitGranter } from './permit-granter';
 import { checkCallback } from '../options/validate';
@@ -55,7 +55,7 @@ type Locked<T> = (handle: LockHandle) => T | Promise<T>;
 export class LockEngine {
   readonly options: ResolvedEngineOptions;
   private readonly topology: Topology;
-  private readonly scheduler: RenewalScheduler;
+  private readonly scheduler: Watchdog;
   private readonly context = new LockContext();
   private readonly held: HeldLocks;
   private readonly admin: LockAdmin;
@@ -140,7 +140,7 @@ export class LockEngine {
   }
 
   /** The renewal scheduler behind the watchdog, for health reporting. */
-  get watchdog(): RenewalScheduler {
+  get watchdog(): Watchdog {
     return this.scheduler;
   }
 
@@ -155,7 +155,7 @@ export class LockEngine {
   async withLock<T>(key: string, fn: Locked<T>, options?: AcquireOptions): Promise<T> {
     checkCallback('withLock', key, fn);
     const handle = await this.paths.acquire(key, options);
-    return this.held.hold([handle], () => fn(handle));
+    return this.held.runLocked([handle], () => fn(handle));
   }
 
   /** A shared hold: many readers at once, never together with a writer. */
@@ -171,13 +171,13 @@ export class LockEngine {
   async withReadLock<T>(key: string, fn: Locked<T>, options?: RwAcquireOptions): Promise<T> {
     checkCallback('withReadLock', key, fn);
     const handle = await this.paths.acquireRead(key, options);
-    return this.held.hold([handle], () => fn(handle));
+    return this.held.runLocked([handle], () => fn(handle));
   }
 
   async withWriteLock<T>(key: string, fn: Locked<T>, options?: RwAcquireOptions): Promise<T> {
     checkCallback('withWriteLock', key, fn);
     const handle = await this.paths.acquireWrite(key, options);
-    return this.held.hold([handle], () => fn(handle));
+    return this.held.runLocked([handle], () => fn(handle));
   }
 
   /**
@@ -211,7 +211,7 @@ export class LockEngine {
    * ```
    */
   runLocked<T>(handles: readonly LeaseHandle[], fn: () => T | Promise<T>, until?: Until): Promise<T> {
-    return this.held.hold(handles, fn, until);
+    return this.held.runLocked(handles, fn, until);
   }
 
   /** @deprecated Use runLocked. */

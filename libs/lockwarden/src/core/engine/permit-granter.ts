@@ -60,9 +60,9 @@ export class PermitGranter {
     return once ? this.tryAcquire(req, keys, limit) : this.acquire(req, keys, limit);
   }
 
-  /** Runs `fn` holding `handle` and releases it once `fn` settled (HeldLocks.hold). */
-  hold<T>(handle: LeaseHandle, fn: () => T | Promise<T>): Promise<T> {
-    return this.held.hold([handle], fn);
+  /** Runs `fn` holding `handle` and releases it once `fn` settled (HeldLocks.runLocked). */
+  runLocked<T>(handle: LeaseHandle, fn: () => T | Promise<T>): Promise<T> {
+    return this.held.runLocked([handle], fn);
   }
 
   /** Stores the limit and wakes waiters when it rose; the previous limit. */

@@ -7,33 +7,33 @@ import type { Waiter } from '../backend/waiter';
  * How many times in a row a release passes permits to a waiter of its own process (see
  * releasePermits) before it gives them back to everyone.
  */
-export const MAX_PASSES = 4;
+export const MAX_HANDOFFS = 4;
 
 /**
  * Gives a holder's permits back, passing them straight to a waiter of this process when one
- * is parked (`passTarget` claims it): one script instead of a release, a wake-up and an
- * attempt that a new caller here would usually beat to the permits. After MAX_PASSES passes
+ * is parked (`handOffTarget` claims it): one script instead of a release, a wake-up and an
+ * attempt that a new caller here would usually beat to the permits. After MAX_HANDOFFS hand-offs
  * in a row the permits are released to everyone, so waiters in other processes get their turn.
  */
 export async function releasePermits(
   store: LockStore,
   lease: Lease,
   keys: SemKeys,
-  passTarget: ((channel: string) => Waiter | undefined) | undefined,
+  handOffTarget: ((channel: string) => Waiter | undefined) | undefined,
 ): Promise<boolean> {
-  const to = lease.passes < MAX_PASSES ? passTarget?.(keys.channel) : undefined;
-  if (!to?.pass) return store.semRelease(keys, lease.token);
+  const to = lease.handOffs < MAX_HANDOFFS ? handOffTarget?.(keys.channel) : undefined;
+  if (!to?.handOff) return store.semRelease(keys, lease.ownerToken);
   const sentAt = performance.now();
-  let reply: { released: boolean; fence: number };
+  let reply: { released: boolean; fencingToken: number };
   try {
-    reply = await store.semPass(keys, lease.token, to.pass);
+    reply = await store.semHandOff(keys, lease.ownerToken, to.handOff);
   } catch (err) {
     to.claimed = false;
     to.wake(); // it tries by itself; a pass that did land is found by its attempt
     throw err;
   }
-  if (reply.fence > 0) {
-    to.takePass(reply.fence, sentAt, lease.passes + 1);
+  if (reply.fencingToken > 0) {
+    to.takeHandOff(reply.fencingToken, sentAt, lease.handOffs + 1);
   } else {
     // Its ask did not fit: the permits were announced while it was claimed, so tell it too.
     to.claimed = false;

@@ -1,9 +1,10 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { LockLostError } from '../../errors';
 import type { LockError } from '../../errors';
 import type { LockHandle } from './lock-handle';
 import type { HoldTrace } from '../observe/traces';
 import type { MutexKeys, RwKeys, SemKeys } from '../backend/lock-keys';
-import type { LeaseKind } from '../backend/lock-store';
+import type { LockKind } from '../backend/lock-store';
 
 export type LeaseState = 'held' | 'released' | 'lost';
 
@@ -14,7 +15,7 @@ export type LeasedLock =
   | { readonly kind: 'permit'; readonly keys: SemKeys };
 
 /** What a lease needs from the engine that granted it. */
-export interface LeaseOwner {
+export interface LeaseHost {
   releaseLease(lease: Lease): Promise<boolean>;
   extendLease(lease: Lease, ms: number | undefined): Promise<void>;
 }
@@ -26,7 +27,7 @@ export interface LeaseOwner {
  */
 export class Lease {
   state: LeaseState = 'held';
-  holds = 1;
+  handles = 1;
   /**
    * Made on first use of `signal`: most locks are taken and released without anyone
    * looking at their signal, and an AbortController per acquisition is a cost on the
@@ -42,7 +43,7 @@ export class Lease {
   /** No renewal reaches past this (maxHoldMs); Infinity when uncapped. */
   maxHoldUntil = Infinity;
   /** Semaphores: how many releases in a row passed these permits on within this process (sem-release.lua). */
-  passes = 0;
+  handOffs = 0;
   /** Set once maxHoldMs shortened or skipped a renewal: the lease now ends by the cap. */
   capped = false;
   /** A release before this only shortens the lease to it (lockAtLeastMs); 0 when unset. */
@@ -55,15 +56,15 @@ export class Lease {
   readonly acquiredAt: number;
   /** Ends its `lockwarden.hold` span once it is released or lost; undefined when not traced. */
   trace: HoldTrace | undefined;
-  readonly kind: LeaseKind;
+  readonly kind: LockKind;
   readonly keys: MutexKeys | RwKeys | SemKeys;
 
   constructor(
-    readonly owner: LeaseOwner,
+    readonly host: LeaseHost,
     /** The kind and keys together, so that a release picks the store call without a cast. */
     readonly lock: LeasedLock,
     readonly key: string,
-    readonly token: string,
+    readonly ownerToken: string,
     readonly fencingToken: number,
     public leaseMs: number,
     readonly renew: boolean,
@@ -181,13 +182,13 @@ export class LeaseHandle implements LockHandle {
     if (this.released) {
       return Promise.reject(new LockLostError(this.lease.key, 'this handle was already released'));
     }
-    return this.lease.owner.extendLease(this.lease, ms);
+    return this.lease.host.extendLease(this.lease, ms);
   }
 
   release(): Promise<boolean> {
     if (this.released) return Promise.resolve(false);
     this.released = true;
-    return this.lease.owner.releaseLease(this.lease);
+    return this.lease.host.releaseLease(this.lease);
   }
 }
 
@@ -215,4 +216,42 @@ export function timeAwareSignal<S extends AbortSignal>(signal: S, check: () => u
     },
   });
   return signal;
+}
+
+/** One lock entered by a `withLock` callback or decorated method, linked to the locks around it. */
+export interface LockFrame {
+  readonly lease: Lease;
+  readonly handle: LeaseHandle;
+  readonly parent: LockFrame | undefined;
+}
+
+/**
+ * Reentrancy by ancestry: a flow may re-enter a lock that a callback enclosing
+ * it holds. Frames live in AsyncLocalStorage, so sibling flows (two calls
+ * under one Promise.all) never see each other's locks, and a bare acquire()
+ * outside any callback never re-enters anything.
+ */
+export class LockContext {
+  private readonly storage = new AsyncLocalStorage<LockFrame>();
+
+  run<T>(lease: Lease, handle: LeaseHandle, fn: () => T): T {
+    return this.storage.run({ lease, handle, parent: this.storage.getStore() }, fn);
+  }
+
+  /** The innermost enclosing frame of `kind` for `key` whose lock has not been released. */
+  find(key: string, kind: LockKind): LockFrame | undefined {
+    for (let f = this.storage.getStore(); f; f = f.parent) {
+      if (f.lease.key === key && f.lease.kind === kind && f.lease.state !== 'released') return f;
+    }
+    return undefined;
+  }
+
+  /** The innermost enclosing frame (for `key`, when given) whose lock has not been released. */
+  current(key?: string): LockFrame | undefined {
+    for (let f = this.storage.getStore(); f; f = f.parent) {
+      f.lease.check();
+      if (f.lease.state !== 'released' && (key === undefined || f.lease.key === key)) return f;
+    }
+    return undefined;
+  }
 }

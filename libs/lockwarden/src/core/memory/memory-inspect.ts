@@ -4,7 +4,7 @@ import { mutexKeys, rwKeys } from '../backend/lock-keys';
 import type { MemoryState } from './memory-state';
 import { WIRE } from '../scripts/wire';
 
-/** The in-memory twin of inspect.lua: one lock name's mutex or read/write state, never an owner token. */
+/** The in-memory twin of inspect.lua: one key's mutex or read/write state, never an owner token. */
 export function inspectMemory(b: MemoryState, prefix: string, key: string): LockInfo {
   const now = performance.now();
   const m = mutexKeys(prefix, key);

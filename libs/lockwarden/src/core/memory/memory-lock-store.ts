@@ -24,24 +24,24 @@ export class MemoryLockStore implements LockStore {
     return this.backend.acquire(req, this.instanceId);
   }
 
-  async release(keys: MutexKeys, token: string): Promise<boolean> {
-    return this.backend.release(keys, token);
+  async release(keys: MutexKeys, ownerToken: string): Promise<boolean> {
+    return this.backend.release(keys, ownerToken);
   }
 
   async rwAcquire(req: StoreRwAcquire): Promise<number> {
     return this.backend.rwAcquire(req, this.instanceId);
   }
 
-  async rwRelease(keys: RwKeys, token: string, mode: 'read' | 'write'): Promise<boolean> {
-    return this.backend.rwRelease(keys, token, mode);
+  async rwRelease(keys: RwKeys, ownerToken: string, kind: 'read' | 'write'): Promise<boolean> {
+    return this.backend.rwRelease(keys, ownerToken, kind);
   }
 
   async semAcquire(req: StoreSemAcquire): Promise<number> {
     return this.backend.semAcquire(req, this.instanceId);
   }
 
-  async semRelease(keys: SemKeys, token: string): Promise<boolean> {
-    return this.backend.semRelease(keys, token);
+  async semRelease(keys: SemKeys, ownerToken: string): Promise<boolean> {
+    return this.backend.semRelease(keys, ownerToken);
   }
 
   async semLimit(keys: SemKeys, limit: number): Promise<number> {
@@ -49,10 +49,10 @@ export class MemoryLockStore implements LockStore {
   }
 
   /** The memory backend wakes every waiter on a release instead (see MemoryLockBackend.semRelease). */
-  readonly permitPass = false;
+  readonly permitHandOff = false;
 
-  semPass(): Promise<{ released: boolean; fence: number }> {
-    return Promise.reject(new Error('semPass is not available on the memory backend'));
+  semHandOff(): Promise<{ released: boolean; fencingToken: number }> {
+    return Promise.reject(new Error('semHandOff is not available on the memory backend'));
   }
 
   async semInspect(keys: SemKeys, key: string): Promise<SemaphoreInfo> {

@@ -14,7 +14,7 @@ import type { QueuedWaiter } from './memory-state';
 export class MemoryScripts extends MemoryState {
   acquire(req: StoreAcquire, instance: string): number {
     const now = performance.now();
-    const { keys, token } = req;
+    const { keys, ownerToken: token } = req;
     const held = this.liveMutex(keys.lock, now);
     if (held?.owner === token) {
       held.expiresAt = now + req.leaseMs; // a handed-over lock, confirmed: its full lease starts now
@@ -33,7 +33,7 @@ export class MemoryScripts extends MemoryState {
       return fence;
     }
     if (req.fair) {
-      const record = { token, deadline: now + req.waiterTtlMs, leaseMs: req.grantMs, waiterId: req.waiterId, instance };
+      const record = { token, deadline: now + req.placeMs, leaseMs: req.handoffMs, waiterId: req.waiterId, instance };
       const place = queue.findIndex((w) => w.token === token);
       if (place >= 0) queue[place] = record;
       else queue.push(record);
@@ -42,12 +42,12 @@ export class MemoryScripts extends MemoryState {
     return -Math.max(1, Math.ceil(held ? held.expiresAt - now : 1));
   }
 
-  release(keys: MutexKeys, token: string): boolean {
+  release(keys: MutexKeys, ownerToken: string): boolean {
     const now = performance.now();
     const held = this.liveMutex(keys.lock, now);
     const queue = this.queue(keys.queue);
-    if (held?.owner !== token) {
-      this.dequeue(queue, token);
+    if (held?.owner !== ownerToken) {
+      this.dequeue(queue, ownerToken);
       return false;
     }
     this.mutexes.delete(keys.lock);
@@ -72,7 +72,7 @@ export class MemoryScripts extends MemoryState {
 
   rwAcquire(req: StoreRwAcquire, instance: string): number {
     const now = performance.now();
-    const { keys, token } = req;
+    const { keys, ownerToken: token } = req;
     const state = this.rwState(keys.lock);
     let latest = now;
     for (const [t, r] of state.readers) {
@@ -83,7 +83,7 @@ export class MemoryScripts extends MemoryState {
     const writer = state.writer;
     if (writer) latest = Math.max(latest, writer.deadline);
     const writers = this.writers(keys.writers);
-    if (req.mode === 'read') {
+    if (req.kind === 'read') {
       if (state.readers.has(token)) return this.counters.get(keys.fence) ?? 0;
       const downgrade = writer !== undefined && writer.token === req.heldWriteToken;
       if (writer && !downgrade) return -Math.max(1, Math.ceil(writer.deadline - now));
@@ -105,23 +105,23 @@ export class MemoryScripts extends MemoryState {
       writers.delete(token);
       return fence;
     }
-    writers.set(token, now + req.placeTtlMs);
+    writers.set(token, now + req.placeMs);
     return -Math.max(1, Math.ceil(latest - now));
   }
 
-  rwRelease(keys: RwKeys, token: string, mode: 'read' | 'write'): boolean {
+  rwRelease(keys: RwKeys, ownerToken: string, kind: 'read' | 'write'): boolean {
     const state = this.rwState(keys.lock);
     const writers = this.writers(keys.writers);
-    if (mode === 'write') {
-      if (state.writer?.token !== token) {
-        writers.delete(token);
+    if (kind === 'write') {
+      if (state.writer?.token !== ownerToken) {
+        writers.delete(ownerToken);
         return false;
       }
       state.writer = undefined;
       this.publish(keys.channel, WIRE.rwChanged);
       return true;
     }
-    if (!state.readers.delete(token)) return false;
+    if (!state.readers.delete(ownerToken)) return false;
     const now = performance.now();
     for (const r of state.readers.values()) if (r.deadline >= now) return true;
     if (writers.size > 0) this.publish(keys.channel, WIRE.rwChanged);
@@ -132,7 +132,7 @@ export class MemoryScripts extends MemoryState {
     const now = performance.now();
     const state = this.semState(req.keys.lock);
     for (const [t, h] of state.holders) if (h.deadline < now) state.holders.delete(t);
-    const mine = state.holders.get(req.token);
+    const mine = state.holders.get(req.ownerToken);
     if (mine) return mine.fence;
     state.limit ??= req.initialLimit;
     let used = 0;
@@ -143,17 +143,17 @@ export class MemoryScripts extends MemoryState {
     }
     if (used + req.permits <= state.limit) {
       const fence = this.incr(req.keys.fence);
-      state.holders.set(req.token, { deadline: now + req.leaseMs, permits: req.permits, fence, instance });
+      state.holders.set(req.ownerToken, { deadline: now + req.leaseMs, permits: req.permits, fence, instance });
       return fence;
     }
     return -Math.max(1, Math.ceil(earliest === Infinity ? req.leaseMs : earliest - now));
   }
 
-  semRelease(keys: SemKeys, token: string): boolean {
+  semRelease(keys: SemKeys, ownerToken: string): boolean {
     const state = this.semState(keys.lock);
-    const held = state.holders.get(token);
+    const held = state.holders.get(ownerToken);
     if (!held) return false;
-    state.holders.delete(token);
+    state.holders.delete(ownerToken);
     this.publish(keys.channel, WIRE.rwChanged);
     return held.deadline >= performance.now();
   }
@@ -181,25 +181,25 @@ export class MemoryScripts extends MemoryState {
     const now = performance.now();
     return items.map((item) => {
       if (item.kind === 'permit') {
-        const holder = this.semaphores.get(item.lockKey)?.holders.get(item.token);
+        const holder = this.semaphores.get(item.redisKey)?.holders.get(item.ownerToken);
         if (!holder || holder.deadline < now) return false;
         holder.deadline = now + item.leaseMs;
         return true;
       }
       if (item.kind === 'mutex') {
-        const held = this.liveMutex(item.lockKey, now);
-        if (held?.owner !== item.token) return false;
+        const held = this.liveMutex(item.redisKey, now);
+        if (held?.owner !== item.ownerToken) return false;
         held.expiresAt = now + item.leaseMs;
         return true;
       }
-      const state = this.rw.get(item.lockKey);
+      const state = this.rw.get(item.redisKey);
       if (item.kind === 'write') {
         const writer = state?.writer;
-        if (writer?.token !== item.token || writer.deadline < now) return false;
+        if (writer?.token !== item.ownerToken || writer.deadline < now) return false;
         writer.deadline = now + item.leaseMs;
         return true;
       }
-      const reader = state?.readers.get(item.token);
+      const reader = state?.readers.get(item.ownerToken);
       if (!reader || reader.deadline < now) return false;
       reader.deadline = now + item.leaseMs;
       return true;

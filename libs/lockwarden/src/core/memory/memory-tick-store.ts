@@ -46,7 +46,7 @@ export class MemoryTickStore implements TickStore {
 
   settle(keys: TickKeys, at: number, outcome: TickOutcome, pointer?: string): Promise<void> {
     if (pointer !== undefined && this.get(keys.run) === pointer) this.entries.delete(keys.run);
-    if (outcome === 'released') {
+    if (outcome === 'given') {
       const [state, instance] = (this.get(keys.record(at)) ?? '').split('|');
       const unrun = state === 'claimed' || state === 'waiting' || state === 'running';
       const entry = this.entries.get(keys.record(at));

@@ -1,5 +1,5 @@
 import { LockAbortedError } from '../../errors';
-import type { LeaseKind } from '../backend/lock-store';
+import type { LockKind } from '../backend/lock-store';
 import { loadOtel } from './otel';
 
 // The few parts of @opentelemetry/api used here, typed locally so that the package's
@@ -53,7 +53,7 @@ export interface LockTracer {
    */
   acquire<H extends TracedHandle>(
     req: TracedRequest,
-    kind: LeaseKind,
+    kind: LockKind,
     ask: () => Promise<H | number>,
   ): Promise<H | number>;
 }
@@ -88,7 +88,7 @@ class OtelLockTracer implements LockTracer {
 
   acquire<H extends TracedHandle>(
     req: TracedRequest,
-    kind: LeaseKind,
+    kind: LockKind,
     ask: () => Promise<H | number>,
   ): Promise<H | number> {
     // The parent is read here, in the caller's async context, before anything is awaited.

@@ -35,18 +35,18 @@ export async function fastGrant(
   leaseMs: number,
   instanceId: string,
 ): Promise<number | undefined> {
-  writes.hold();
+  writes.cork();
   const took = client.set(keys.lock, `${owner}||${instanceId}`, 'PX', leaseMs, 'NX');
-  writes.hold();
+  writes.cork();
   const seeded = client.set(keys.fence, seed, 'PX', COUNTER_LIFE_MS, 'NX');
-  writes.hold();
+  writes.cork();
   const counted = client.incr(keys.fence);
   const [reply, , fence] = await Promise.all([took, seeded, counted]);
   if (reply !== 'OK') return undefined;
   if (fence >= SEEDED) return fence;
   // The counter lapsed between the two writes (or an older version left it unseeded): take
   // the token from the server clock, so it still rises, and give the counter its TTL back.
-  writes.hold();
+  writes.cork();
   const token = Number(await SCRIPTS.fenceSeed.run(client, [keys.lock, keys.fence], [owner]));
   return token > 0 ? token : undefined;
 }

@@ -29,7 +29,7 @@ export async function inspectLock(client: RedisClient, prefix: string, key: stri
   };
 }
 
-/** Deletes one lock name's mutex and read/write lock, whoever holds them; true when one was held. */
+/** Deletes one key's mutex and read/write lock, whoever holds them; true when one was held. */
 export async function forceUnlockKey(client: RedisClient, prefix: string, key: string): Promise<boolean> {
   const m = mutexKeys(prefix, key);
   const rw = rwKeys(prefix, key);

@@ -62,13 +62,15 @@ export class QuorumLockStore implements LockStore {
       const fence = Math.max(...granted.map((g) => g.fence));
       const behind = granted.filter((g) => g.fence < fence);
       const raised = await Promise.all(
-        behind.map((g) => this.within(g.node.raiseFence(req.keys, req.token, fence), timeout).then(settled, failed)),
+        behind.map((g) =>
+          this.within(g.node.raiseFence(req.keys, req.ownerToken, fence), timeout).then(settled, failed),
+        ),
       );
       const recorded = granted.length - raised.filter((r) => !r.ok || !r.value).length;
       const validity = req.leaseMs - (performance.now() - started) - this.clockDriftMs(req.leaseMs);
       if (recorded >= this.majority && validity > 0) return fence;
     }
-    await this.release(req.keys, req.token).catch(() => undefined);
+    await this.release(req.keys, req.ownerToken).catch(() => undefined);
     const failures = replies.filter((r) => !r.ok);
     if (failures.length > this.nodes.length - this.majority) {
       throw this.unreachable('acquire', failures);
@@ -80,8 +82,8 @@ export class QuorumLockStore implements LockStore {
     return -Math.max(1, Math.ceil(wait + Math.random() * Math.min(50, req.leaseMs / 10)));
   }
 
-  async release(keys: MutexKeys, token: string): Promise<boolean> {
-    const replies = await this.onAll((node) => node.release(keys, token), this.nodeTimeoutMs);
+  async release(keys: MutexKeys, ownerToken: string): Promise<boolean> {
+    const replies = await this.onAll((node) => node.release(keys, ownerToken), this.nodeTimeoutMs);
     if (replies.some((r) => r.ok && r.value)) return true;
     const failures = replies.filter((r) => !r.ok);
     if (failures.length === this.nodes.length) throw this.unreachable('release', failures);
@@ -146,9 +148,9 @@ export class QuorumLockStore implements LockStore {
     return Promise.reject(noSemaphore());
   }
 
-  readonly permitPass = false;
+  readonly permitHandOff = false;
 
-  semPass(): Promise<{ released: boolean; fence: number }> {
+  semHandOff(): Promise<{ released: boolean; fencingToken: number }> {
     return Promise.reject(noSemaphore());
   }
 

@@ -11,13 +11,13 @@ import { SCRIPTS } from './lua-script';
 import type { LuaScript } from './lua-script';
 import { WriteCoalescer } from './write-coalescer';
 import { fastGrant } from './fast-grant';
-import { TickBatch } from './tick-batch';
+import { TurnBatch } from './turn-batch';
 import { ServerClock } from './server-clock';
 import { BUSY_FOR_UNKNOWN } from '../backend/lock-store';
 import type {
-  LeaseKind,
+  LockKind,
   LockStore,
-  PermitPass,
+  PermitHandOff,
   RenewItem,
   StoreAcquire,
   StoreRwAcquire,
@@ -30,7 +30,7 @@ const ACK_ATTEMPTS = 3;
 /** Most keys one renewal script receives, so one call never blocks Redis for long. */
 export const RENEW_BATCH = 500;
 
-const KIND_CODE: Record<LeaseKind, string> = { mutex: 'm', read: 'r', write: 'w', permit: 's' };
+const KIND_CODE: Record<LockKind, string> = { mutex: 'm', read: 'r', write: 'w', permit: 's' };
 
 export class RedisLockStore implements LockStore {
   /** Cluster: releases use sharded pub/sub, and renewals are batched per slot. */
@@ -39,8 +39,8 @@ export class RedisLockStore implements LockStore {
   readonly semaphores = true;
   private readonly writes: WriteCoalescer;
   /** Single server: the first attempts and the releases of one tick go out together. */
-  private readonly grants: TickBatch<StoreAcquire, number | undefined> | undefined;
-  private readonly releases: TickBatch<{ keys: MutexKeys; token: string }, boolean> | undefined;
+  private readonly grants: TurnBatch<StoreAcquire, number | undefined> | undefined;
+  private readonly releases: TurnBatch<{ keys: MutexKeys; token: string }, boolean> | undefined;
 
   constructor(
     readonly client: RedisClient,
@@ -53,16 +53,16 @@ export class RedisLockStore implements LockStore {
     if (fastGrants && !ack) {
       // An uncontended grant may be plain commands (fast-grant.ts): no failover sets counters back.
       const clock = new ServerClock(client);
-      this.grants = new TickBatch(
+      this.grants = new TurnBatch(
         (req) => {
           const seed = clock.nowMicros();
           // Until this process knows the server's clock, the script seeds counters from TIME.
           if (seed === undefined) return this.grantMany([req]).then((replies) => replies[0]);
-          return fastGrant(client, this.writes, seed, req.keys, req.token, req.leaseMs, instanceId);
+          return fastGrant(client, this.writes, seed, req.keys, req.ownerToken, req.leaseMs, instanceId);
         },
         (reqs) => this.grantMany(reqs),
       );
-      this.releases = new TickBatch(
+      this.releases = new TurnBatch(
         ({ keys, token }) => this.releaseOne(keys, token),
         (items) => this.releaseMany(items),
       );
@@ -91,11 +91,11 @@ export class RedisLockStore implements LockStore {
     if (this.grants && !req.fair && !req.waited) {
       return (await this.grants.push(req)) ?? BUSY_FOR_UNKNOWN;
     }
-    const plain = [req.token, req.leaseMs, this.instanceId];
+    const plain = [req.ownerToken, req.leaseMs, this.instanceId];
     // A plain attempt sends two keys and three arguments: the fewer bytes and Lua table
     // entries per call, the cheaper the uncontended cycle on both sides.
     const args = req.fair
-      ? [...plain, req.waited ? 'w' : '', req.waiterId, req.waiterTtlMs, req.grantMs]
+      ? [...plain, req.waited ? 'w' : '', req.waiterId, req.placeMs, req.handoffMs]
       : req.waited
         ? [...plain, 'w']
         : plain;
@@ -103,12 +103,12 @@ export class RedisLockStore implements LockStore {
     return this.acknowledged(
       () => this.run(SCRIPTS.acquire, keys, args),
       req.keys.lock,
-      () => this.release(req.keys, req.token),
+      () => this.release(req.keys, req.ownerToken),
     );
   }
 
-  release(keys: MutexKeys, token: string): Promise<boolean> {
-    return this.releases ? this.releases.push({ keys, token }) : this.releaseOne(keys, token);
+  release(keys: MutexKeys, ownerToken: string): Promise<boolean> {
+    return this.releases ? this.releases.push({ keys, token: ownerToken }) : this.releaseOne(keys, ownerToken);
   }
 
   private async releaseOne(keys: MutexKeys, token: string): Promise<boolean> {
@@ -119,7 +119,7 @@ export class RedisLockStore implements LockStore {
   /** Several first attempts in one script (grant-many.lua): each one's token, or undefined when busy. */
   private async grantMany(reqs: readonly StoreAcquire[]): Promise<(number | undefined)[]> {
     const keys = reqs.flatMap((r) => [r.keys.lock, r.keys.fence]);
-    const args = reqs.flatMap((r) => [`${r.token}||${this.instanceId}`, r.leaseMs]);
+    const args = reqs.flatMap((r) => [`${r.ownerToken}||${this.instanceId}`, r.leaseMs]);
     const replies = (await this.run(SCRIPTS.grantMany, keys, args)) as number[];
     return replies.map((f) => (Number(f) > 0 ? Number(f) : undefined));
   }
@@ -157,55 +157,59 @@ export class RedisLockStore implements LockStore {
   }
 
   async rwAcquire(req: StoreRwAcquire): Promise<number> {
-    const read = req.mode === 'read';
+    const read = req.kind === 'read';
     const reply = await this.run(SCRIPTS.rwAcquire, req.keys.acquireKeys, [
-      req.token,
+      req.ownerToken,
       req.leaseMs,
       this.instanceId,
       read ? 'r' : 'w',
-      read ? req.heldWriteToken : req.placeTtlMs,
+      read ? req.heldWriteToken : req.placeMs,
       req.writerPreference ? '1' : '0',
     ]);
     return Number(reply);
   }
 
-  async rwRelease(keys: RwKeys, token: string, mode: 'read' | 'write'): Promise<boolean> {
+  async rwRelease(keys: RwKeys, ownerToken: string, kind: 'read' | 'write'): Promise<boolean> {
     const reply = await this.run(SCRIPTS.rwRelease, keys.releaseKeys, [
-      token,
-      mode === 'read' ? 'r' : 'w',
+      ownerToken,
+      kind === 'read' ? 'r' : 'w',
       this.publishCommand,
     ]);
     return Number(reply) === 1;
   }
 
   semAcquire(req: StoreSemAcquire): Promise<number> {
-    const args = [req.token, req.leaseMs, this.instanceId, req.permits, req.initialLimit];
+    const args = [req.ownerToken, req.leaseMs, this.instanceId, req.permits, req.initialLimit];
     return this.acknowledged(
       () => this.run(SCRIPTS.semAcquire, req.keys.acquireKeys, args),
       req.keys.lock,
-      () => this.semRelease(req.keys, req.token),
+      () => this.semRelease(req.keys, req.ownerToken),
     );
   }
 
-  async semRelease(keys: SemKeys, token: string): Promise<boolean> {
-    const reply = (await this.run(SCRIPTS.semRelease, keys.releaseKeys, [token, this.publishCommand])) as number[];
+  async semRelease(keys: SemKeys, ownerToken: string): Promise<boolean> {
+    const reply = (await this.run(SCRIPTS.semRelease, keys.releaseKeys, [ownerToken, this.publishCommand])) as number[];
     return Number(reply[0]) === 1;
   }
 
-  get permitPass(): boolean {
+  get permitHandOff(): boolean {
     return !this.ack;
   }
 
-  async semPass(keys: SemKeys, token: string, to: PermitPass): Promise<{ released: boolean; fence: number }> {
+  async semHandOff(
+    keys: SemKeys,
+    ownerToken: string,
+    to: PermitHandOff,
+  ): Promise<{ released: boolean; fencingToken: number }> {
     const reply = (await this.run(SCRIPTS.semRelease, keys.releaseKeys, [
-      token,
+      ownerToken,
       this.publishCommand,
-      to.token,
+      to.ownerToken,
       to.permits,
       to.leaseMs,
       this.instanceId,
     ])) as [number, number];
-    return { released: Number(reply[0]) === 1, fence: Number(reply[1]) };
+    return { released: Number(reply[0]) === 1, fencingToken: Number(reply[1]) };
   }
 
   semInspect(keys: SemKeys, key: string): Promise<SemaphoreInfo> {
@@ -223,7 +227,7 @@ export class RedisLockStore implements LockStore {
 
   /** Every script call goes through here, so the write coalescer sees each one. */
   private run(script: LuaScript, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
-    this.writes.hold();
+    this.writes.cork();
     return script.run(this.client, keys, args);
   }
 
@@ -233,14 +237,14 @@ export class RedisLockStore implements LockStore {
    */
   private async acknowledged(
     grant: () => Promise<unknown>,
-    lockKey: string,
+    redisKey: string,
     giveBack: () => Promise<unknown>,
   ): Promise<number> {
     for (let attempt = 1; ; attempt++) {
-      const fence = Number(await grant());
-      if (fence < 0 || !this.ack) return fence;
-      const short = await this.ack.check([lockKey]);
-      if (!short) return fence;
+      const fencingToken = Number(await grant());
+      if (fencingToken < 0 || !this.ack) return fencingToken;
+      const short = await this.ack.check([redisKey]);
+      if (!short) return fencingToken;
       await giveBack();
       if (attempt >= ACK_ATTEMPTS) throw short;
     }
@@ -250,7 +254,7 @@ export class RedisLockStore implements LockStore {
     const results = await this.renewOnServer(items);
     if (this.ack && items.length > 0) {
       // A renewal a failover loses would shorten the lease behind the holder's back.
-      const short = await this.ack.check(items.map((item) => item.lockKey));
+      const short = await this.ack.check(items.map((item) => item.redisKey));
       if (short) throw short;
     }
     return results;
@@ -262,7 +266,7 @@ export class RedisLockStore implements LockStore {
     const indexed = items.map((item, index) => ({ item, index }));
     const results: boolean[] = new Array<boolean>(items.length);
     await Promise.all(
-      groupBySlot(indexed, (x) => x.item.lockKey).map(async (group) => {
+      groupBySlot(indexed, (x) => x.item.redisKey).map(async (group) => {
         const done = await this.renewBatches(group.map((x) => x.item));
         group.forEach((x, i) => (results[x.index] = done[i]));
       }),
@@ -274,13 +278,13 @@ export class RedisLockStore implements LockStore {
     const calls: Promise<unknown>[] = [];
     for (let i = 0; i < items.length; i += RENEW_BATCH) {
       const batch = items.slice(i, i + RENEW_BATCH);
-      const packed = batch.map((item) => `${KIND_CODE[item.kind]}${item.leaseMs}:${item.token}`).join(' ');
+      const packed = batch.map((item) => `${KIND_CODE[item.kind]}${item.leaseMs}:${item.ownerToken}`).join(' ');
       calls.push(
         this.run(
           SCRIPTS.renew,
           // A semaphore holder's permits hash keeps pace with its holders zset (see renew.lua).
           batch.flatMap((item) =>
-            item.kind === 'permit' ? [item.lockKey, semPermitsKey(item.lockKey)] : [item.lockKey],
+            item.kind === 'permit' ? [item.redisKey, semPermitsKey(item.redisKey)] : [item.redisKey],
           ),
           [packed],
         ),

@@ -12,7 +12,7 @@ const MIN_SCAN_COUNT = 100;
 const QUEUE_HEAD = 10;
 
 /** The kinds of key a survey reports, by their suffix after the `{name}` hash tag. */
-const KINDS: Record<string, 'mutex' | 'rw' | 'sem' | 'leader'> = {
+const KEY_TYPES: Record<string, 'mutex' | 'rw' | 'sem' | 'leader'> = {
   '': 'mutex',
   ':rw': 'rw',
   ':sem:limit': 'sem',
@@ -56,7 +56,7 @@ export async function surveyLocks(
     scanned += count;
     for (const key of keys) {
       const m = NAME.exec(key.slice(prefix.length));
-      const kind = m ? KINDS[m[2]] : undefined;
+      const kind = m ? KEY_TYPES[m[2]] : undefined;
       if (m && kind) found[kind].add(m[1]);
     }
     if (next === '0') [node, cursor] = [node + 1, '0'];

@@ -43,12 +43,12 @@ export class RedisTickStore implements TickStore {
   }
 
   async settle(keys: TickKeys, at: number, outcome: TickOutcome, pointer?: string): Promise<void> {
-    const released = outcome === 'released';
-    const k = pointer === undefined && !released ? [keys.record(at)] : [keys.record(at), keys.run];
-    if (released) k.push(keys.given);
+    const given = outcome === 'given';
+    const k = pointer === undefined && !given ? [keys.record(at)] : [keys.record(at), keys.run];
+    if (given) k.push(keys.given);
     const args: (string | number)[] = [outcome, this.instanceId];
-    if (pointer !== undefined || released) args.push(pointer ?? '');
-    if (released) args.push(at);
+    if (pointer !== undefined || given) args.push(pointer ?? '');
+    if (given) args.push(at);
     await SCRIPTS.tickSettle.run(this.client, k, args);
   }
 

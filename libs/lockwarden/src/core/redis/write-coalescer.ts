@@ -28,17 +28,17 @@ interface CorkableStream {
  */
 export class WriteCoalescer {
   /** A command went out in this tick: the next ones in it are batched. */
-  private tickOpen = false;
+  private turnOpen = false;
   private corked: CorkableStream[] | undefined;
   private batched = 0;
 
   constructor(private readonly client: RedisClient) {}
 
   /** Call right before sending a command: it goes out now, or with the rest of its tick. */
-  hold(): void {
-    if (!this.tickOpen) {
+  cork(): void {
+    if (!this.turnOpen) {
       // The first command of a tick is written at once: a lone (serial) caller never waits.
-      this.tickOpen = true;
+      this.turnOpen = true;
       process.nextTick(this.endTick);
       return;
     }
@@ -58,7 +58,7 @@ export class WriteCoalescer {
   }
 
   private readonly endTick = (): void => {
-    this.tickOpen = false;
+    this.turnOpen = false;
     this.uncork();
   };
 

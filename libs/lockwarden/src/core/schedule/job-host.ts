@@ -25,7 +25,7 @@ export interface JobHost {
   tryAcquire(key: string, options: AcquireOptions): Promise<LeaseHandle | null>;
   acquire(key: string, options: AcquireOptions): Promise<LeaseHandle>;
   /** Runs `fn` holding `handle`, then releases it (or keeps it to lockAtLeastMs). */
-  hold<T>(handle: LeaseHandle, fn: () => Promise<T>): Promise<T>;
+  runLocked<T>(handle: LeaseHandle, fn: () => Promise<T>): Promise<T>;
   /**
    * Work that shutdown waits for (within its grace) before it closes Redis: a tick's whole
    * handling, so that a tick given back while shutting down reaches Redis.

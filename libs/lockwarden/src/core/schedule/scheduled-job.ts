@@ -107,7 +107,7 @@ export class ScheduledJob {
     }
     const handle = await this.take(at, claim.state === 'waiting', keepMs);
     if (!handle) return undefined;
-    return this.host.hold(handle, () => this.runner.run(at, handle, keepMs, fn));
+    return this.host.runLocked(handle, () => this.runner.run(at, handle, keepMs, fn));
   }
 
   /** The job's lock for tick `at`, or null (the tick is then settled as an overrun). */

@@ -22,7 +22,7 @@ export class TickHandOn {
    */
   async giveBack(at: number, pointer: string | undefined): Promise<void> {
     try {
-      await this.job.host.ticks.settle(this.job.keys, at, 'released', pointer);
+      await this.job.host.ticks.settle(this.job.keys, at, 'given', pointer);
       this.notices.handedOn(at);
     } catch (err) {
       this.notices.lost(at, err);

@@ -1,5 +1,5 @@
--- Uncontended mutex grants for several locks in one call, one server only (store/tick-batch.ts):
--- the first attempts that concurrent flows made in the same tick. Each is the plain grant of
+-- Uncontended mutex grants for several locks in one call, one server only (redis/turn-batch.ts):
+-- the first attempts that concurrent flows made in the same turn of the event loop. Each is the plain grant of
 -- store/fast-grant.ts: SET NX PX, and the token from INCR of the counter, seeded from the
 -- server clock when it was missing (it then lives a minute). A busy lock is left as it is:
 -- its caller runs acquire.lua, which marks it waited for.

@@ -1,5 +1,5 @@
--- Release several mutexes in one call, one server only (store/tick-batch.ts): the releases
--- that concurrent flows asked for in the same tick. Each is release.lua's, in order.
+-- Release several mutexes in one call, one server only (redis/turn-batch.ts): the releases
+-- that concurrent flows asked for in the same turn of the event loop. Each is release.lua's, in order.
 -- KEYS    five per lock, as release.lua takes them: lock, counter, queue, waiters, channel
 -- ARGV[1] 'publish'   ARGV[2..] the owner token of each lock, in order
 -- Returns a list with release.lua's reply for each lock.

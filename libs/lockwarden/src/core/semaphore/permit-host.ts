@@ -15,7 +15,7 @@ export interface PermitHost {
   /** One attempt: the permits, or null when they are not free now. */
   tryAcquire(req: ResolvedPermitAcquire, keys: SemKeys, limit: number): Promise<LeaseHandle | null>;
   /** Runs `fn` holding `handle`, then gives the permits back. */
-  hold<T>(handle: LeaseHandle, fn: () => T | Promise<T>): Promise<T>;
+  runLocked<T>(handle: LeaseHandle, fn: () => T | Promise<T>): Promise<T>;
   /** Stores a new limit; resolves the one before it. */
   setLimit(keys: SemKeys, limit: number): Promise<number>;
   inspect(keys: SemKeys, key: string): Promise<SemaphoreInfo>;

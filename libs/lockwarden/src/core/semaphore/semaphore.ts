@@ -138,7 +138,7 @@ export class Semaphore {
       throw new LockConfigError('withPermit needs a function to run holding permits.', this.key);
     }
     const handle = await this.take(this.scope ? this.scope.options(options) : options);
-    return this.granter.hold(handle, () => fn(handle));
+    return this.granter.runLocked(handle, () => fn(handle));
   }
 
   /**

@@ -5,7 +5,7 @@ import { AcquireGate } from './acquire-gate';
 import type { LockEvent } from '../observe/events';
 import type { LockLogger } from '../observe/logger';
 import { newWaiterId } from '../backend/tokens';
-import type { PermitPass } from '../backend/lock-store';
+import type { PermitHandOff } from '../backend/lock-store';
 import type { WakeBus } from '../backend/wake-bus';
 import { Waiter } from '../backend/waiter';
 
@@ -35,7 +35,7 @@ export interface AttemptSpec {
   /** Undoes a server-side place, or a grant that landed as the caller gave up. */
   withdraw(): Promise<unknown>;
   /** Semaphores: lets a release of this process pass its permits to this waiter. */
-  readonly pass?: PermitPass;
+  readonly handOff?: PermitHandOff;
 }
 
 export interface LoopContext {
@@ -57,10 +57,10 @@ export const SETTLE_GRACE_MS = 250;
 export type LoopResult =
   | {
       readonly granted: true;
-      readonly fence: number;
+      readonly fencingToken: number;
       readonly leaseFrom: number;
       /** How many releases passed the permits on in a row to get here (sem-release.lua). */
-      readonly passes?: number;
+      readonly handOffs?: number;
       /** A release handed this waiter the lock (fair queue) or passed it its permits. */
       readonly handedOff?: boolean;
     }
@@ -101,12 +101,12 @@ export async function acquireLoop(
   let granted = false;
   let handedOff = false;
   try {
-    if (spec.pass) {
+    if (spec.handOff) {
       // Semaphores, where a new caller usually finds every permit taken: on a channel already
       // subscribed, wait for messages from before the first attempt, so that a failed attempt
       // parks at once instead of trying a second time to cover a release in between.
       const early = new Waiter(spec.channel, false, '');
-      early.pass = spec.pass;
+      early.handOff = spec.handOff;
       if (ctx.bus.joinIfLive(early)) waiter = early;
     }
     for (;;) {
@@ -129,15 +129,15 @@ export async function acquireLoop(
       if (reply >= 0) {
         granted = true;
         return handedOff
-          ? { granted: true, fence: reply, leaseFrom: sentAt, handedOff }
-          : { granted: true, fence: reply, leaseFrom: sentAt };
+          ? { granted: true, fencingToken: reply, leaseFrom: sentAt, handedOff }
+          : { granted: true, fencingToken: reply, leaseFrom: sentAt };
       }
       const now = performance.now();
       if (now >= deadline) return { granted: false, busyMs: -reply };
       if (!waiter) {
         waiter = new Waiter(spec.channel, queued, waiterId);
         waiter.handoffMs = spec.handoffMs;
-        waiter.pass = spec.pass;
+        waiter.handOff = spec.handOff;
         await ask(ctx, gate, spec.key, 'subscribe to', ctx.bus.join(waiter), settleBy - now);
         continue;
       }
@@ -153,7 +153,7 @@ export async function acquireLoop(
       if (woke === 'pass') {
         // Granted in a release of this process, timed from when that release was sent.
         granted = true;
-        return { granted: true, ...waiter.passed!, handedOff: true };
+        return { granted: true, ...waiter.handOffGrant!, handedOff: true };
       }
       if (woke === 'grant') {
         // A release handed us the lock, but the message proves nothing about when: it may

@@ -3,7 +3,7 @@ import { checkKey, describe } from '../../core';
 import type { LockService } from '../lock.service';
 import { copyMethodMetadata } from './copy-method-metadata';
 import { LEADER_ONLY_METADATA } from './leadership.constants';
-import { injectLockService, lockServiceOf } from './inject-lock-service';
+import { injectLockService, lockServiceOf } from './lock-method';
 
 /**
  * What `@LeaderOnly` may wrap: a method that returns a promise (it resolves undefined when skipped).

@@ -1,4 +1,4 @@
-import { SetMetadata } from '@nestjs/common';
+import { Inject, SetMetadata } from '@nestjs/common';
 import { Observable } from 'rxjs';
 import { LockAbortedError, LockConfigError } from '../../errors';
 import { editOptions } from '../../core';
@@ -6,8 +6,12 @@ import type { LockEngine, LeaseHandle } from '../../core';
 import { compileKeySpec } from './key-template';
 import type { KeyResolver, KeySpec } from './key-template';
 import { copyMethodMetadata } from './copy-method-metadata';
-import { injectLockService, lockServiceOf } from './inject-lock-service';
-import { LOCKED_METADATA, SCHEDULED_LOCK_METADATA } from './locked.constants';
+import {
+  LOCK_SERVICE_FOR_DECORATORS,
+  LOCK_SERVICE_PROPERTY,
+  LOCKED_METADATA,
+  SCHEDULED_LOCK_METADATA,
+} from './locked.constants';
 import { getLockedMetadata } from './locked-metadata.accessor';
 import type { LockedMetadata } from './locked-metadata.accessor';
 import { checkLockedOptions } from './locked-options';
@@ -148,6 +152,23 @@ export function className(target: object): string {
  * client that goes away cancels the pending acquire; they are never released
  * while the method still runs.
  */
+/**
+ * Asks Nest to inject `LockService` into a decorated class's instances, once per class
+ * whatever mix of `@Locked`, `@Semaphore`, `@LeaderOnly` and the others it carries: every
+ * decorator finds it under the one property and the one token.
+ */
+export function injectLockService(prototype: object): void {
+  const marker = Symbol.for('lockwarden:injected');
+  if (Object.prototype.hasOwnProperty.call(prototype, marker)) return;
+  Object.defineProperty(prototype, marker, { value: true });
+  Inject(LOCK_SERVICE_FOR_DECORATORS)(prototype, LOCK_SERVICE_PROPERTY);
+}
+
+/** The LockService Nest injected into a decorated instance, if it did. */
+export function lockServiceOf<S>(self: unknown): S | undefined {
+  return (self as Record<symbol, S | undefined> | undefined)?.[LOCK_SERVICE_PROPERTY];
+}
+
 /** The engine Nest injected into a decorated instance, or a LockConfigError saying how to get one. */
 export function engineOf(self: unknown, where: string): LockEngine {
   const engine = lockServiceOf<{ readonly lockEngine: LockEngine }>(self)?.lockEngine;

@@ -1,18 +1,9 @@
-import type { LeaseKind, AcquireOptions, LockRequest } from '../../core';
+import type { LockKind, AcquireOptions, LockRequest } from '../../core';
 import type { KeyResolver, KeySpec } from './key-template';
 import { LOCKED_METADATA } from './locked.constants';
 import type { OnBusy } from './locked-options';
 
-/**
- * What a decorator takes: a mutex (`@Locked`), one side of a read/write lock
- * (`@ReadLocked`, `@WriteLocked`), or a permit (`@Semaphore`).
- *
- * @example
- * ```ts
- * const kind: LockKind | undefined = getLockedMetadata(Reports.prototype.rebuild)?.kind; // 'write'
- * ```
- */
-export type LockKind = LeaseKind;
+export type { LockKind };
 
 /** @deprecated Use LockKind. */
 export type LockMode = LockKind;

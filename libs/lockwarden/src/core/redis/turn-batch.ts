@@ -18,7 +18,7 @@ interface Pending<T, R> {
  * pace, and one script call for 20 locks costs the client about what one command costs. A
  * call made alone in its tick goes its own way (`one`), so a serial caller pays nothing.
  */
-export class TickBatch<T, R> {
+export class TurnBatch<T, R> {
   private pending: Pending<T, R>[] = [];
 
   constructor(

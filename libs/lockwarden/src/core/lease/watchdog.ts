@@ -15,7 +15,7 @@ import type { LockStore } from '../backend/lock-store';
  * failures until the lease's safety margin is reached; then the lease's
  * signal aborts, before any other client can take the key.
  */
-export class RenewalScheduler {
+export class Watchdog {
   private readonly leases = new Set<Lease>();
   private timer: NodeJS.Timeout | undefined;
   private timerAt = Infinity;
@@ -124,7 +124,7 @@ export class RenewalScheduler {
     const items = due.map((lease) => {
       const leaseMs = lease.renewalMs(sentAt);
       if (leaseMs < lease.leaseMs) lease.capped = true;
-      return { lockKey: lease.keys.lock, token: lease.token, leaseMs, kind: lease.kind };
+      return { redisKey: lease.keys.lock, ownerToken: lease.ownerToken, leaseMs, kind: lease.kind };
     });
     this.store.renew(items).then(
       (results) => {
