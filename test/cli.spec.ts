@@ -52,7 +52,7 @@ describe('the lockwarden CLI', () => {
     const report = await engine.acquireRead('report', { leaseMs: 60_000, renew: false });
     const table = await cli('list', '--redis', redis.url, '--prefix', prefix);
     expect(table.code).toBe(0);
-    expect(table.out).toMatch(/^LOCK\s+MODE\s+HOLDERS\s+TTL\s+FENCE\s+WAITERS$/m);
+    expect(table.out).toMatch(/^LOCK\s+MODE\s+HOLDERS\s+LEASE-LEFT\s+FENCE\s+WAITERS$/m);
     expect(table.out).toMatch(new RegExp(`^order:1\\s+mutex\\s+worker-7\\s+\\S+\\s+${order.fencingToken}\\s+0$`, 'm'));
     expect(table.out).toMatch(/^report\s+read\s+worker-7/m);
     const json = await cli('list', 'order:*', '--redis', redis.url, '--prefix', prefix, '--json');

@@ -4,7 +4,7 @@ import type { LockInfo, SemaphoreInfo } from '../core';
 export function renderTable(infos: readonly LockInfo[]): string {
   if (infos.length === 0) return 'No locks found.\n';
   const rows = [
-    ['LOCK', 'MODE', 'HOLDERS', 'TTL', 'FENCE', 'WAITERS'],
+    ['LOCK', 'MODE', 'HOLDERS', 'LEASE-LEFT', 'FENCE', 'WAITERS'],
     ...infos.map((i) => [
       i.key,
       i.mode ?? 'free',
@@ -23,7 +23,7 @@ export function renderSemaphore(info: SemaphoreInfo): string {
   const head = `Semaphore ${info.key}: ${limit}, last fencing token ${info.fencingToken}\n`;
   if (info.holders.length === 0) return `${head}No permits held.\n`;
   const rows = [
-    ['HOLDER', 'PERMITS', 'TTL'],
+    ['HOLDER', 'PERMITS', 'LEASE-LEFT'],
     ...info.holders.map((h) => [h.instanceId, String(h.permits), formatMs(h.leaseLeftMs)]),
   ];
   return head + columns(rows);

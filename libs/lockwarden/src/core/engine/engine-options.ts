@@ -7,6 +7,7 @@ import type { LockDefaults } from '../options/options';
 import {
   checkBoolean,
   checkInteger,
+  integerOr,
   checkKnownNames,
   checkOptionsObject,
   describe,
@@ -204,7 +205,7 @@ export function resolveEngineOptions(
   if (o.onEvent !== undefined && typeof o.onEvent !== 'function') {
     throw new LockConfigError(`onEvent must be a function, got ${describe(o.onEvent)}.`);
   }
-  const leaseMs = o.leaseMs === undefined ? 30_000 : checkInteger('leaseMs', o.leaseMs, MIN_LEASE_MS, MAX_MS);
+  const leaseMs = integerOr('leaseMs', o.leaseMs, 30_000, MIN_LEASE_MS, MAX_MS);
   return {
     redis: quorum ? undefined : (o.redis as RedisSpec | undefined),
     quorum,
@@ -212,19 +213,16 @@ export function resolveEngineOptions(
     clockTokens: checkBoolean('clockTokens', o.clockTokens),
     keyPrefix,
     leaseMs,
-    waitMs: o.waitMs === undefined ? 10_000 : checkInteger('waitMs', o.waitMs, 0, MAX_MS),
+    waitMs: integerOr('waitMs', o.waitMs, 10_000, 0, MAX_MS),
     instanceId,
-    safetyMarginMs:
-      o.safetyMarginMs === undefined ? undefined : checkInteger('safetyMarginMs', o.safetyMarginMs, 0, MAX_MS),
-    commandTimeoutMs:
-      o.commandTimeoutMs === undefined ? 2_000 : checkInteger('commandTimeoutMs', o.commandTimeoutMs, 1, MAX_MS),
+    safetyMarginMs: integerOr('safetyMarginMs', o.safetyMarginMs, undefined, 0, MAX_MS),
+    commandTimeoutMs: integerOr('commandTimeoutMs', o.commandTimeoutMs, 2_000, 1, MAX_MS),
     logger,
     onEvent: o.onEvent as LockEventListener | undefined,
     metrics: checkBoolean('metrics', o.metrics) ?? true,
     traces: checkBoolean('traces', o.traces) ?? true,
-    maxHoldMs: o.maxHoldMs === undefined ? undefined : checkInteger('maxHoldMs', o.maxHoldMs, MIN_LEASE_MS, MAX_MS),
-    shutdownGraceMs:
-      o.shutdownGraceMs === undefined ? 10_000 : checkInteger('shutdownGraceMs', o.shutdownGraceMs, 0, MAX_MS),
+    maxHoldMs: integerOr('maxHoldMs', o.maxHoldMs, undefined, MIN_LEASE_MS, MAX_MS),
+    shutdownGraceMs: integerOr('shutdownGraceMs', o.shutdownGraceMs, 10_000, 0, MAX_MS),
   };
 }
 
@@ -254,8 +252,7 @@ function resolveQuorum(raw: unknown): ResolvedQuorum {
   }
   return {
     nodes: q.nodes as RedisSpec[],
-    nodeTimeoutMs:
-      q.nodeTimeoutMs === undefined ? 500 : checkInteger('quorum.nodeTimeoutMs', q.nodeTimeoutMs, 1, MAX_MS),
+    nodeTimeoutMs: integerOr('quorum.nodeTimeoutMs', q.nodeTimeoutMs, 500, 1, MAX_MS),
   };
 }
 
