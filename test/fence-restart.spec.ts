@@ -121,6 +121,59 @@ describe('fencing tokens across a Redis restart without persistence', () => {
     expect(catalog.write(before[1][19])).toBe(false);
   });
 
+  it('never run ahead of the server clock: a plain grant never seeds a counter, so a restart cannot set tokens back', async () => {
+    const keyPrefix = uniquePrefix('fence-clock');
+    const e = engine(keyPrefix);
+    const serverMicros = async (): Promise<number> => {
+      const [seconds, micros] = await admin.time();
+      return Number(seconds) * 1_000_000 + Number(micros);
+    };
+    const calls = async (command: RegExp): Promise<number> => {
+      const stats = await admin.info('commandstats');
+      const lines = stats.split('\r\n').filter((line) => command.test(line));
+      return lines.reduce((n, line) => n + Number(/calls=(\d+)/.exec(line)?.[1] ?? 0), 0);
+    };
+    const scriptCalls = (): Promise<number> => calls(/^cmdstat_(evalsha|eval):/);
+    const setCalls = (): Promise<number> => calls(/^cmdstat_set:/);
+    // A counter whose seed ran ahead of the clock, as one seeded from a process's estimate of
+    // that clock could be: the store must not trust a counter it did not see seeded.
+    const counter = `${keyPrefix}{ahead}:fence`;
+    const ahead = (await serverMicros()) + 5_000_000;
+    await admin.set(counter, String(ahead), 'PX', 60_000);
+    const first = await e.acquire('ahead');
+    // Tokens only rise: this one is above the counter, and the store now knows the name.
+    expect(first.fencingToken).toBeGreaterThan(ahead);
+    await first.release();
+
+    // Names granted lately: plain commands, no script, and no token above the server clock
+    // (on a name whose counter the server seeded).
+    const fresh = await e.withLock('plain', (lock) => lock.fencingToken);
+    expect(fresh).toBeLessThanOrEqual(await serverMicros());
+    const before = await scriptCalls();
+    const setsBefore = await setCalls();
+    const tokens: number[] = [];
+    for (let i = 0; i < 20; i++) {
+      const lock = await e.acquire('plain');
+      tokens.push(lock.fencingToken);
+      expect(lock.fencingToken).toBeLessThanOrEqual(await serverMicros());
+      await lock.release();
+    }
+    // The releases are scripts; the grants were not, and each SET only the lock (none seeded
+    // the counter from this process's idea of the time).
+    expect((await scriptCalls()) - before).toBe(20);
+    expect((await setCalls()) - setsBefore).toBe(20);
+    expect(rising([fresh, ...tokens])).toBe(true);
+
+    // A restart wipes the counter: the next grant, plain again, seeds from the server clock.
+    const ready = once(e.client, 'ready');
+    await redis.process!.stop();
+    await redis.process!.restart();
+    await ready;
+    const after = await e.withLock('plain', (lock) => lock.fencingToken);
+    expect(after).toBeGreaterThan(tokens[tokens.length - 1]);
+    expect(await admin.pttl(`${keyPrefix}{plain}:fence`)).toBeGreaterThan(0);
+  });
+
   it('keep rising when the first grant on a lost counter is a hand-off to a fair waiter', async () => {
     const keyPrefix = uniquePrefix('fence-handoff');
     const events = new EventLog();

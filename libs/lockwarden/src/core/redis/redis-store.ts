@@ -12,7 +12,7 @@ import type { LuaScript } from './lua-script';
 import { WriteCoalescer } from './write-coalescer';
 import { fastGrant } from './fast-grant';
 import { TurnBatch } from './turn-batch';
-import { ServerClock } from './server-clock';
+import { KnownCounters } from './known-counters';
 import { BUSY_FOR_UNKNOWN } from '../backend/lock-store';
 import type {
   LockKind,
@@ -52,15 +52,21 @@ export class RedisLockStore implements LockStore {
     this.writes = new WriteCoalescer(client);
     if (fastGrants && !ack) {
       // An uncontended grant may be plain commands (fast-grant.ts): no failover sets counters back.
-      const clock = new ServerClock(client);
+      const known = new KnownCounters();
+      const many = (reqs: readonly StoreAcquire[]): Promise<(number | undefined)[]> => {
+        const sentAt = performance.now();
+        return this.grantMany(reqs).then((replies) => {
+          for (const req of reqs) known.add(req.keys.fence, sentAt);
+          return replies;
+        });
+      };
       this.grants = new TurnBatch(
         (req) => {
-          const seed = clock.nowMicros();
-          // Until this process knows the server's clock, the script seeds counters from TIME.
-          if (seed === undefined) return this.grantMany([req]).then((replies) => replies[0]);
-          return fastGrant(client, this.writes, seed, req.keys, req.ownerToken, req.leaseMs, instanceId);
+          // A name not granted lately may have no counter: a script seeds it from TIME.
+          if (!known.has(req.keys.fence)) return many([req]).then((replies) => replies[0]);
+          return fastGrant(client, this.writes, req.keys, req.ownerToken, req.leaseMs, instanceId);
         },
-        (reqs) => this.grantMany(reqs),
+        many,
       );
       this.releases = new TurnBatch(
         ({ keys, token }) => this.releaseOne(keys, token),
