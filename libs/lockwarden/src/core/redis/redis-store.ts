@@ -60,14 +60,11 @@ export class RedisLockStore implements LockStore {
           return replies;
         });
       };
-      this.grants = new TurnBatch(
-        (req) => {
-          // A name not granted lately may have no counter: a script seeds it from TIME.
-          if (!known.has(req.keys.fence)) return many([req]).then((replies) => replies[0]);
-          return fastGrant(client, this.writes, req.keys, req.ownerToken, req.leaseMs, instanceId);
-        },
-        many,
-      );
+      this.grants = new TurnBatch((req) => {
+        // A name not granted lately may have no counter: a script seeds it from TIME.
+        if (!known.has(req.keys.fence)) return many([req]).then((replies) => replies[0]);
+        return fastGrant(client, this.writes, req.keys, req.ownerToken, req.leaseMs, instanceId);
+      }, many);
       this.releases = new TurnBatch(
         ({ keys, token }) => this.releaseOne(keys, token),
         (items) => this.releaseMany(items),
