@@ -1,4 +1,3 @@
-import { once } from 'node:events';
 import { Redis } from 'ioredis';
 import { LockEngine } from 'lockwarden';
 import type { LockHandle } from 'lockwarden';
@@ -74,6 +73,14 @@ async function writeRounds(
   return tokens;
 }
 
+/**
+ * Resolves on the client's next 'ready'. Not `events.once`: that rejects on the first
+ * 'error', and a reconnect attempt while the server is down emits ECONNREFUSED as one.
+ */
+function nextReady(client: { once(event: 'ready', listener: () => void): unknown }): Promise<void> {
+  return new Promise((resolve) => client.once('ready', () => resolve()));
+}
+
 /** Each token is above the one before. */
 function rising(tokens: readonly number[]): boolean {
   return tokens.every((t, i) => i === 0 || t > tokens[i - 1]);
@@ -96,7 +103,7 @@ describe('fencing tokens across a Redis restart without persistence', () => {
     const before = [await mutexRounds(), await writeLockRounds()];
     expect(await admin.exists(`${keyPrefix}{ledger}:fence`, `${keyPrefix}{catalog}:rw:fence`)).toBe(2);
 
-    const ready = once(e.client, 'ready');
+    const ready = nextReady(e.client);
     await redis.process!.stop();
     await redis.process!.restart();
     await ready;
@@ -165,7 +172,7 @@ describe('fencing tokens across a Redis restart without persistence', () => {
     expect(rising([fresh, ...tokens])).toBe(true);
 
     // A restart wipes the counter: the next grant, plain again, seeds from the server clock.
-    const ready = once(e.client, 'ready');
+    const ready = nextReady(e.client);
     await redis.process!.stop();
     await redis.process!.restart();
     await ready;
