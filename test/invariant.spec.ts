@@ -147,15 +147,15 @@ const delay = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
 
 async function restartApp(instance: number): Promise<void> {
   const w = workers[instance];
-  const before = w.lines.filter((l) => l.startsWith('restarted')).length;
+  const restarts = (): number => w.lines.filter((l) => l.startsWith('restarted')).length;
+  const before = restarts();
   await send(ports[instance], '/restart', 'POST');
-  await new Promise<void>((resolve) => {
-    const check = (): void => {
-      if (w.lines.filter((l) => l.startsWith('restarted')).length > before) resolve();
-      else void w.waitFor(/^restarted/).then(() => setImmediate(check));
-    };
-    check();
-  });
+  // Counts lines rather than matching one, since earlier restarts printed the same line; an
+  // app that died instead rejects here with its stderr rather than hanging the schedule.
+  while (restarts() <= before) await w.next(/^restarted/);
+  // The app may have had to take another port (see invariant-app.ts).
+  const line = w.lines.filter((l) => l.startsWith('restarted')).pop()!;
+  ports[instance] = Number(line.split(' ')[1]);
 }
 
 async function inject(op: Op, keys: string[]): Promise<void> {
@@ -244,6 +244,11 @@ async function runSchedules(ops: fc.Arbitrary<Op[]>, schedules: number): Promise
       results.forEach((outcome, i) => {
         const what = `${list[i].path} ${outcome}`;
         outcomes.set(what, (outcomes.get(what) ?? 0) + 1);
+      });
+      // An app that died mid-schedule would only make later requests fail: that is a crash of
+      // the library or the app under test, never an outcome to count.
+      workers.forEach((w, i) => {
+        if (w.exitStatus !== undefined) throw new Error(`app${i} exited (${w.exitStatus}):\n${w.stderrTail()}`);
       });
       const violations = await observer.violations();
       if (violations.length > 0) throw new Error(`overlapping live holders:\n${violations.join('\n')}`);

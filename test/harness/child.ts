@@ -10,6 +10,7 @@ export class ChildScript {
   private readonly closed: Promise<number | null>;
   private waiters: { re: RegExp; resolve: (m: RegExpMatchArray) => void }[] = [];
   private stderr = '';
+  private exitCode: number | null | undefined;
 
   constructor(readonly child: ChildProcess) {
     createInterface({ input: child.stdout! }).on('line', (line) => {
@@ -21,10 +22,25 @@ export class ChildScript {
       });
     });
     child.stderr!.on('data', (chunk: Buffer) => (this.stderr += chunk.toString()));
-    this.exited = new Promise((done) => child.once('exit', (code) => done(code)));
+    this.exited = new Promise((done) =>
+      child.once('exit', (code) => {
+        this.exitCode = code;
+        done(code);
+      }),
+    );
     // 'exit' may come before the last output is read (on a busy machine it often does);
     // 'close' comes once stdout and stderr are drained too.
     this.closed = new Promise((done) => child.once('close', (code) => done(code)));
+  }
+
+  /** Undefined while the process runs; then its exit code (null when a signal ended it). */
+  get exitStatus(): number | null | undefined {
+    return this.exitCode;
+  }
+
+  /** The last of what the process wrote to stderr. */
+  stderrTail(chars = 3000): string {
+    return this.stderr.slice(-chars);
   }
 
   /** Resolves with the first line (already printed or still to come) matching `re`. */
@@ -33,6 +49,11 @@ export class ChildScript {
       const m = line.match(re);
       if (m) return Promise.resolve(m);
     }
+    return this.next(re);
+  }
+
+  /** Resolves with the next line still to come that matches `re`; rejects, with stderr, if the process exits first. */
+  next(re: RegExp): Promise<RegExpMatchArray> {
     return new Promise((resolveMatch, reject) => {
       this.waiters.push({ re, resolve: resolveMatch });
       void this.exited.then((code) =>

@@ -326,7 +326,15 @@ let port = Number(PORT);
 
 async function start(): Promise<void> {
   app = await NestFactory.create(AppModule, { logger: ['error'] });
-  await app.listen(port, '127.0.0.1');
+  try {
+    await app.listen(port, '127.0.0.1');
+  } catch (err) {
+    // Another process of the test run may take the port in the moment it is free, between
+    // the old app's close and this listen: listen on another, which the test reads from
+    // the line that says so.
+    if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw err;
+    await app.listen(0, '127.0.0.1');
+  }
   port = (app.getHttpServer().address() as { port: number }).port;
 }
 
