@@ -56,7 +56,10 @@ export class RedisLockStore implements LockStore {
       const many = (reqs: readonly StoreAcquire[]): Promise<(number | undefined)[]> => {
         const sentAt = performance.now();
         return this.grantMany(reqs).then((replies) => {
-          for (const req of reqs) known.add(req.keys.fence, sentAt);
+          // Only a grant gave its counter a minute; a busy attempt left the counter as it was.
+          replies.forEach((token, i) => {
+            if (token !== undefined) known.add(reqs[i].keys.fence, sentAt);
+          });
           return replies;
         });
       };
