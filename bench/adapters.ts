@@ -23,16 +23,27 @@ export interface Adapter {
 
 const TTL = 10_000;
 
-export function lockwarden(url: string, options: { fair?: boolean } = {}): Adapter & { engine: LockEngine } {
+export function lockwarden(
+  url: string,
+  options: { fair?: boolean; readToken?: boolean } = {},
+): Adapter & { engine: LockEngine } {
   const engine = new LockEngine({ redis: url, keyPrefix: 'bench:lw:', waitMs: 60_000 });
   const fair = options.fair === true;
   // The peers' terms: a fixed 10 s lease, no renewal.
   const acquireOptions = fair ? { fair, leaseMs: TTL, renew: false } : { leaseMs: TTL, renew: false };
+  const name = fair ? 'lockwarden fair' : options.readToken ? 'lockwarden token' : 'lockwarden';
   return {
-    name: fair ? 'lockwarden fair' : 'lockwarden',
+    name,
     peer: false,
     engine,
-    acquire: (key) => engine.acquire(key, acquireOptions),
+    // A caller that hands its fencing token to a resource reads it once per hold.
+    acquire: options.readToken
+      ? async (key) => {
+          const lock = await engine.acquire(key, acquireOptions);
+          await lock.fencingToken();
+          return lock;
+        }
+      : (key) => engine.acquire(key, acquireOptions),
     close: () => engine.close(),
   };
 }
@@ -100,6 +111,7 @@ export const LIBRARIES: Record<string, (url: string) => Adapter> = {
   semaphore: (url) => semaphore(url),
   'semaphore tuned': (url) => semaphore(url, true),
   'lockwarden fair': (url) => lockwarden(url, { fair: true }),
+  'lockwarden token': (url) => lockwarden(url, { readToken: true }),
 };
 
 export function makeAdapter(name: string, url: string): Adapter {

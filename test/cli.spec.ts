@@ -49,11 +49,12 @@ describe('the lockwarden CLI', () => {
 
   it('lists held locks with SCAN, as a table and as JSON', async () => {
     const order = await engine.acquire('order:1', { leaseMs: 60_000, renew: false });
+    const orderToken = await order.fencingToken();
     const report = await engine.acquireRead('report', { leaseMs: 60_000, renew: false });
     const table = await cli('list', '--redis', redis.url, '--prefix', prefix);
     expect(table.code).toBe(0);
     expect(table.out).toMatch(/^LOCK\s+MODE\s+HOLDERS\s+LEASE-LEFT\s+FENCE\s+WAITERS$/m);
-    expect(table.out).toMatch(new RegExp(`^order:1\\s+mutex\\s+worker-7\\s+\\S+\\s+${order.fencingToken}\\s+0$`, 'm'));
+    expect(table.out).toMatch(new RegExp(`^order:1\\s+mutex\\s+worker-7\\s+\\S+\\s+${orderToken}\\s+0$`, 'm'));
     expect(table.out).toMatch(/^report\s+read\s+worker-7/m);
     const json = await cli('list', 'order:*', '--redis', redis.url, '--prefix', prefix, '--json');
     const listed = JSON.parse(json.out) as { key: string; mode: string }[];
@@ -64,13 +65,17 @@ describe('the lockwarden CLI', () => {
 
   it('inspects one lock: exit 0 when held, 1 when free, never an owner token', async () => {
     const lock = await engine.acquire('job', { leaseMs: 60_000, renew: false });
+    // Before the holder reads its token, none was minted: the CLI says null.
+    const unread = await cli('inspect', 'job', '--redis', redis.url, '--prefix', prefix, '--json');
+    expect(JSON.parse(unread.out)).toMatchObject({ key: 'job', held: true, fencingToken: null });
+    const lockToken = await lock.fencingToken();
     const held = await cli('inspect', 'job', '--redis', redis.url, '--prefix', prefix, '--json');
     expect(held.code).toBe(0);
     expect(JSON.parse(held.out)).toMatchObject({
       key: 'job',
       held: true,
       mode: 'mutex',
-      fencingToken: lock.fencingToken,
+      fencingToken: lockToken,
     });
     const token = (await admin.get(`${prefix}{job}`))!.split('|')[0];
     expect(token).toMatch(/^[0-9a-f]{32}$/);
@@ -85,7 +90,13 @@ describe('the lockwarden CLI', () => {
     const json = await cli('semaphore', 'exports', '--redis', redis.url, '--prefix', prefix, '--json');
     expect(json.code).toBe(0);
     const info = JSON.parse(json.out);
-    expect(info).toMatchObject({ key: 'exports', limit: 3, used: 2, available: 1, fencingToken: two.fencingToken });
+    expect(info).toMatchObject({
+      key: 'exports',
+      limit: 3,
+      used: 2,
+      available: 1,
+      fencingToken: await two.fencingToken(),
+    });
     expect(info.holders).toEqual([
       { instanceId: 'worker-7', permits: 2, leaseLeftMs: expect.any(Number), ttlMs: info.holders[0].leaseLeftMs },
     ]);

@@ -204,7 +204,7 @@ describe('a locked key whose slot migrates to another master', () => {
         key,
         async (lock) => {
           if (++inside > 1) overlap++;
-          order.push(lock.fencingToken);
+          order.push(await lock.fencingToken());
           await admin.get(`${keyPrefix}probe`);
           inside--;
         },
@@ -221,12 +221,13 @@ describe('a locked key whose slot migrates to another master', () => {
     expect(holder.isHeld()).toBe(true);
     expect(holder.signal.aborted).toBe(false);
     expect(await nodeOf(lockKey)).toBe(`127.0.0.1:${target.port}`);
+    const holderToken = await holder.fencingToken();
     expect(await holder.release()).toBe(true);
     await Promise.all(waiters);
     expect(overlap).toBe(0);
     // The fencing counter moved with the slot: tokens keep rising.
     expect(order).toHaveLength(2);
-    expect(order[0]).toBeGreaterThan(holder.fencingToken);
+    expect(order[0]).toBeGreaterThan(holderToken);
     expect(order[1]).toBeGreaterThan(order[0]);
   });
 });
@@ -265,7 +266,7 @@ describe('a Cluster shard failover (3 masters + 3 replicas)', () => {
       );
       expect(kept || held.signal.aborted || !held.isHeld()).toBe(true);
       const later = await e.acquire(laterKey, { waitMs: 20_000 });
-      expect(later.fencingToken).toBeGreaterThan(0);
+      expect(await later.fencingToken()).toBeGreaterThan(0);
       await later.release();
       await held.release().catch(() => undefined);
     } finally {

@@ -100,13 +100,13 @@ class Accounts {
   @Locked('outer:{0}')
   async inner(id: string): Promise<number> {
     void id;
-    return this.locks!.current()!.fencingToken;
+    return this.locks!.current()!.fencingToken();
   }
 
   @Locked('doomed', {})
   async doomed(prefix: string): Promise<string> {
     const lock = this.locks!.current('doomed')!;
-    this.seenToken = lock.fencingToken;
+    this.seenToken = await lock.fencingToken();
     await admin.del(`${prefix}{doomed}`);
     await aborted(lock.signal);
     this.sawAbort = lock.signal.aborted;

@@ -104,7 +104,9 @@ describe('a queued waiter paused past its lease', () => {
     // and another process takes the lock.
     for (const h of held) await h.release();
     const taken = await Promise.all(ks.map((k) => other.acquire(k, { waitMs: 10_000 })));
-    for (const t of taken) expect(await resource.write(t.key, t.fencingToken, 'other')).toBe(true);
+    const takenTokens = new Map<string, number>();
+    for (const t of taken) takenTokens.set(t.key, await t.fencingToken());
+    for (const t of taken) expect(await resource.write(t.key, takenTokens.get(t.key)!, 'other')).toBe(true);
     w.kill('SIGCONT');
     await ticks(w, 20);
 
@@ -113,7 +115,7 @@ describe('a queued waiter paused past its lease', () => {
     for (const t of taken) await t.release();
     await w.waitFor(/^done$/);
     const got = reported(w, 'acquired');
-    for (const t of taken) expect(got.get(t.key)).toBeGreaterThan(t.fencingToken);
+    for (const t of taken) expect(got.get(t.key)).toBeGreaterThan(takenTokens.get(t.key)!);
     expect(await count(prefix, 'refused', 'waiter')).toBe(0);
     expect(await count(prefix, 'accepted', 'waiter')).toBe(TRIALS);
   });
@@ -132,7 +134,7 @@ describe('a holder paused past its lease', () => {
     await h.waitFor(/^stopping$/); // it stops itself, its next step already due
 
     const taken = await Promise.all(ks.map((k) => other.acquire(k, { waitMs: 10_000 })));
-    for (const t of taken) expect(await resource.write(t.key, t.fencingToken, 'other')).toBe(true);
+    for (const t of taken) expect(await resource.write(t.key, await t.fencingToken(), 'other')).toBe(true);
     h.kill('SIGCONT');
     await until(() => ks.every((k) => h.lines.some((l) => l.startsWith(`checked ${k} `))));
 

@@ -80,7 +80,7 @@ describe('a Redis restart mid-hold (no persistence)', () => {
     }
     // Usable again within a second of Redis coming back.
     const fresh = await other.acquire('fresh', { waitMs: 1_000 });
-    expect(fresh.fencingToken).toBeGreaterThan(0);
+    expect(await fresh.fencingToken()).toBeGreaterThan(0);
     await fresh.release();
   });
 });
@@ -92,6 +92,8 @@ describe('a holder cut off from Redis by a partition', () => {
     const healthy = engine({ keyPrefix });
     const sections: Section[] = [];
     const first = await cutOff.acquire('p');
+    // Read while held: once cut off and lost, a read rejects and mints nothing.
+    const firstToken = await first.fencingToken();
     const firstEntry = await serverTime();
     let abortedAt = Infinity;
     first.signal.addEventListener('abort', () => (abortedAt = performance.now()));
@@ -104,11 +106,12 @@ describe('a holder cut off from Redis by a partition', () => {
     expect(first.signal.reason).toBeInstanceOf(LockLostError);
     expect(abortedAt).toBeLessThan(grantedAt);
     sections.push(
-      { key: 'p', token: first.fencingToken, entry: firstEntry, exit: firstEntry, aborted: true },
+      { key: 'p', token: firstToken, entry: firstEntry, exit: firstEntry, aborted: true },
       await closeSection(next, nextEntry),
     );
     expect(checkHistory(sections)).toEqual([]);
-    expect(next.fencingToken).toBeGreaterThan(first.fencingToken);
+    expect(sections[1].token).toBeGreaterThan(firstToken);
+    await expect(first.fencingToken()).rejects.toBeInstanceOf(LockLostError);
   });
 });
 
@@ -141,7 +144,7 @@ async function serverTime(): Promise<number> {
 
 async function closeSection(lock: LockHandle, entry: number): Promise<Section> {
   const exit = await serverTime();
-  const section = { key: lock.key, token: lock.fencingToken, entry, exit, aborted: lock.signal.aborted };
+  const section = { key: lock.key, token: await lock.fencingToken(), entry, exit, aborted: lock.signal.aborted };
   await lock.release();
   return section;
 }

@@ -64,8 +64,8 @@ async function writeRounds(
   for (let i = 0; i < rounds; i++) {
     const lock = await take();
     try {
-      tokens.push(lock.fencingToken);
-      resource.write(lock.fencingToken);
+      tokens.push(await lock.fencingToken());
+      resource.write(await lock.fencingToken());
     } finally {
       await lock.release();
     }
@@ -149,26 +149,27 @@ describe('fencing tokens across a Redis restart without persistence', () => {
     await admin.set(counter, String(ahead), 'PX', 60_000);
     const first = await e.acquire('ahead');
     // Tokens only rise: this one is above the counter, and the store now knows the name.
-    expect(first.fencingToken).toBeGreaterThan(ahead);
+    expect(await first.fencingToken()).toBeGreaterThan(ahead);
     await first.release();
 
-    // Names granted lately: plain commands, no script, and no token above the server clock
-    // (on a name whose counter the server seeded).
-    const fresh = await e.withLock('plain', (lock) => lock.fencingToken);
+    // Plain grants: a SET of the lock only, and a token minted by script (from the server
+    // clock) when read, never above that clock.
+    const fresh = await e.withLock('plain', (lock) => lock.fencingToken());
     expect(fresh).toBeLessThanOrEqual(await serverMicros());
     const before = await scriptCalls();
     const setsBefore = await setCalls();
     const tokens: number[] = [];
     for (let i = 0; i < 20; i++) {
       const lock = await e.acquire('plain');
-      tokens.push(lock.fencingToken);
-      expect(lock.fencingToken).toBeLessThanOrEqual(await serverMicros());
+      tokens.push(await lock.fencingToken());
+      expect(await lock.fencingToken()).toBeLessThanOrEqual(await serverMicros());
       await lock.release();
     }
-    // The releases are scripts; the grants were not, and each SET only the lock (none seeded
-    // the counter from this process's idea of the time).
-    expect((await scriptCalls()) - before).toBe(20);
-    expect((await setCalls()) - setsBefore).toBe(20);
+    // Per cycle, two scripts (the mint on the first read only, and the release) and three
+    // SETs: the grant's, and the mint's of the counter and of the lock's value. The grants
+    // were not scripts, and none seeded the counter from this process's idea of the time.
+    expect((await scriptCalls()) - before).toBe(40);
+    expect((await setCalls()) - setsBefore).toBe(60);
     expect(rising([fresh, ...tokens])).toBe(true);
 
     // A restart wipes the counter: the next grant, plain again, seeds from the server clock.
@@ -176,7 +177,7 @@ describe('fencing tokens across a Redis restart without persistence', () => {
     await redis.process!.stop();
     await redis.process!.restart();
     await ready;
-    const after = await e.withLock('plain', (lock) => lock.fencingToken);
+    const after = await e.withLock('plain', (lock) => lock.fencingToken());
     expect(after).toBeGreaterThan(tokens[tokens.length - 1]);
     expect(await admin.pttl(`${keyPrefix}{plain}:fence`)).toBeGreaterThan(0);
   });
@@ -192,11 +193,12 @@ describe('fencing tokens across a Redis restart without persistence', () => {
     // The counter is gone while the lock and its queue are not: the hand-off in release.lua
     // is then the grant that starts a new counter.
     expect(await admin.del(`${keyPrefix}{queue}:fence`)).toBe(1);
+    const holderToken = await holder.fencingToken();
     await holder.release();
     const next = await waiting;
-    expect(next.fencingToken).toBeGreaterThan(holder.fencingToken);
+    expect(await next.fencingToken()).toBeGreaterThan(holderToken);
     // Exactly the stored token: the hand-off message carries all 16 digits, not Lua's 14.
-    expect(String(next.fencingToken)).toBe(await admin.get(`${keyPrefix}{queue}:fence`));
+    expect(String(await next.fencingToken())).toBe(await admin.get(`${keyPrefix}{queue}:fence`));
     await next.release();
   });
 

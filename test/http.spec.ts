@@ -67,7 +67,7 @@ class RouteController {
   @Get('pool/:region')
   @Semaphore('route:pool:{0}', { limit: 2, onBusy: 'throw' })
   async pool(@Param('region') region: string): Promise<{ region: string; token: number | undefined }> {
-    return { region, token: this.locks.current()?.fencingToken };
+    return { region, token: await this.locks.current()?.fencingToken() };
   }
 
   @Get('stream')
@@ -94,7 +94,7 @@ class RouteController {
   @Get('once/:id')
   @Locked('route:once:{0}')
   async once(@Param('id') id: string): Promise<{ token: number | undefined; id: string }> {
-    return { token: this.locks.current(`route:once:${id}`)?.fencingToken, id };
+    return { token: await this.locks.current(`route:once:${id}`)?.fencingToken(), id };
   }
 }
 
@@ -177,7 +177,7 @@ describe('@Locked controller routes over HTTP', () => {
     const ok = await request(app.getHttpServer()).get('/r/pool/eu');
     expect(ok.status).toBe(200);
     expect(ok.body.region).toBe('eu');
-    expect(ok.body.token).toBeGreaterThan(held[1].fencingToken);
+    expect(ok.body.token).toBeGreaterThan(await held[1].fencingToken());
     await held[1].release();
   });
 

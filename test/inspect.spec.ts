@@ -32,16 +32,17 @@ describe('inspect()', () => {
       holders: [],
       leaseLeftMs: 0,
       ttlMs: 0,
-      fencingToken: 0,
+      fencingToken: null,
       waiters: 0,
     });
     const lock = await a.acquire('invoice', { leaseMs: 60_000, renew: false });
+    const lockToken = await lock.fencingToken();
     const events = new EventLog();
     const [, c] = pair({ keyPrefix: a.options.keyPrefix, onEvent: events.listener });
     const waiting = c.acquire('invoice', { fair: true, waitMs: 60_000 });
     await events.next({ type: 'waiting' });
     const info = await b.inspect('invoice');
-    expect(info).toMatchObject({ held: true, mode: 'mutex', fencingToken: lock.fencingToken, waiters: 1 });
+    expect(info).toMatchObject({ held: true, mode: 'mutex', fencingToken: lockToken, waiters: 1 });
     expect(info.holders).toEqual([
       { instanceId: 'billing-1', leaseLeftMs: expect.any(Number), ttlMs: info.holders[0].leaseLeftMs },
     ]);
@@ -50,10 +51,11 @@ describe('inspect()', () => {
     expect(JSON.stringify(info)).not.toContain((lock as LeaseHandle).lease.ownerToken);
     await lock.release();
     const next = await waiting;
-    expect(next.fencingToken).toBeGreaterThan(lock.fencingToken);
+    const nextToken = await next.fencingToken();
+    expect(nextToken).toBeGreaterThan(lockToken);
     await next.release();
     // Free: the last token handed out on this name.
-    expect(await b.inspect('invoice')).toMatchObject({ held: false, fencingToken: next.fencingToken });
+    expect(await b.inspect('invoice')).toMatchObject({ held: false, fencingToken: nextToken });
   });
 
   it('reports read holders one by one, and a writer', async () => {
@@ -64,7 +66,11 @@ describe('inspect()', () => {
     expect(info.holders).toHaveLength(2);
     for (const r of readers) await r.release();
     const writer = await b.acquireWrite('catalog');
-    expect(await a.inspect('catalog')).toMatchObject({ held: true, mode: 'write', fencingToken: writer.fencingToken });
+    expect(await a.inspect('catalog')).toMatchObject({
+      held: true,
+      mode: 'write',
+      fencingToken: await writer.fencingToken(),
+    });
     await writer.release();
   });
 
@@ -80,13 +86,14 @@ describe('forceUnlock()', () => {
     const [a, b] = pair();
     // A fixed 60 s lease: without the wake-up the waiter would sleep until it ran out.
     const stuck = await a.acquire('stuck', { leaseMs: 60_000, renew: false });
+    const stuckToken = await stuck.fencingToken();
     const events = new EventLog();
     const [, c] = pair({ keyPrefix: a.options.keyPrefix, onEvent: events.listener });
     const waiter = c.acquire('stuck', { waitMs: 120_000 });
     await events.next({ type: 'waiting' });
     expect(await b.forceUnlock('stuck')).toBe(true);
     const next = await waiter;
-    expect(next.fencingToken).toBeGreaterThan(stuck.fencingToken);
+    expect(await next.fencingToken()).toBeGreaterThan(stuckToken);
     await next.release();
     expect(await b.forceUnlock('stuck')).toBe(false);
   });

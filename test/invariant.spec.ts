@@ -158,6 +158,30 @@ async function restartApp(instance: number): Promise<void> {
   ports[instance] = Number(line.split(' ')[1]);
 }
 
+/**
+ * Takes a lock away from outside, as an operator would. It queues behind any Redis restart
+ * another op injected (the same queue), and an attempt made while a client is still
+ * reconnecting is made again once Redis answers: the fault is the revocation, not a refused
+ * command. An attempt that failed may still have reached Redis, so the observer's
+ * revocation covers every attempt.
+ */
+function revokeFromOutside(key: string, revoke: () => Promise<number>): Promise<void> {
+  return serially('redis', () =>
+    observer.revoking(key, async () => {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          return await revoke();
+        } catch (err) {
+          if (attempt >= 20) throw err;
+          // Redis is back (the restart finished before this ran); wait for a client to reconnect.
+          await admin.ping().catch(() => undefined);
+          await delay(100);
+        }
+      }
+    }),
+  );
+}
+
 async function inject(op: Op, keys: string[]): Promise<void> {
   await delay(op.faultAfterMs);
   switch (op.fault) {
@@ -166,7 +190,7 @@ async function inject(op: Op, keys: string[]): Promise<void> {
       return;
     case 'force-unlock':
       for (const key of keys) {
-        await observer.revoking(key, async () => {
+        await revokeFromOutside(key, async () => {
           // forceUnlock knows mutexes and read/write locks; a semaphore's holders are deleted.
           if (op.path === 'permit') await admin.del(`${prefix}{${key}}:sem:holders`, `${prefix}{${key}}:sem:permits`);
           else await engine.forceUnlock(key);
@@ -176,7 +200,7 @@ async function inject(op: Op, keys: string[]): Promise<void> {
       return;
     case 'delete-key':
       for (const key of keys) {
-        await observer.revoking(key, async () => {
+        await revokeFromOutside(key, async () => {
           // The mutex's own key; a read/write key falls back to forceUnlock, which knows its layout.
           if (rw(op)) await engine.forceUnlock(key);
           else if (op.path === 'permit')

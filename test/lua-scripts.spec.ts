@@ -16,8 +16,8 @@ const RW_RELEASE = lua('rw-release');
 const INSPECT = lua('inspect');
 const FORCE_UNLOCK = lua('force-unlock');
 const FENCE_RAISE = lua('fence-raise');
-const FENCE_SEED = lua('fence-seed');
-const GRANT_MANY = lua('grant-many');
+const FENCE_MINT = lua('fence-mint');
+const RELEASE_PLAIN = lua('release-plain');
 const RELEASE_MANY = lua('release-many');
 
 let redis: RedisTarget;
@@ -303,11 +303,12 @@ describe('acquire.lua', () => {
     await expectPttlNear(m.fence, 60_000);
   });
 
-  it('a fast grant (empty fence in the value) asked again by its owner answers with the counter', async () => {
+  it('a plain grant (empty fence in the value) asked again by its owner answers 0: no token minted, the counter untouched', async () => {
     const { m } = fresh('acq-fast-again');
     await client.set(m.lock, 'tok-a||inst-a', 'PX', 30_000);
     await client.set(m.fence, '8000000000000007');
-    expect(await acquire(m, 'tok-a', { lease: 30_000 })).toBe(8000000000000007);
+    expect(await acquire(m, 'tok-a', { lease: 30_000 })).toBe(0);
+    expect(await client.get(m.fence)).toBe('8000000000000007');
     // Anyone else finds it busy, and marks it waited for.
     expect(await acquire(m, 'tok-b')).toBeLessThan(0);
     expect(await client.get(m.lock)).toBe('tok-a||inst-a|w');
@@ -1166,12 +1167,12 @@ describe('inspect.lua', () => {
     expect(await inspect(m, rw)).toEqual(['', 0, 41, 3]);
   });
 
-  it('a fast grant (empty fence in the value): the token is read from the counter', async () => {
+  it("a plain grant whose token nobody read (empty fence in the value): '' for the token, not the counter", async () => {
     const { m, rw } = fresh('insp-fast');
     await client.set(m.lock, 'tok-secret||inst-a', 'PX', 30_000);
     await client.set(m.fence, '8000000000000005');
     const reply = await inspect(m, rw);
-    expect(reply).toEqual(['mutex', expect.any(Number), 8000000000000005, 0, 'inst-a', reply[1]]);
+    expect(reply).toEqual(['mutex', expect.any(Number), '', 0, 'inst-a', reply[1]]);
   });
 
   it('a held mutex: mode, PTTL, fencing token, fair waiters, one instance/ttl pair, never the owner token', async () => {
@@ -1303,58 +1304,83 @@ describe('force-unlock.lua', () => {
   });
 });
 
-describe('fence-seed.lua', () => {
-  const seed = async (m: MKeys, token: string): Promise<number> =>
-    Number(await run(FENCE_SEED, [m.lock, m.fence], [token]));
+describe('fence-mint.lua', () => {
+  const mint = async (m: MKeys, token: string): Promise<number> =>
+    Number(await run(FENCE_MINT, [m.lock, m.fence], [token]));
 
-  it('gives the holder of a fast grant a token from the server clock, and the counter its TTL back', async () => {
-    const { m } = fresh('seed-own');
+  it('mints the holder of a plain grant a token from the server clock, into the counter and the lock, TTL kept', async () => {
+    const { m } = fresh('mint-own');
     await client.set(m.lock, 'tok-a||inst-a', 'PX', 30_000);
-    await client.set(m.fence, '1'); // an INCR on a counter that had lapsed: no TTL, a tiny value
     const before = await clock();
-    const token = await seed(m, 'tok-a');
+    const token = await mint(m, 'tok-a');
     const after = await clock();
     expectWithin(token, before.us, after.us);
     expect(await client.get(m.fence)).toBe(String(token));
     await expectPttlNear(m.fence, 60_000);
+    expect(await client.get(m.lock)).toBe(`tok-a|${token}|inst-a`);
+    await expectPttlNear(m.lock, 30_000);
+    // A second read mints nothing new: the same token, the counter unmoved.
+    expect(await mint(m, 'tok-a')).toBe(token);
+    expect(await client.get(m.fence)).toBe(String(token));
   });
 
-  it('answers 0 and writes nothing for a caller that does not hold the lock', async () => {
-    const { m } = fresh('seed-other');
+  it('keeps the waited-for mark, and rises past a counter a later holder finds', async () => {
+    const { m } = fresh('mint-rise');
+    await client.set(m.lock, 'tok-a||inst-a|w', 'PX', 30_000);
+    const first = await mint(m, 'tok-a');
+    expect(await client.get(m.lock)).toBe(`tok-a|${first}|inst-a|w`);
+    await client.set(m.lock, 'tok-b||inst-b', 'PX', 30_000);
+    expect(await mint(m, 'tok-b')).toBeGreaterThan(first);
+  });
+
+  it('seeds past a counter an older version left (small, no TTL)', async () => {
+    const { m } = fresh('mint-legacy');
     await client.set(m.lock, 'tok-a||inst-a', 'PX', 30_000);
     await client.set(m.fence, '1');
-    expect(await seed(m, 'tok-b')).toBe(0);
-    expect(await client.get(m.fence)).toBe('1');
+    const before = await clock();
+    expect(await mint(m, 'tok-a')).toBeGreaterThanOrEqual(before.us);
+    await expectPttlNear(m.fence, 60_000);
+  });
+
+  it('answers 0 and writes nothing for a caller that does not hold the lock, or when there is no lock', async () => {
+    const { m } = fresh('mint-other');
+    await client.set(m.lock, 'tok-a||inst-a', 'PX', 30_000);
+    expect(await mint(m, 'tok-b')).toBe(0);
+    // A token that is a prefix of the holder's is not the holder.
+    expect(await mint(m, 'tok')).toBe(0);
+    expect(await client.exists(m.fence)).toBe(0);
+    expect(await client.get(m.lock)).toBe('tok-a||inst-a');
+    await client.del(m.lock);
+    expect(await mint(m, 'tok-a')).toBe(0);
+    expect(await client.exists(m.fence, m.lock)).toBe(0);
   });
 });
 
-describe('grant-many.lua and release-many.lua (the first attempts and releases of one tick, one server)', () => {
-  it('grants each free lock with the INCR of its counter (seeded from TIME when missing), and leaves a busy one as it is', async () => {
-    const a = fresh('many-a').m;
-    const b = fresh('many-b').m;
-    const busy = fresh('many-busy').m;
-    await client.set(a.fence, '8000000000000041', 'PX', 60_000);
-    await client.set(busy.lock, 'tok-z||inst-z', 'PX', 30_000);
-    const before = await clock();
-    const reply = (await run(
-      GRANT_MANY,
-      [a.lock, a.fence, b.lock, b.fence, busy.lock, busy.fence],
-      ['tok-a||inst', 5_000, 'tok-b||inst', 6_000, 'tok-c||inst', 7_000],
-    )) as number[];
-    const after = await clock();
-    expect(reply[0]).toBe(8000000000000042);
-    expectWithin(reply[1], before.us, after.us);
-    expect(reply[2]).toBe(-1);
-    expect(await client.get(a.lock)).toBe('tok-a||inst');
-    await expectPttlNear(a.lock, 5_000);
-    await expectPttlNear(b.lock, 6_000);
-    expect(await client.get(b.fence)).toBe(String(reply[1]));
-    await expectPttlNear(b.fence, 60_000);
-    // Busy: untouched, not even marked (the caller's acquire.lua does that), its counter unmoved.
-    expect(await client.get(busy.lock)).toBe('tok-z||inst-z');
-    expect(await client.exists(busy.fence)).toBe(0);
+describe('release-plain.lua', () => {
+  const releasePlain = async (m: MKeys, token: string): Promise<number> =>
+    Number(await run(RELEASE_PLAIN, [m.lock], [token]));
+
+  it("deletes its owner's lock when nobody waited, and publishes nothing", async () => {
+    const { m } = fresh('plain-own');
+    const channel = await listen(m.channel);
+    await client.set(m.lock, 'tok-a||inst-a', 'PX', 30_000);
+    expect(await releasePlain(m, 'tok-a')).toBe(1);
+    expect(await client.exists(m.lock)).toBe(0);
+    expect(await channel.take()).toEqual([]);
   });
 
+  it("answers 0 for another's lock or none, and 2, touching nothing, for a lock someone waited for", async () => {
+    const { m } = fresh('plain-other');
+    await client.set(m.lock, 'tok-a|5|inst-a|w', 'PX', 30_000);
+    expect(await releasePlain(m, 'tok-b')).toBe(0);
+    expect(await releasePlain(m, 'tok-a')).toBe(2);
+    expect(await client.get(m.lock)).toBe('tok-a|5|inst-a|w');
+    await client.del(m.lock);
+    expect(await releasePlain(m, 'tok-a')).toBe(0);
+  });
+});
+
+describe('release-many.lua (the releases of one event-loop turn, one server)', () => {
   it("releases each lock as release.lua would: its owner's, not another's, and wakes waiters of a marked one", async () => {
     const a = fresh('rel-many-a').m;
     const b = fresh('rel-many-b').m;

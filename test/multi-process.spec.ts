@@ -66,7 +66,7 @@ describe('across processes', () => {
       // The budget is the dead holder's lease plus one wait cycle: the waiter sleeps for the
       // lease's remaining TTL and retries once it has run out.
       const lock = await engine.acquire('k', { waitMs: 2_000 });
-      expect(lock.fencingToken).toBeGreaterThan(Number(token));
+      expect(await lock.fencingToken()).toBeGreaterThan(Number(token));
       await lock.release();
     } finally {
       await engine.close();

@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import { LockAbortedError, LockConfigError, LockEngine, LockLostError, LockTimeoutError } from 'lockwarden';
+import type { LockEngineOptions } from 'lockwarden';
 import { aborted, EventLog } from './harness/event-log';
 import { engineFactory } from './harness/engines';
 import { startRedis } from './harness/redis';
@@ -66,9 +67,9 @@ describe('reentrancy', () => {
     const e = engine();
     await e.withLock('r', async (outer) => {
       const inner = await e.acquire('r', { waitMs: 0 });
-      expect(inner.fencingToken).toBe(outer.fencingToken);
-      const nested = await e.withLock('r', (lock) => lock.fencingToken);
-      expect(nested).toBe(outer.fencingToken);
+      expect(await inner.fencingToken()).toBe(await outer.fencingToken());
+      const nested = await e.withLock('r', (lock) => lock.fencingToken());
+      expect(nested).toBe(await outer.fencingToken());
       expect(await inner.release()).toBe(true);
       expect(outer.isHeld()).toBe(true);
       expect(e.current('r')).toBe(outer);
@@ -81,12 +82,14 @@ describe('reentrancy', () => {
     const outer = (await e.acquire('frames')) as Parameters<LockEngine['runInFrames']>[0][number];
     const token = await e.runInFrames([outer], async () => {
       const inner = await e.acquire('frames', { waitMs: 0 }); // re-enters the frame's lock
+      const innerToken = await inner.fencingToken();
       await inner.release();
-      return inner.fencingToken;
+      return innerToken;
     });
-    expect(token).toBe(outer.fencingToken);
+    const outerToken = await outer.fencingToken();
+    expect(token).toBe(outerToken);
     expect(outer.isHeld()).toBe(true);
-    expect(await e.runHolding(outer, (handle) => handle.fencingToken)).toBe(outer.fencingToken);
+    expect(await e.runHolding(outer, (handle) => handle.fencingToken())).toBe(outerToken);
     expect(outer.isHeld()).toBe(false);
     expect(await admin.exists(`${e.options.keyPrefix}{frames}`)).toBe(0);
   });
@@ -97,11 +100,13 @@ describe('reentrancy', () => {
     const first = (await e.acquire('run-locked')) as Held;
     expect(e.heldLocks).toBe(1);
     expect(e.heldCount).toBe(e.heldLocks);
-    expect(await e.runLocked([first], () => first.fencingToken)).toBe(first.fencingToken);
+    const firstToken = await first.fencingToken();
+    expect(await e.runLocked([first], () => first.fencingToken())).toBe(firstToken);
     expect(first.isHeld()).toBe(false);
     expect(e.heldLocks).toBe(0);
     const second = (await e.acquire('run-locked')) as Held;
-    expect(await e.hold([second], () => second.fencingToken)).toBe(second.fencingToken);
+    const secondToken = await second.fencingToken();
+    expect(await e.hold([second], () => second.fencingToken())).toBe(secondToken);
     expect(second.isHeld()).toBe(false);
     expect(e.heldCount).toBe(0);
   });
@@ -147,35 +152,40 @@ describe('fencing tokens', () => {
     const [a, b] = pair();
     const tokens: number[] = [];
     for (let i = 0; i < 10; i++) {
-      tokens.push(await (i % 2 ? a : b).withLock('f', (lock) => lock.fencingToken));
+      tokens.push(await (i % 2 ? a : b).withLock('f', (lock) => lock.fencingToken()));
     }
     expect(tokens[0]).toBeGreaterThan(0);
     expect(tokens.every((t, i) => i === 0 || t > tokens[i - 1])).toBe(true);
-    // Once both engines read the server clock, uncontended grants on one server count up by
-    // one (the fast grant's INCR); each key has its own counter, so one never moves another.
-    const other = await a.withLock('other-key', (lock) => lock.fencingToken);
-    expect(await b.withLock('f', (lock) => lock.fencingToken)).toBe(tokens[9] + 1);
-    expect(await b.withLock('other-key', (lock) => lock.fencingToken)).toBe(other + 1);
+    // Each key has its own counter: minting on one never moves another.
+    const other = await a.withLock('other-key', (lock) => lock.fencingToken());
+    const fBefore = await admin.get(`${a.options.keyPrefix}{f}:fence`);
+    expect(await b.withLock('other-key', (lock) => lock.fencingToken())).toBeGreaterThan(other);
+    expect(await admin.get(`${a.options.keyPrefix}{f}:fence`)).toBe(fBefore);
   });
 });
 
-describe('fencing tokens on one server: plain commands when uncontended, the server clock otherwise', () => {
+describe('fencing tokens on one server: a plain SET when uncontended, minted from the server clock when read', () => {
   const serverMicros = async (): Promise<number> => {
     const [seconds, micros] = await admin.time();
     return Number(seconds) * 1_000_000 + Number(micros);
   };
 
-  it('an uncontended grant on a name granted lately is a SET NX and an INCR: no token in the value, a counter that lapses a minute after its seed', async () => {
+  it('an uncontended grant is a SET NX PX with no token; the first read mints one into the value and the counter', async () => {
     const e = engine();
-    await e.withLock('fast', () => undefined); // a script seeds the counter from the server clock
+    await e.withLock('fast', () => undefined);
     const lock = await e.acquire('fast');
     const key = `${e.options.keyPrefix}{fast}`;
-    expect(await admin.get(key)).toBe(
-      `${(lock as unknown as { lease: { ownerToken: string } }).lease.ownerToken}||${e.options.instanceId}`,
-    );
-    expect(await admin.get(`${key}:fence`)).toBe(String(lock.fencingToken));
+    const owner = (lock as unknown as { lease: { ownerToken: string } }).lease.ownerToken;
+    expect(await admin.get(key)).toBe(`${owner}||${e.options.instanceId}`);
+    expect(await admin.exists(`${key}:fence`)).toBe(0);
+    expect((await e.inspect('fast')).fencingToken).toBeNull();
+    const before = await serverMicros();
+    const token = await lock.fencingToken();
+    expect(token).toBeGreaterThanOrEqual(before);
+    expect(await admin.get(key)).toBe(`${owner}|${token}|${e.options.instanceId}`);
+    expect(await admin.get(`${key}:fence`)).toBe(String(token));
     expect(await admin.pttl(`${key}:fence`)).toBeGreaterThan(0);
-    expect((await e.inspect('fast')).fencingToken).toBe(lock.fencingToken);
+    expect((await e.inspect('fast')).fencingToken).toBe(token);
     await lock.release();
     expect(await admin.exists(key)).toBe(0);
   });
@@ -186,30 +196,25 @@ describe('fencing tokens on one server: plain commands when uncontended, the ser
     const counter = `${e.options.keyPrefix}{legacy}:fence`;
     await admin.set(counter, '41');
     const before = await serverMicros();
-    const token = await e.withLock('legacy', (lock) => lock.fencingToken);
+    const token = await e.withLock('legacy', (lock) => lock.fencingToken());
     expect(token).toBeGreaterThanOrEqual(before);
     expect(token).toBeLessThanOrEqual(await serverMicros());
     expect(await admin.get(counter)).toBe(String(token));
     expect(await admin.pttl(counter)).toBeGreaterThan(0);
   });
 
-  it('clockTokens: every grant is scripted and follows the server clock, past a counter set back', async () => {
-    const e = engine({ clockTokens: true });
-    const first = await e.withLock('clock', (lock) => lock.fencingToken);
-    // A failover to a replica that missed the last grants, as seen by the counter.
+  it('tokens follow the server clock past a counter set back (a failover to a replica that missed the last grants)', async () => {
+    const e = engine();
+    const first = await e.withLock('clock', (lock) => lock.fencingToken());
     await admin.set(`${e.options.keyPrefix}{clock}:fence`, '41', 'PX', 60_000);
     const before = await serverMicros();
-    const second = await e.withLock('clock', (lock) => lock.fencingToken);
+    const second = await e.withLock('clock', (lock) => lock.fencingToken());
     expect(second).toBeGreaterThan(first);
     expect(second).toBeGreaterThanOrEqual(before);
-    // The token is in the value: it came from acquire.lua, not from the plain commands.
-    const lock = await e.acquire('clock');
-    expect(await admin.get(`${e.options.keyPrefix}{clock}`)).toContain(`|${lock.fencingToken}|`);
-    await lock.release();
   });
 
-  it('clockTokens must be a boolean, checked before anything touches Redis', () => {
-    expect(() => engine({ clockTokens: 'yes' as unknown as boolean })).toThrow(LockConfigError);
+  it('refuses the removed clockTokens option before anything touches Redis', () => {
+    expect(() => engine({ clockTokens: true } as unknown as Partial<LockEngineOptions>)).toThrow(LockConfigError);
   });
 });
 
@@ -225,8 +230,11 @@ describe('release', () => {
   it('from a stale handle after expiry leaves the new owner intact', async () => {
     const [a, b] = pair();
     const stale = await a.acquire('stale', { leaseMs: 100, renew: false });
+    const staleToken = await stale.fencingToken();
     const fresh = await b.acquire('stale', { waitMs: 10_000 }); // granted once the 100 ms lease ran out
-    expect(fresh.fencingToken).toBeGreaterThan(stale.fencingToken);
+    expect(await fresh.fencingToken()).toBeGreaterThan(staleToken);
+    // Lost: a read now rejects, and mints nothing.
+    await expect(stale.fencingToken()).rejects.toBeInstanceOf(LockLostError);
     expect(await stale.release()).toBe(false);
     expect(fresh.isHeld()).toBe(true);
     await expect(fresh.extend(5_000)).resolves.toBeUndefined();
@@ -243,9 +251,10 @@ describe('waiting', () => {
     const parked = events.next({ type: 'waiting', key: 'handoff' });
     const waiting = b.acquire('handoff', { waitMs: 600_000 });
     await parked;
+    const holderToken = await holder.fencingToken();
     await holder.release();
     const lock = await waiting;
-    expect(lock.fencingToken).toBeGreaterThan(holder.fencingToken);
+    expect(await lock.fencingToken()).toBeGreaterThan(holderToken);
     expect(events.count({ type: 'waiting', key: 'handoff' })).toBe(1);
     await lock.release();
   });

@@ -269,7 +269,7 @@ describe('the packed library', () => {
       [
         '-e',
         "require('reflect-metadata'); const { LockEngine } = require('lockwarden'); const { MemoryLockBackend } = require('lockwarden/testing');" +
-          "const e = new LockEngine({}, undefined, new MemoryLockBackend()); e.withLock('k', (l) => l.fencingToken).then((t) => e.close().then(() => console.log(t)));",
+          "const e = new LockEngine({}, undefined, new MemoryLockBackend()); e.withLock('k', (l) => l.fencingToken()).then((t) => e.close().then(() => console.log(t)));",
       ],
       dir,
     );

@@ -151,11 +151,12 @@ describe('crashed and live readers', () => {
     const fields = await admin.hkeys(`${PREFIX}{doc}:rw`);
     expect(fields.filter((f) => f.startsWith('r:'))).toHaveLength(1); // only the live reader is left
     const writing = e.acquireWrite('doc', { waitMs: 60_000 });
+    const liveToken = await live.fencingToken();
     await live.release();
     const w = await writing;
     // No write yet: the read's token is seeded from the clock, so the first write's is above it.
-    expect(live.fencingToken).toBeGreaterThan(0);
-    expect(w.fencingToken).toBeGreaterThan(live.fencingToken);
+    expect(liveToken).toBeGreaterThan(0);
+    expect(await w.fencingToken()).toBeGreaterThan(liveToken);
     await w.release();
   });
 });
@@ -176,12 +177,13 @@ describe('holds', () => {
   it('gives writes rising fencing tokens and reads the token of the last write', async () => {
     const e = engine();
     const w1 = await e.acquireWrite('f');
+    const w1Token = await w1.fencingToken();
     await w1.release();
     const r = await e.acquireRead('f');
-    expect(r.fencingToken).toBe(w1.fencingToken);
+    expect(await r.fencingToken()).toBe(w1Token);
     await r.release();
     const w2 = await e.acquireWrite('f');
-    expect(w2.fencingToken).toBeGreaterThan(w1.fencingToken);
+    expect(await w2.fencingToken()).toBeGreaterThan(w1Token);
     await w2.release();
   });
 
@@ -200,12 +202,12 @@ describe('reentrancy', () => {
     const e = engine();
     await e.withReadLock('re', async (outer) => {
       const inner = await e.acquireRead('re', { waitMs: 0 });
-      expect(inner.fencingToken).toBe(outer.fencingToken);
+      expect(await inner.fencingToken()).toBe(await outer.fencingToken());
       await inner.release();
     });
     await e.withWriteLock('re', async (outer) => {
-      const inner = await e.withWriteLock('re', (l) => l.fencingToken);
-      expect(inner).toBe(outer.fencingToken);
+      const inner = await e.withWriteLock('re', (l) => l.fencingToken());
+      expect(inner).toBe(await outer.fencingToken());
     });
   });
 

@@ -5,6 +5,7 @@ import {
   LockAbortedError,
   LockConfigError,
   LockEngine,
+  LockLostError,
   LockModule,
   LockService,
   LockTimeoutError,
@@ -92,7 +93,7 @@ describe('permits', () => {
     const tokens: number[] = [];
     for (let i = 0; i < 4; i++) {
       const permit = await sem.acquire();
-      tokens.push(permit.fencingToken);
+      tokens.push(await permit.fencingToken());
       expect(await permit.release()).toBe(true);
       expect(await permit.release()).toBe(false);
       expect(permit.isHeld()).toBe(false);
@@ -161,9 +162,11 @@ describe('leases', () => {
     const events = new EventLog();
     const [a, b] = pair({}, events);
     const held = await a.semaphore('lapse', { limit: 2 }).acquire({ permits: 2, leaseMs: 500 });
+    const heldToken = await held.fencingToken();
     a.watchdog.stop();
     const next = await b.semaphore('lapse', { limit: 2 }).acquire({ permits: 2, waitMs: 30_000 });
-    expect(next.fencingToken).toBeGreaterThan(held.fencingToken);
+    expect(await next.fencingToken()).toBeGreaterThan(heldToken);
+    await expect(held.fencingToken()).rejects.toBeInstanceOf(LockLostError);
     expect(held.isHeld()).toBe(false); // its lease ran out locally too
     expect(held.lostError).toBeDefined();
   });
@@ -172,6 +175,7 @@ describe('leases', () => {
     const events = new EventLog();
     const [a, b] = pair({ leaseMs: 60_000 }, events);
     const held = await a.semaphore('wake', { limit: 1 }).acquire();
+    const heldToken = await held.fencingToken();
     const waiting = b.semaphore('wake', { limit: 1 }).acquire({ waitMs: 50_000 });
     await parked(events, 'wake');
     const releasedAt = performance.now();
@@ -179,7 +183,7 @@ describe('leases', () => {
     const got = await waiting;
     // Without a message the waiter would sleep until the holder's 60 s lease ended.
     expect(performance.now() - releasedAt).toBeLessThan(60_000);
-    expect(got.fencingToken).toBeGreaterThan(held.fencingToken);
+    expect(await got.fencingToken()).toBeGreaterThan(heldToken);
   });
 });
 
@@ -212,9 +216,10 @@ describe('passing permits within a process', () => {
       for (let i = 0; i <= MAX_HANDOFFS; i++) {
         const next = sem.acquire({ waitMs: 30_000 });
         await parked(events, 'chain');
+        const holderToken = await holder.fencingToken();
         await holder.release();
         const got = await next;
-        expect(got.fencingToken).toBeGreaterThan(holder.fencingToken);
+        expect(await got.fencingToken()).toBeGreaterThan(holderToken);
         expect(holder.isHeld()).toBe(false);
         holder = got;
         // Passed permits publish nothing; the release after MAX_HANDOFFS hand-offs publishes one wake-up.
@@ -321,7 +326,7 @@ describe('inspect', () => {
     const two = await semA.acquire({ permits: 2, leaseMs: 30_000 });
     const one = await b.semaphore('seen', { limit: 4 }).acquire({ leaseMs: 30_000 });
     const info = await b.semaphore('seen', { limit: 9 }).inspect(); // the stored limit, not the object's
-    expect(info).toMatchObject({ limit: 4, used: 3, available: 1, fencingToken: one.fencingToken });
+    expect(info).toMatchObject({ limit: 4, used: 3, available: 1, fencingToken: await one.fencingToken() });
     expect(info.holders.map((h) => h.permits).sort()).toEqual([1, 2]);
     for (const h of info.holders) expect([a.options.instanceId, b.options.instanceId]).toContain(h.instanceId);
     for (const h of info.holders) expect(h.leaseLeftMs).toBeGreaterThan(0);
@@ -417,9 +422,10 @@ describe('memory backend', () => {
       expect(await semB.tryAcquire()).toBeNull();
       const waiting = semB.acquire({ waitMs: 30_000 });
       await parked(events, 'mem');
+      const twoToken = await two.fencingToken();
       await two.release();
       const one = await waiting;
-      expect(one.fencingToken).toBeGreaterThan(two.fencingToken);
+      expect(await one.fencingToken()).toBeGreaterThan(twoToken);
       const waitingTwo = semB.acquire({ permits: 2, waitMs: 30_000 });
       await parked(events, 'mem');
       await semA.setLimit(3);
@@ -428,16 +434,17 @@ describe('memory backend', () => {
       await Promise.all([one.release(), three.release()]);
       expect(await semB.inspect()).toMatchObject({ limit: 3, used: 0, holders: [] });
       const lapsing = await semA.acquire({ permits: 3, leaseMs: 200 });
+      const lapsingToken = await lapsing.fencingToken();
       expect(await semB.inspect()).toMatchObject({
         limit: 3,
         used: 3,
         available: 0,
         holders: [{ instanceId: 'a', permits: 3 }],
-        fencingToken: lapsing.fencingToken,
+        fencingToken: lapsingToken,
       });
       a.watchdog.stop();
       const semB3 = b.semaphore('mem', { limit: 3 });
-      expect((await semB3.acquire({ permits: 3, waitMs: 30_000 })).fencingToken).toBeGreaterThan(lapsing.fencingToken);
+      expect(await (await semB3.acquire({ permits: 3, waitMs: 30_000 })).fencingToken()).toBeGreaterThan(lapsingToken);
     } finally {
       await Promise.all([a.close(), b.close()]);
     }
@@ -456,7 +463,7 @@ class Exports {
   async run(region: string): Promise<string> {
     this.inside++;
     this.maxInside = Math.max(this.maxInside, this.inside);
-    this.seen.push(this.locks.current()!.fencingToken);
+    this.seen.push(await this.locks.current()!.fencingToken());
     await admin.ping();
     this.inside--;
     return `exported ${region}`;
@@ -619,6 +626,6 @@ describe('multi-process', () => {
     // Every grant after the hog's has a higher token.
     const sem = engine({ keyPrefix: PREFIX }).semaphore('sem', { limit: 3 });
     const after = await sem.acquire({ permits: 3 });
-    expect(after.fencingToken).toBeGreaterThan(Number(fence));
+    expect(await after.fencingToken()).toBeGreaterThan(Number(fence));
   });
 });

@@ -97,7 +97,7 @@ async function contendThroughFailover(replicaAck: LockEngineOptions['replicaAck'
           await e.client.ping().catch(() => undefined); // a probe: during the failover it may fail
           sections.push({
             key,
-            token: lock.fencingToken,
+            token: await lock.fencingToken(),
             entry,
             exit: performance.now(),
             aborted: lock.signal.aborted,
@@ -159,7 +159,7 @@ describe('on Redis with Sentinel', () => {
     const replica = new Redis(g.replicas[0].url);
     try {
       // WAIT returned only once the replica had it.
-      expect((await replica.get(`${keyPrefix}{acked}`))?.split('|')[1]).toBe(String(lock.fencingToken));
+      expect((await replica.get(`${keyPrefix}{acked}`))?.split('|')[1]).toBe(String(await lock.fencingToken()));
       await lock.release();
       const two = engine({ redis: g.options, keyPrefix, replicaAck: { replicas: 2, timeoutMs: 50 } });
       await expect(two.acquire('unacked', { waitMs: 0 })).rejects.toThrow(/only 1 of 2 replicas/);

@@ -104,12 +104,16 @@ describe('WriteCoalescer', () => {
           for (let i = 0; i < 20; i++) await engine.withLock(`own:${flow}`, () => undefined);
         }),
       );
-      // Far fewer writes than lock operations (an acquire and a release each): the flows'
-      // calls of one turn of the event loop went out together, as one script per batch (turn-batch.ts), and
-      // those scripts in shared writes.
+      // Each grant is its own SET; the releases of one turn of the event loop go as one script
+      // per batch (turn-batch.ts): fewer commands than lock operations (an acquire and a
+      // release each). And far fewer socket writes than commands: the flows' commands of one
+      // turn went out in shared writes.
       const operations = 64 * 20 * 2;
-      expect(socket.chunks()).toBeLessThan(operations / 4);
-      expect(socket.writes()).toBeLessThanOrEqual(socket.chunks());
+      console.log(
+        `64 flows: ${operations} lock operations, ${socket.chunks()} commands, ${socket.writes()} socket writes`,
+      );
+      expect(socket.chunks()).toBeLessThan(operations * 0.75);
+      expect(socket.writes()).toBeLessThan(socket.chunks() / 4);
       let entered = 0;
       const holders = new Map<string, number>();
       const overlaps: string[] = [];

@@ -55,7 +55,7 @@ export function describeLockBehaviour(label: string, backend: () => Backend): vo
       const [a] = backend().pair();
       await a.withLock('re', async (outer) => {
         const inner = await a.acquire('re', { waitMs: 0 });
-        expect(inner.fencingToken).toBe(outer.fencingToken);
+        expect(await inner.fencingToken()).toBe(await outer.fencingToken());
         await inner.release();
         expect(outer.isHeld()).toBe(true);
       });
@@ -80,7 +80,7 @@ export function describeLockBehaviour(label: string, backend: () => Backend): vo
       const tokens: number[] = [];
       for (let i = 0; i < 6; i++) {
         const lock = await (i % 2 ? a : b).acquire('fence');
-        tokens.push(lock.fencingToken);
+        tokens.push(await lock.fencingToken());
         await lock.release();
       }
       expect(tokens[0]).toBeGreaterThan(0);
@@ -110,9 +110,10 @@ export function describeLockBehaviour(label: string, backend: () => Backend): vo
       controller.abort();
       await expect(cancelled).rejects.toBeInstanceOf(LockAbortedError);
       const waiter = b.acquire('busy', { waitMs: 60_000 });
+      const heldToken = await held.fencingToken();
       await held.release();
       const next = await waiter;
-      expect(next.fencingToken).toBeGreaterThan(held.fencingToken);
+      expect(await next.fencingToken()).toBeGreaterThan(heldToken);
       await next.release();
       expect((await a.inspect('busy')).held).toBe(false);
     });
@@ -170,7 +171,7 @@ export function describeLockBehaviour(label: string, backend: () => Backend): vo
       await w.release();
       await a.withWriteLock('doc', async (write) => {
         const read = await a.acquireRead('doc');
-        expect(read.fencingToken).toBe(write.fencingToken);
+        expect(await read.fencingToken()).toBe(await write.fencingToken());
         await read.release();
       });
       await expect(a.withReadLock('doc', () => a.acquireWrite('doc'))).rejects.toBeInstanceOf(LockUpgradeError);
@@ -193,12 +194,15 @@ export function describeLockBehaviour(label: string, backend: () => Backend): vo
     it('reports holders through inspect(), never their tokens', async () => {
       const [a] = backend().pair({ instanceId: 'shop-1' });
       const lock = await a.acquire('seen', { leaseMs: 60_000, renew: false });
+      // Uncontended, the holder has no token until it reads one: inspect() says so.
+      expect((await a.inspect('seen')).fencingToken).toBeNull();
+      const token = await lock.fencingToken();
       expect(await a.inspect('seen')).toMatchObject({
         key: 'seen',
         held: true,
         mode: 'mutex',
         holders: [{ instanceId: 'shop-1', leaseLeftMs: expect.any(Number) }],
-        fencingToken: lock.fencingToken,
+        fencingToken: token,
         waiters: 0,
       });
       await lock.release();
@@ -215,7 +219,8 @@ export function describeLockBehaviour(label: string, backend: () => Backend): vo
       await other.release();
       await read.release();
       const write = await a.acquireWrite('rw-kept');
-      await events.next((e) => e.type === 'renewed' && e.key === 'rw-kept' && e.fencingToken === write.fencingToken, 3);
+      const writeToken = await write.fencingToken();
+      await events.next((e) => e.type === 'renewed' && e.key === 'rw-kept' && e.fencingToken === writeToken, 3);
       expect(write.isHeld()).toBe(true);
       expect(await b.forceUnlock('rw-kept')).toBe(true);
       expect(await aborted(write.signal)).toBeInstanceOf(LockLostError);
@@ -225,18 +230,19 @@ export function describeLockBehaviour(label: string, backend: () => Backend): vo
     it('reports read and write holders through inspect(), and what a free lock last handed out', async () => {
       const [a, b] = backend().pair({ instanceId: 'shop-2' });
       const write = await a.acquireWrite('seen-rw', { leaseMs: 60_000, renew: false });
+      const writeToken = await write.fencingToken();
       expect(await a.inspect('seen-rw')).toMatchObject({
         held: true,
         mode: 'write',
         holders: [{ instanceId: 'shop-2', leaseLeftMs: expect.any(Number) }],
-        fencingToken: write.fencingToken,
+        fencingToken: writeToken,
         waiters: 0,
       });
       await write.release();
       const r1 = await a.acquireRead('seen-rw', { leaseMs: 60_000, renew: false });
       const r2 = await b.acquireRead('seen-rw', { leaseMs: 30_000, renew: false });
       const info = await a.inspect('seen-rw');
-      expect(info).toMatchObject({ held: true, mode: 'read', fencingToken: write.fencingToken, waiters: 0 });
+      expect(info).toMatchObject({ held: true, mode: 'read', fencingToken: writeToken, waiters: 0 });
       expect(info.holders).toHaveLength(2);
       expect(info.leaseLeftMs).toBe(Math.max(...info.holders.map((h) => h.leaseLeftMs)));
       // The deprecated ttlMs still carries the same numbers.
@@ -245,12 +251,13 @@ export function describeLockBehaviour(label: string, backend: () => Backend): vo
       await r1.release();
       await r2.release();
       const mutex = await a.acquire('seen-free');
+      const mutexToken = await mutex.fencingToken();
       await mutex.release();
       expect(await a.inspect('seen-free')).toMatchObject({
         held: false,
         mode: null,
         holders: [],
-        fencingToken: mutex.fencingToken,
+        fencingToken: mutexToken,
       });
     });
 

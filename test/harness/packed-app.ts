@@ -62,14 +62,14 @@ async function main(): Promise<void> {
   const app = await NestFactory.createApplicationContext(AppModule, { logger: false });
   app.enableShutdownHooks();
   const locks = app.get(LockService);
-  const token = await locks.withLock('k', (lock) => lock.fencingToken);
+  const token = await locks.withLock('k', (lock) => lock.fencingToken());
   const held = await locks.acquire('k');
   const err: unknown = await locks.acquire('k', { waitMs: 0 }).catch((e: unknown) => e);
   await held.release();
   const paid = await app.get(Payouts).pay('7');
   console.log(JSON.stringify({ token, timeout: err instanceof LockTimeoutError, paid }));
-  void locks.withLock('deploy', (lock) => new Promise<void>((done) => {
-    console.log('ready ' + lock.fencingToken);
+  void locks.withLock('deploy', async (lock) => new Promise<void>((done) => {
+    void lock.fencingToken().then((t) => console.log('ready ' + t));
     lock.signal.addEventListener('abort', () => done());
   }));
 }

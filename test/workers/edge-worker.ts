@@ -12,6 +12,7 @@
 import { Redis } from 'ioredis';
 import { FencedResource } from '../harness/fenced-resource';
 import { LockEngine } from '../../libs/lockwarden/src/core';
+import type { LockHandle } from '../../libs/lockwarden/src/core';
 
 async function main(): Promise<void> {
   const {
@@ -35,8 +36,9 @@ async function main(): Promise<void> {
         WRITE === '1'
           ? await engine.acquireWrite(key, { waitMs: 60_000 })
           : await engine.acquire(key, { waitMs: 60_000, fair: FAIR === '1' });
-      console.log(`acquired ${key} ${lock.fencingToken}`);
-      await resource.write(key, lock.fencingToken, NAME);
+      const token = await lock.fencingToken();
+      console.log(`acquired ${key} ${token}`);
+      await resource.write(key, token, NAME);
       await lock.release();
     });
     console.log('queued');
@@ -44,8 +46,11 @@ async function main(): Promise<void> {
     console.log('done');
   } else if (MODE === 'hold') {
     const locks = await Promise.all(keys.map((key) => engine.acquire(key)));
-    for (const lock of locks) await resource.write(lock.key, lock.fencingToken, NAME);
-    for (const lock of locks) console.log(`held ${lock.key} ${lock.fencingToken}`);
+    // Read (minted) while held: the resumed step below must not wait for Redis before writing.
+    const tokens = new Map<LockHandle, number>();
+    for (const lock of locks) tokens.set(lock, await lock.fencingToken());
+    for (const lock of locks) await resource.write(lock.key, tokens.get(lock)!, NAME);
+    for (const lock of locks) console.log(`held ${lock.key} ${tokens.get(lock)}`);
     // When told, stop this very process (SIGSTOP) with the next step of the work already
     // due: on resume that timer runs before the watchdog's, which is due later.
     const trigger = new Redis(OBSERVER!);
@@ -55,7 +60,7 @@ async function main(): Promise<void> {
     setTimeout(() => {
       for (const lock of locks) {
         const aborted = lock.signal.aborted;
-        if (!aborted) void resource.write(lock.key, lock.fencingToken, NAME);
+        if (!aborted) void resource.write(lock.key, tokens.get(lock)!, NAME);
         console.log(`checked ${lock.key} ${aborted ? 'aborted' : 'live'}`);
       }
     }, 1);

@@ -19,7 +19,7 @@ async function main(): Promise<void> {
       await engine.withLock(key, async (lock) => {
         const entry = await now();
         const exit = await now();
-        out.push(JSON.stringify({ key, token: lock.fencingToken, entry, exit, aborted: lock.signal.aborted }));
+        out.push(JSON.stringify({ key, token: await lock.fencingToken(), entry, exit, aborted: lock.signal.aborted }));
       });
     }
   };

@@ -34,25 +34,26 @@ function onEvent(event: LockEvent): void {
  */
 function begin(
   handles: LockHandle[],
+  tokens: number[],
   id: string,
   mode: SectionMode,
 ): { entered: Promise<void>; exit: () => Promise<void> } {
   const sends: Promise<void>[] = [];
   for (const h of handles) {
-    const at = `${h.key}#${h.fencingToken}`;
+    const at = `${h.key}#${tokens[handles.indexOf(h)]}`;
     holders.set(at, (holders.get(at) ?? new Set()).add(id));
     if (!h.isHeld()) sends.push(observer.lost(id));
   }
-  for (const h of handles) sends.push(observer.enter(h.key, id, mode, h.fencingToken));
+  handles.forEach((h, i) => sends.push(observer.enter(h.key, id, mode, tokens[i])));
   let exited: Promise<void> | undefined;
   const exit = (): Promise<void> => {
     // A protected section looks at its signal before its last write: after a pause, that
     // look is what tells it the lock is gone (and reports the loss before the exit).
     for (const h of handles) void h.signal.aborted;
     exited ??= Promise.all(
-      handles.map(async (h) => {
+      handles.map(async (h, i) => {
         await observer.exit(h.key, id);
-        holders.get(`${h.key}#${h.fencingToken}`)?.delete(id);
+        holders.get(`${h.key}#${tokens[i]}`)?.delete(id);
       }),
     ).then(() => undefined);
     return exited;
@@ -60,8 +61,22 @@ function begin(
   return { entered: Promise.all(sends).then(() => undefined), exit };
 }
 
-async function enter(handles: LockHandle[], id: string, mode: SectionMode): Promise<() => Promise<void>> {
-  const { entered, exit } = begin(handles, id, mode);
+/**
+ * The sections' fencing tokens, read (minted, for an uncontended mutex) before the section
+ * enters, as a fenced resource needs them. A holder that lost its lock gets none: the read
+ * rejects with LockLostError, and the section never enters.
+ */
+function tokensOf(handles: LockHandle[]): Promise<number[]> {
+  return Promise.all(handles.map((h) => h.fencingToken()));
+}
+
+async function enter(
+  handles: LockHandle[],
+  tokens: number[],
+  id: string,
+  mode: SectionMode,
+): Promise<() => Promise<void>> {
+  const { entered, exit } = begin(handles, tokens, id, mode);
   await entered;
   return exit;
 }
@@ -74,8 +89,9 @@ async function section(
   fail: string | undefined,
   path = (new Error().stack?.split('\n')[2] ?? '').trim().split(' ')[1] ?? '?',
 ) {
-  const id = `${NAME}:${++sections}:${path}#${handles.map((h) => h.fencingToken).join(',')}`;
-  const exit = await enter(handles, id, mode);
+  const tokens = await tokensOf(handles);
+  const id = `${NAME}:${++sections}:${path}#${tokens.join(',')}`;
+  const exit = await enter(handles, tokens, id, mode);
   try {
     await new Promise((resolve) => setTimeout(resolve, Number(ms ?? '0')));
     if (fail === '1') throw new Error('the handler failed on purpose');
@@ -93,7 +109,7 @@ function termHandle(leadership: Leadership, key: string): LockHandle {
   if (!term) throw new Error(`leader section entered without a term for ${key}`);
   return {
     key,
-    fencingToken: term.fencingToken,
+    fencingToken: () => Promise.resolve(term.fencingToken),
     get signal() {
       return leadership.signal;
     },
@@ -145,11 +161,12 @@ class Routes {
     @Query('throw') fail?: string,
   ): Promise<Observable<string>> {
     const handles = held(this.locks, key);
+    const tokens = await tokensOf(handles);
     // A well-behaved producer: its work runs from subscription until it completes, or until
     // it is unsubscribed (Nest unsubscribes when the client goes away), when it stops.
     return new Observable<string>((subscriber) => {
-      const id = `${NAME}:${++sections}:observable#${handles[0].fencingToken}`;
-      const { entered, exit } = begin(handles, id, 'w');
+      const id = `${NAME}:${++sections}:observable#${tokens[0]}`;
+      const { entered, exit } = begin(handles, tokens, id, 'w');
       let timer: NodeJS.Timeout | undefined;
       let stopped = false;
       void entered.then(() => {
@@ -179,7 +196,8 @@ class Routes {
   @Locked('{0}')
   async stream(@Param('key') key: string, @Query('ms') ms?: string): Promise<StreamableFile> {
     const handles = held(this.locks, key);
-    const id = `${NAME}:${++sections}:stream#${handles[0].fencingToken}`;
+    const tokens = await tokensOf(handles);
+    const id = `${NAME}:${++sections}:stream#${tokens[0]}`;
     // The section is the producing of the body: from the first read to its last chunk, or
     // until the body is destroyed (Nest destroys it when the client goes away).
     let section: ReturnType<typeof begin> | undefined;
@@ -187,7 +205,7 @@ class Routes {
     const body = new Readable({
       read() {
         if (section) return;
-        section = begin(handles, id, 'w');
+        section = begin(handles, tokens, id, 'w');
         const { entered, exit } = section;
         void entered.then(() => {
           timer = setTimeout(

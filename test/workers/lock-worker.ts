@@ -21,16 +21,16 @@ async function main(): Promise<void> {
     }
   } else if (MODE === 'fence') {
     for (let i = 0; i < Number(ROUNDS); i++) {
-      const token = await engine.withLock(KEY, (lock) => lock.fencingToken);
+      const token = await engine.withLock(KEY, (lock) => lock.fencingToken());
       console.log(`token ${token}`);
     }
   } else if (MODE === 'read-hold') {
     const lock = await engine.acquireRead(KEY);
-    console.log(`held ${lock.fencingToken}`);
+    console.log(`held ${await lock.fencingToken()}`);
     await new Promise(() => undefined);
   } else if (MODE === 'hold') {
     const lock = await engine.acquire(KEY);
-    console.log(`held ${lock.fencingToken}`);
+    console.log(`held ${await lock.fencingToken()}`);
     await new Promise(() => undefined);
   }
   console.log('done');

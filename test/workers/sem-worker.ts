@@ -45,7 +45,7 @@ async function main(): Promise<void> {
   const semaphore = engine.semaphore(KEY, { limit: Number(PERMITS) });
   if (process.env.HOG === '1') {
     const permit = await semaphore.acquire({ permits: Number(PERMITS) });
-    console.log(`holding ${permit.fencingToken}`);
+    console.log(`holding ${await permit.fencingToken()}`);
     await new Promise(() => undefined);
   }
   const observer = new Redis(OBS!);
@@ -58,7 +58,7 @@ async function main(): Promise<void> {
       const permits = twoPermitFlows === undefined ? (Math.random() < 0.3 ? 2 : 1) : index < twoPermitFlows ? 2 : 1;
       await semaphore.withPermit(
         async (permit) => {
-          await observer.eval(OBSERVE_ENTER, observed.length, ...observed, permits, permit.fencingToken);
+          await observer.eval(OBSERVE_ENTER, observed.length, ...observed, permits, await permit.fencingToken());
           await observer.ping();
           await observer.decrby(`${PREFIX}inside`, permits);
           entered++;

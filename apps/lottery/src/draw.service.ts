@@ -44,7 +44,7 @@ export class DrawService {
   @Locked('lottery:{0}', { onBusy: 'skip', lockAtLeastMs: 60_000, maxHoldMs: 10 * 60_000 })
   async draw(drawId: string): Promise<DrawOutcome | undefined> {
     const lock = this.locks.current(`lottery:${drawId}`)!;
-    const fencingToken = lock.fencingToken;
+    const fencingToken = await lock.fencingToken();
     const claim = await fencedWrite(this.data, drawId, fencingToken, 'claim');
     this.reporter.emit('drawing', { drawId, fencingToken, instanceId: this.config.instanceId, claim });
     if (claim === 'duplicate') {

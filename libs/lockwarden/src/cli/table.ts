@@ -10,7 +10,7 @@ export function renderTable(infos: readonly LockInfo[]): string {
       i.mode ?? 'free',
       i.holders.map((h) => h.instanceId).join(', ') || '-',
       i.held ? formatMs(i.leaseLeftMs) : '-',
-      String(i.fencingToken),
+      i.fencingToken === null ? '-' : String(i.fencingToken),
       String(i.waiters),
     ]),
   ];

@@ -12,7 +12,7 @@ import { LockError } from './lock.error';
  * await locks.withLock('import:users', async (lock) => {
  *   for (const batch of batches) {
  *     lock.signal.throwIfAborted(); // throws LockLostError once the lock is gone
- *     await importBatch(batch, lock.fencingToken);
+ *     await importBatch(batch, await lock.fencingToken());
  *   }
  * });
  * ```

@@ -30,7 +30,7 @@ import { RequestLockScope, withRequestSignal } from './request-lock-scope';
  *   pay(accountId: string) {
  *     return this.locks.withLock(`payout:${accountId}`, async (handle) => {
  *       handle.signal.throwIfAborted();
- *       await this.ledger.write(accountId, { fencingToken: handle.fencingToken });
+ *       await this.ledger.write(accountId, { fencingToken: await handle.fencingToken() });
  *     });
  *   }
  * }
@@ -111,7 +111,7 @@ export class LockService {
    * @example
    * ```ts
    * const lock = await locks.acquireWrite('catalog', { waitMs: 5_000 });
-   * try { await catalog.rebuild(lock.fencingToken); } finally { await lock.release(); }
+   * try { await catalog.rebuild(await lock.fencingToken()); } finally { await lock.release(); }
    * ```
    */
   acquireWrite(key: string, options?: RwAcquireOptions): Promise<LockHandle> {
@@ -137,7 +137,7 @@ export class LockService {
    *
    * @example
    * ```ts
-   * await locks.withWriteLock('prices', (handle) => prices.replaceAll(feed, handle.fencingToken));
+   * await locks.withWriteLock('prices', async (handle) => prices.replaceAll(feed, await handle.fencingToken()));
    * ```
    */
   withWriteLock<T>(key: string, fn: (handle: LockHandle) => T | Promise<T>, options?: RwAcquireOptions): Promise<T> {
@@ -156,7 +156,7 @@ export class LockService {
    * ```ts
    * const exports = locks.semaphore('exports', { limit: 3 });
    * await exports.withPermit(async (handle) => {
-   *   await exporter.run({ signal: handle.signal, fencingToken: handle.fencingToken });
+   *   await exporter.run({ signal: handle.signal, fencingToken: await handle.fencingToken() });
    * }, { waitMs: 30_000 });
    * ```
    */
@@ -171,7 +171,7 @@ export class LockService {
    * @example
    * ```ts
    * const lock = locks.current('order:7');
-   * await repo.save(order, { fencingToken: lock?.fencingToken });
+   * await repo.save(order, { fencingToken: await lock?.fencingToken() });
    * ```
    */
   current(key?: string): LockHandle | undefined {
@@ -204,7 +204,7 @@ export class LockService {
    * ```ts
    * const info = await locks.inspect('lottery:2026-11-22');
    * // { key, held: true, mode: 'mutex', holders: [{ instanceId: 'web-2:4121', leaseLeftMs: 28_410 }],
-   * //   leaseLeftMs: 28_410, fencingToken: 17, waiters: 0 }
+   * //   leaseLeftMs: 28_410, fencingToken: null, waiters: 0 }  (null: the holder has not read its token)
    * ```
    */
   inspect(key: string): Promise<LockInfo> {

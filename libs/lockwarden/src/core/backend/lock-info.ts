@@ -35,12 +35,11 @@ export interface LockInfo {
   /** @deprecated Use leaseLeftMs. */
   ttlMs: number;
   /**
-   * The holder's fencing token (a reader's: the last write's); when free, the last one handed
-   * out. A mutex taken uncontended on one server keeps its token only in the counter: then it
-   * is the last token handed out on the name, which is the holder's unless an attempt that
-   * found the lock busy has counted since.
+   * The holder's fencing token (a reader's: the last write's); null while the holder has not
+   * read it (an uncontended mutex mints its token on first read). When free, the last one
+   * handed out, or null when none is remembered.
    */
-  fencingToken: number;
+  fencingToken: number | null;
   /**
    * Waiters with a place on the server: fair waiters, waiters that have waited more than a
    * few ms (starvation mode), and waiting writers. A waiter that has just started is not

@@ -70,20 +70,39 @@ export interface StoreSemAcquire {
 }
 
 /**
- * The lock operations one topology offers. Each call is one round trip, atomic on the server
- * for the lock it grants. Acquires resolve the fencing token (>= 0) when granted, else -(ms
- * worth waiting), or BUSY_FOR_UNKNOWN when the lock is busy for a time the answer does not say.
- */
-/**
- * An acquire's answer for a lock found busy without learning for how long (a fast grant: a
- * plain SET NX answers no lease). As -(ms worth waiting), it is "busy, for an unknown time".
+ * An acquire's answer for a lock found busy without learning for how long (a plain grant:
+ * SET NX answers no lease). As -(ms worth waiting), it is "busy, for an unknown time".
  */
 export const BUSY_FOR_UNKNOWN = Number.NEGATIVE_INFINITY;
 
+/**
+ * A mutex acquire's answer for a grant that took no fencing token (a plain SET NX PX): the
+ * holder mints one with `mint` when it first reads it. Real tokens are always above 0.
+ */
+export const UNMINTED = 0;
+
+/**
+ * The lock operations one topology offers. Each call is one round trip, atomic on the server
+ * for the lock it grants. Acquires resolve the fencing token (> 0) when granted, UNMINTED for
+ * a mutex granted without one, else -(ms worth waiting), or BUSY_FOR_UNKNOWN when the lock is
+ * busy for a time the answer does not say.
+ */
 export interface LockStore {
   acquire(req: StoreAcquire): Promise<number>;
+  /**
+   * Mints the fencing token of a mutex granted UNMINTED, while `ownerToken` still holds it
+   * (fence-mint.lua); resolves the token already minted on a later call, and 0, minting
+   * nothing, when the caller no longer holds the lock.
+   */
+  mint(keys: MutexKeys, ownerToken: string): Promise<number>;
   /** True when it released our hold; false when the lock was not ours (any queue place is dropped too). */
   release(keys: MutexKeys, ownerToken: string): Promise<boolean>;
+  /**
+   * Releases a mutex lease this process holds: as `release`, but a store may first try the
+   * release of a lock nobody waited for, with fewer keys. `waited`: a waiter of this process
+   * is known to wait for the lock, so that step would be wasted.
+   */
+  releaseHeld(keys: MutexKeys, ownerToken: string, waited: boolean): Promise<boolean>;
   rwAcquire(req: StoreRwAcquire): Promise<number>;
   /** True when it released our hold; false when we held nothing (a waiting writer's place is dropped too). */
   rwRelease(keys: RwKeys, ownerToken: string, kind: 'read' | 'write'): Promise<boolean>;

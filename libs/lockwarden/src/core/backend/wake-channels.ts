@@ -66,6 +66,10 @@ export class WakeChannels implements WakeBus, WakeSink {
     return true;
   }
 
+  hasWaiters(channel: string): boolean {
+    return (this.channels.get(channel)?.waiters.length ?? 0) > 0;
+  }
+
   /**
    * A parked semaphore waiter to pass released permits to, the longest waiting first, marked
    * so that no other release picks it too; undefined when there is none.

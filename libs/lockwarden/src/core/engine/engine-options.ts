@@ -42,19 +42,6 @@ export interface LockEngineOptions {
    * retry. Narrows the window in which a failover loses a lock; it does not close it.
    */
   replicaAck?: ReplicaAckOptions;
-  /**
-   * Fencing tokens follow the server clock on every grant (max(counter + 1, server time in
-   * µs), in a script), so they keep rising across a failover that set the counter back.
-   * Default: on with Sentinel, Cluster, `quorum` and `replicaAck`; off on a single server,
-   * where an uncontended acquire is a plain SET NX and INCR instead. Turn it on for a single
-   * address that fails over behind your back (a managed primary endpoint).
-   *
-   * @example
-   * ```ts
-   * LockModule.forRoot({ redis: 'rediss://primary.example.internal:6379', clockTokens: true });
-   * ```
-   */
-  clockTokens?: boolean;
   /** Prefix of every Redis key and channel. Default `'lock:'`. */
   keyPrefix?: string;
   /** Lease the watchdog keeps renewing while a lock is held (unless it was taken with `renew: false`). Default 30 000 ms. */
@@ -135,8 +122,6 @@ export interface ResolvedEngineOptions extends LockDefaults {
   redis: RedisSpec | undefined;
   quorum: ResolvedQuorum | undefined;
   replicaAck: ReplicaAckOptions | undefined;
-  /** Undefined: the topology decides (see LockEngineOptions.clockTokens). */
-  clockTokens: boolean | undefined;
   instanceId: string;
   commandTimeoutMs: number;
   logger: LockLogger;
@@ -150,7 +135,6 @@ export const ENGINE_OPTION_NAMES: ReadonlySet<string> = new Set([
   'redis',
   'quorum',
   'replicaAck',
-  'clockTokens',
   'keyPrefix',
   'leaseMs',
   'waitMs',
@@ -210,7 +194,6 @@ export function resolveEngineOptions(
     redis: quorum ? undefined : (o.redis as RedisSpec | undefined),
     quorum,
     replicaAck: o.replicaAck === undefined ? undefined : resolveReplicaAck(o.replicaAck),
-    clockTokens: checkBoolean('clockTokens', o.clockTokens),
     keyPrefix,
     leaseMs,
     waitMs: integerOr('waitMs', o.waitMs, 10_000, 0, MAX_MS),

@@ -51,7 +51,9 @@ export function buildEngineParts(
   const emit = emitter(options.onEvent, options.metrics ? otelMetricsListener() : undefined, hub.emit);
   const scheduler = new Watchdog(store, logger, emit);
   const handOffTarget = store.permitHandOff ? (channel: string) => bus.claimHandOffTarget(channel) : undefined;
-  const held = new HeldLocks(store, scheduler, context, logger, emit, handOffTarget);
+  const held = new HeldLocks(store, scheduler, context, logger, emit, handOffTarget, (channel) =>
+    bus.hasWaiters(channel),
+  );
   const stop = new EngineShutdown(held, scheduler, topology);
   const loop = {
     bus,

@@ -35,6 +35,8 @@ export class HeldLocks implements LeaseHost {
     private readonly emit: ((event: LockEvent) => void) | undefined,
     /** Claims a parked semaphore waiter of this process to pass released permits to (WakeBus.claimHandOffTarget). */
     private readonly handOffTarget: ((channel: string) => Waiter | undefined) | undefined,
+    /** Whether a waiter of this process waits on a lock's channel (WakeBus.hasWaiters). */
+    private readonly waitedOn: (channel: string) => boolean,
   ) {}
 
   get size(): number {
@@ -172,13 +174,36 @@ export class HeldLocks implements LeaseHost {
         type: 'released',
         key: lease.key,
         name: lease.name,
-        fencingToken: lease.fencingToken,
+        fencingToken: lease.fence,
         heldMs: Math.round(performance.now() - lease.acquiredAt),
       });
       return released;
     } catch (err) {
       throw new LockBackendError(lease.key, 'release', err);
     }
+  }
+
+  async mintFence(lease: Lease): Promise<number> {
+    const lock = lease.lock;
+    // Only a plain mutex grant takes no token; every other kind's grant script mints one.
+    if (lock.kind !== 'mutex') throw new LockLostError(lease.key, 'its grant carried no fencing token');
+    let token: number;
+    try {
+      token = await this.store.mint(lock.keys, lease.ownerToken);
+    } catch (err) {
+      throw new LockBackendError(lease.key, 'read the fencing token of', err);
+    }
+    lease.check();
+    if (token > 0 && lease.state === 'held') {
+      lease.fence = token;
+      lease.trace?.minted(token);
+      return token;
+    }
+    if (token <= 0) {
+      const reason = 'the key is no longer ours in Redis (it expired or was deleted)';
+      if (this.scheduler.lost(lease, reason)) this.forget(lease);
+    }
+    throw lease.lostError ?? new LockLostError(lease.key, `it was ${lease.state} while its fencing token was read`);
   }
 
   async extendLease(lease: Lease, ms: number | undefined): Promise<void> {
@@ -204,7 +229,7 @@ export class HeldLocks implements LeaseHost {
     lease.leaseMs = leaseMs;
     lease.confirm(sentAt, grantedMs);
     this.scheduler.reschedule(lease);
-    this.emit?.({ type: 'extended', key: lease.key, name: lease.name, fencingToken: lease.fencingToken });
+    this.emit?.({ type: 'extended', key: lease.key, name: lease.name, fencingToken: lease.fence });
   }
 
   // ---- internals ----------------------------------------------------------------------------
@@ -241,7 +266,9 @@ export class HeldLocks implements LeaseHost {
       return kept;
     }
     const lock = lease.lock;
-    if (lock.kind === 'mutex') return this.store.release(lock.keys, lease.ownerToken);
+    if (lock.kind === 'mutex') {
+      return this.store.releaseHeld(lock.keys, lease.ownerToken, this.waitedOn(lock.keys.channel));
+    }
     if (lock.kind === 'permit') return releasePermits(this.store, lease, lock.keys, this.handOffTarget);
     return this.store.rwRelease(lock.keys, lease.ownerToken, lock.kind);
   }

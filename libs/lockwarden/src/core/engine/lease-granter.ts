@@ -5,7 +5,7 @@ import type { LockEvent } from '../observe/events';
 import type { LockTracer } from '../observe/traces';
 import { mutexKeys, rwKeys } from '../backend/lock-keys';
 import type { SemKeys } from '../backend/lock-keys';
-import { noReadWrite } from '../backend/lock-store';
+import { noReadWrite, UNMINTED } from '../backend/lock-store';
 import type { LockStore } from '../backend/lock-store';
 import { acquireLoop } from '../wait/acquire-loop';
 import type { AttemptSpec, LoopContext } from '../wait/acquire-loop';
@@ -196,7 +196,7 @@ export class LeaseGranter {
       lock,
       req.key,
       ownerToken,
-      result.fencingToken,
+      result.fencingToken === UNMINTED ? undefined : result.fencingToken,
       req.leaseMs,
       req.renew,
       margin,
@@ -211,7 +211,7 @@ export class LeaseGranter {
       type: 'acquired',
       key: req.key,
       name: req.name,
-      fencingToken: result.fencingToken,
+      fencingToken: lease.fence,
       waitedMs: Math.round(performance.now() - started),
       ...(result.handedOff ? { handedOff: true } : {}),
     });

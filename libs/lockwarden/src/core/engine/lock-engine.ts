@@ -44,7 +44,7 @@ import type { TickSchedule } from '../schedule/tick-schedule';
  * ```ts
  * const engine = new LockEngine({ redis: 'redis://127.0.0.1:6380' });
  * await engine.withLock('nightly-report', async (handle) => {
- *   await buildReport({ signal: handle.signal, fencingToken: handle.fencingToken });
+ *   await buildReport({ signal: handle.signal, fencingToken: await handle.fencingToken() });
  * });
  * await engine.close();
  * ```

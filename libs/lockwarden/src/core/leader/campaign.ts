@@ -120,7 +120,7 @@ export class Campaign {
       }
       let term: LeaderTerm | null;
       try {
-        term = await log.elect(engine.options.instanceId, handle.fencingToken);
+        term = await log.elect(engine.options.instanceId, await handle.fencingToken());
       } catch (err) {
         await handle.release().catch(() => false);
         throw err instanceof LockError ? err : new LockBackendError(key, 'record the term of', err);

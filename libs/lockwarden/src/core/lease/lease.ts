@@ -18,6 +18,8 @@ export type LeasedLock =
 export interface LeaseHost {
   releaseLease(lease: Lease): Promise<boolean>;
   extendLease(lease: Lease, ms: number | undefined): Promise<void>;
+  /** Mints the token of a lease granted without one, while Redis still has it as the holder. */
+  mintFence(lease: Lease): Promise<number>;
 }
 
 /**
@@ -65,7 +67,11 @@ export class Lease {
     readonly lock: LeasedLock,
     readonly key: string,
     readonly ownerToken: string,
-    readonly fencingToken: number,
+    /**
+     * The fencing token, once minted: at the grant where a script ran anyway, else on the
+     * first `fencingToken()` read (an uncontended mutex grant takes none).
+     */
+    public fence: number | undefined,
     public leaseMs: number,
     readonly renew: boolean,
     readonly safetyMarginMs: number,
@@ -132,6 +138,24 @@ export class Lease {
     this.nextRenewAt = this.renew ? sentAt + this.leaseMs / 3 : Infinity;
   }
 
+  /** The mint in flight, shared by concurrent first reads so that one script call serves them all. */
+  private minting: Promise<number> | undefined;
+
+  /**
+   * The fencing token: at once when minted, else minted now by one round trip, only while
+   * Redis still has this lease as the holder. Rejects with LockLostError once the lease is
+   * lost or released: a holder without a live lock gets no token.
+   */
+  fencingToken(): Promise<number> {
+    this.check();
+    if (this.state !== 'held') {
+      return Promise.reject(this.lostError ?? new LockLostError(this.key, `it was already ${this.state}`));
+    }
+    if (this.fence !== undefined) return Promise.resolve(this.fence);
+    this.minting ??= this.host.mintFence(this).finally(() => (this.minting = undefined));
+    return this.minting;
+  }
+
   /** Asks the holder to stop (shutdown, client gone): aborts the signal but keeps the lease. */
   interrupt(reason: LockError): void {
     if (this.state === 'held' && !this.aborted) this.abort(reason);
@@ -159,8 +183,11 @@ export class LeaseHandle implements LockHandle {
     return this.lease.key;
   }
 
-  get fencingToken(): number {
-    return this.lease.fencingToken;
+  fencingToken(): Promise<number> {
+    if (this.released) {
+      return Promise.reject(new LockLostError(this.lease.key, 'this handle was already released'));
+    }
+    return this.lease.fencingToken();
   }
 
   get signal(): AbortSignal {

@@ -8,7 +8,7 @@ import type { LockLostError } from '../../errors';
  * ```ts
  * const lock = await locks.acquire('ledger:7');
  * try {
- *   await ledger.append(entry, { fencingToken: lock.fencingToken, signal: lock.signal });
+ *   await ledger.append(entry, { fencingToken: await lock.fencingToken(), signal: lock.signal });
  * } finally {
  *   await lock.release();
  * }
@@ -17,8 +17,21 @@ import type { LockLostError } from '../../errors';
 export interface LockHandle {
   /** The key as the caller gave it (without the prefix). */
   readonly key: string;
-  /** Rises strictly per key across all processes; hand it to the resource you protect. A reentrant hold carries the outer one. */
-  readonly fencingToken: number;
+  /**
+   * The fencing token: rises strictly per key across all processes; hand it to the resource
+   * you protect. Minted on first read where the grant took none (an uncontended mutex), by
+   * one round trip that succeeds only while Redis still has this lock as yours; later reads,
+   * and grants that ran a script anyway, resolve at once. Rejects with `LockLostError` once
+   * the lock is lost or released. A reentrant hold shares the outer one's token.
+   *
+   * @example
+   * ```ts
+   * await locks.withLock('ledger:7', async (lock) => {
+   *   await ledger.append(entry, { fencingToken: await lock.fencingToken() });
+   * });
+   * ```
+   */
+  fencingToken(): Promise<number>;
   /** Aborts, with a `LockLostError` reason, when the lock is lost. */
   readonly signal: AbortSignal;
   /**

@@ -136,7 +136,7 @@ export class Watchdog {
           if (results[i]) {
             this.renewals++;
             lease.confirm(sentAt, items[i].leaseMs);
-            this.emit?.({ type: 'renewed', key: lease.key, name: lease.name, fencingToken: lease.fencingToken });
+            this.emit?.({ type: 'renewed', key: lease.key, name: lease.name, fencingToken: lease.fence });
             next = Math.min(next, lease.nextRenewAt, lease.abortAt);
           } else {
             this.untrack(lease);
@@ -157,7 +157,7 @@ export class Watchdog {
             type: 'renewFailed',
             key: lease.key,
             name: lease.name,
-            fencingToken: lease.fencingToken,
+            fencingToken: lease.fence,
             reason,
           });
         }
@@ -198,7 +198,7 @@ export class Watchdog {
       type: 'lost',
       key: lease.key,
       name: lease.name,
-      fencingToken: lease.fencingToken,
+      fencingToken: lease.fence,
       reason,
       heldMs: Math.round(performance.now() - lease.acquiredAt),
     });

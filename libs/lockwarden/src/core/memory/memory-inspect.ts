@@ -20,7 +20,7 @@ export function inspectMemory(b: MemoryState, prefix: string, key: string): Lock
       holders: [lockHolder(held.instance, leaseLeftMs)],
       leaseLeftMs,
       ttlMs: leaseLeftMs,
-      fencingToken: held.fence,
+      fencingToken: held.fence || null,
       waiters: b.queue(m.queue).length,
     };
   }
@@ -52,7 +52,7 @@ export function inspectMemory(b: MemoryState, prefix: string, key: string): Lock
       holders,
       leaseLeftMs,
       ttlMs: leaseLeftMs,
-      fencingToken: b.counters.get(r.fence) ?? 0,
+      fencingToken: b.counters.get(r.fence) ?? null,
       waiters: waitingWriters,
     };
   }
@@ -64,7 +64,7 @@ export function inspectMemory(b: MemoryState, prefix: string, key: string): Lock
     holders: [],
     leaseLeftMs: 0,
     ttlMs: 0,
-    fencingToken: b.counters.get(m.fence) ?? 0,
+    fencingToken: b.counters.get(m.fence) ?? null,
     waiters,
   };
 }

@@ -24,7 +24,15 @@ export class MemoryLockStore implements LockStore {
     return this.backend.acquire(req, this.instanceId);
   }
 
+  async mint(keys: MutexKeys, ownerToken: string): Promise<number> {
+    return this.backend.mint(keys, ownerToken);
+  }
+
   async release(keys: MutexKeys, ownerToken: string): Promise<boolean> {
+    return this.backend.release(keys, ownerToken);
+  }
+
+  async releaseHeld(keys: MutexKeys, ownerToken: string): Promise<boolean> {
     return this.backend.release(keys, ownerToken);
   }
 

@@ -1,5 +1,6 @@
 import type { LockInfo } from '../backend/lock-info';
 import type { MutexKeys, RwKeys, SemKeys } from '../backend/lock-keys';
+import { UNMINTED } from '../backend/lock-store';
 import type { RenewItem, StoreAcquire, StoreRwAcquire, StoreSemAcquire } from '../backend/lock-store';
 import { grantMessage, WIRE } from '../scripts/wire';
 import { forceUnlockMemory, inspectMemory } from './memory-inspect';
@@ -27,7 +28,8 @@ export class MemoryScripts extends MemoryState {
       head = queue[0];
     }
     if (!held && (!head || head.token === token)) {
-      const fence = this.incr(keys.fence);
+      // As on Redis: a first plain attempt is a grant without a token, minted on first read.
+      const fence = req.fair || req.waited ? this.incr(keys.fence) : UNMINTED;
       this.mutexes.set(keys.lock, { owner: token, fence, instance, expiresAt: now + req.leaseMs });
       if (head) this.dequeue(queue, token);
       return fence;
@@ -40,6 +42,14 @@ export class MemoryScripts extends MemoryState {
       if (!held) return -Math.max(1, Math.ceil(head!.deadline - now));
     }
     return -Math.max(1, Math.ceil(held ? held.expiresAt - now : 1));
+  }
+
+  /** fence-mint.lua: the holder's token, minted now if its grant took none; 0 when it holds nothing. */
+  mint(keys: MutexKeys, ownerToken: string): number {
+    const held = this.liveMutex(keys.lock, performance.now());
+    if (held?.owner !== ownerToken) return 0;
+    if (held.fence === UNMINTED) held.fence = this.incr(keys.fence);
+    return held.fence;
   }
 
   release(keys: MutexKeys, ownerToken: string): boolean {

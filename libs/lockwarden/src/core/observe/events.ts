@@ -32,6 +32,10 @@ export interface LockEvent {
   readonly key: string;
   /** The lock's low-cardinality name (`AcquireOptions.name`), where the event has one. */
   readonly name?: string;
+  /**
+   * The lock's fencing token, once one was minted: an uncontended mutex grant takes none
+   * until its holder reads it, so its `acquired` event has none.
+   */
   readonly fencingToken?: number;
   /** Why a lock was lost. */
   readonly reason?: string;

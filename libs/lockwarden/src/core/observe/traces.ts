@@ -34,13 +34,15 @@ export interface TracedRequest {
 
 /** Ends a lease's `lockwarden.hold` span; the first call wins, later ones do nothing. */
 export interface HoldTrace {
+  /** The holder read its token, minted after the grant: the hold span records it then. */
+  minted(fencingToken: number): void;
   released(): void;
   lost(reason: string): void;
 }
 
 /** What the tracer needs of a granted handle: its fencing token, and where its hold span goes. */
 export interface TracedHandle {
-  readonly lease: { readonly fencingToken: number; trace: HoldTrace | undefined };
+  readonly lease: { readonly fence: number | undefined; trace: HoldTrace | undefined };
 }
 
 /** Spans for the acquisitions and holds of one engine. */
@@ -136,10 +138,11 @@ class AcquireSpan {
   }
 
   granted(lease: TracedHandle['lease']): void {
-    const fence = lease.fencingToken;
-    this.span.setAttribute('lock.fencing_token', fence);
+    // A token minted later, on its first read, is not known here: the hold span gets it then.
+    const fence = lease.fence;
+    if (fence !== undefined) this.span.setAttribute('lock.fencing_token', fence);
     this.end('acquired');
-    const attributes = { ...this.attributes, 'lock.fencing_token': fence };
+    const attributes = fence === undefined ? this.attributes : { ...this.attributes, 'lock.fencing_token': fence };
     lease.trace = new HoldSpan(this.tracer.startSpan('lockwarden.hold', { attributes }, this.parent));
   }
 
@@ -165,6 +168,10 @@ class HoldSpan implements HoldTrace {
   private open = true;
 
   constructor(private readonly span: Span) {}
+
+  minted(fencingToken: number): void {
+    if (this.open) quietly(() => this.span.setAttribute('lock.fencing_token', fencingToken));
+  }
 
   released(): void {
     this.end('released', undefined);

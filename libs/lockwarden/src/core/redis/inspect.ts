@@ -24,7 +24,8 @@ export async function inspectLock(client: RedisClient, prefix: string, key: stri
     holders,
     leaseLeftMs,
     ttlMs: leaseLeftMs,
-    fencingToken: Number(reply[2]),
+    // '' (a plain grant whose token nobody read) or 0 (no counter): no token to show.
+    fencingToken: Number(reply[2]) || null,
     waiters: Number(reply[3]),
   };
 }

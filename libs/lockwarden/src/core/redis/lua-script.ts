@@ -36,11 +36,11 @@ function isNoScript(err: unknown): boolean {
 export const SCRIPTS = {
   acquire: new LuaScript('acquire'),
   release: new LuaScript('release'),
-  grantMany: new LuaScript('grant-many'),
+  releasePlain: new LuaScript('release-plain'),
   releaseMany: new LuaScript('release-many'),
   renew: new LuaScript('renew'),
   fenceRaise: new LuaScript('fence-raise'),
-  fenceSeed: new LuaScript('fence-seed'),
+  fenceMint: new LuaScript('fence-mint'),
   inspect: new LuaScript('inspect'),
   forceUnlock: new LuaScript('force-unlock'),
   rwAcquire: new LuaScript('rw-acquire'),

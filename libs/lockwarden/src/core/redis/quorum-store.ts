@@ -52,6 +52,11 @@ export class QuorumLockStore implements LockStore {
     return Math.floor(leaseMs / 100) + 2;
   }
 
+  /** Never needed: each node mints at the grant (plainGrants off), so a quorum grant always has its token. */
+  mint(): Promise<number> {
+    return Promise.reject(new Error('a quorum grant carries its fencing token: there is none to mint'));
+  }
+
   async acquire(req: StoreAcquire): Promise<number> {
     const started = performance.now();
     const timeout = this.timeoutFor(req.leaseMs);
@@ -90,6 +95,10 @@ export class QuorumLockStore implements LockStore {
     return false;
   }
 
+  releaseHeld(keys: MutexKeys, ownerToken: string): Promise<boolean> {
+    return this.release(keys, ownerToken);
+  }
+
   async renew(items: readonly RenewItem[]): Promise<boolean[]> {
     const timeout = this.timeoutFor(Math.min(...items.map((i) => i.leaseMs)));
     const replies = await this.onAll((node) => node.renew(items), timeout);
@@ -109,7 +118,7 @@ export class QuorumLockStore implements LockStore {
     const views = await Promise.allSettled(this.nodes.map((node) => node.inspect(prefix, key)));
     const seen = views.flatMap((v) => (v.status === 'fulfilled' ? [v.value] : []));
     if (seen.length === 0) throw (views[0] as PromiseRejectedResult).reason;
-    const newest = (list: LockInfo[]) => list.reduce((a, b) => (b.fencingToken > a.fencingToken ? b : a));
+    const newest = (list: LockInfo[]) => list.reduce((a, b) => ((b.fencingToken ?? 0) > (a.fencingToken ?? 0) ? b : a));
     const held = seen.filter((v) => v.held);
     if (held.length >= this.majority) return newest(held);
     return { ...newest(seen), held: false, mode: null, holders: [], leaseLeftMs: 0, ttlMs: 0 };

@@ -25,7 +25,6 @@ export interface RedisBackendOptions {
   readonly redis: RedisSpec | undefined;
   readonly quorum: ResolvedQuorum | undefined;
   readonly replicaAck: ReplicaAckOptions | undefined;
-  readonly clockTokens: boolean | undefined;
 }
 
 /**
@@ -37,7 +36,7 @@ export class RedisBackend implements LockBackend {
   constructor(private readonly options: RedisBackendOptions) {}
 
   open(instanceId: string, logger: LockLogger): Topology {
-    const { redis, quorum, replicaAck, clockTokens } = this.options;
+    const { redis, quorum, replicaAck } = this.options;
     const connections = (quorum ? quorum.nodes : [redis as RedisSpec]).map((spec) => openClient(spec));
     // A client the user gave is theirs to watch: listening to its errors would silence ioredis's own report.
     const watches = connections.filter((c) => c.owned).map((c) => new ConnectionWatch(c.client, logger));
@@ -52,8 +51,8 @@ export class RedisBackend implements LockBackend {
           client,
           instanceId,
           replicaAck && new ReplicaAck(client, replicaAck, logger),
-          // A plain SET NX and INCR grant only where no failover can set the counter back.
-          !(clockTokens ?? (quorum !== undefined || replicaAck !== undefined || canFailOver(client))),
+          // A quorum's grant takes the highest of its nodes' tokens: each node mints at the grant.
+          quorum === undefined,
         ),
     );
     const bus = new WakeChannels((sink) => new RedisWakeSubscriber(clients, sink));
@@ -76,13 +75,6 @@ export class RedisBackend implements LockBackend {
       },
     };
   }
-}
-
-/** Sentinel and Cluster promote replicas, whose counters may lag the tokens already handed out. */
-function canFailOver(client: RedisClient): boolean {
-  if (client.isCluster) return true;
-  const sentinels = (client as { options?: { sentinels?: unknown } }).options?.sentinels;
-  return Array.isArray(sentinels) && sentinels.length > 0;
 }
 
 /** A 'ready' listener: (re)load the scripts into the server(s) the client just connected to. */

@@ -10,10 +10,8 @@ import type { ReplicaAck } from './replica-ack';
 import { SCRIPTS } from './lua-script';
 import type { LuaScript } from './lua-script';
 import { WriteCoalescer } from './write-coalescer';
-import { fastGrant } from './fast-grant';
 import { TurnBatch } from './turn-batch';
-import { KnownCounters } from './known-counters';
-import { BUSY_FOR_UNKNOWN } from '../backend/lock-store';
+import { BUSY_FOR_UNKNOWN, UNMINTED } from '../backend/lock-store';
 import type {
   LockKind,
   LockStore,
@@ -32,44 +30,37 @@ export const RENEW_BATCH = 500;
 
 const KIND_CODE: Record<LockKind, string> = { mutex: 'm', read: 'r', write: 'w', permit: 's' };
 
+/** A mutex lease to release, and whether a waiter of this process is known to wait for it. */
+interface HeldRelease {
+  readonly keys: MutexKeys;
+  readonly token: string;
+  readonly waited: boolean;
+}
+
 export class RedisLockStore implements LockStore {
   /** Cluster: releases use sharded pub/sub, and renewals are batched per slot. */
   private readonly publishCommand: 'publish' | 'spublish';
   readonly readWrite = true;
   readonly semaphores = true;
   private readonly writes: WriteCoalescer;
-  /** Single server: the first attempts and the releases of one tick go out together. */
-  private readonly grants: TurnBatch<StoreAcquire, number | undefined> | undefined;
-  private readonly releases: TurnBatch<{ keys: MutexKeys; token: string }, boolean> | undefined;
+  /** Single server: the releases of one event-loop turn go out together (release-many.lua). */
+  private readonly releases: TurnBatch<HeldRelease, boolean> | undefined;
 
   constructor(
     readonly client: RedisClient,
     private readonly instanceId: string,
     private readonly ack?: ReplicaAck,
-    fastGrants = false,
+    /**
+     * Whether an uncontended first attempt may be a plain `SET NX PX` whose token is minted on
+     * first read. Off for a quorum's nodes, whose grant must carry each node's token.
+     */
+    private readonly plainGrants = true,
   ) {
     this.publishCommand = client.isCluster ? 'spublish' : 'publish';
     this.writes = new WriteCoalescer(client);
-    if (fastGrants && !ack) {
-      // An uncontended grant may be plain commands (fast-grant.ts): no failover sets counters back.
-      const known = new KnownCounters();
-      const many = (reqs: readonly StoreAcquire[]): Promise<(number | undefined)[]> => {
-        const sentAt = performance.now();
-        return this.grantMany(reqs).then((replies) => {
-          // Only a grant gave its counter a minute; a busy attempt left the counter as it was.
-          replies.forEach((token, i) => {
-            if (token !== undefined) known.add(reqs[i].keys.fence, sentAt);
-          });
-          return replies;
-        });
-      };
-      this.grants = new TurnBatch((req) => {
-        // A name not granted lately may have no counter: a script seeds it from TIME.
-        if (!known.has(req.keys.fence)) return many([req]).then((replies) => replies[0]);
-        return fastGrant(client, this.writes, req.keys, req.ownerToken, req.leaseMs, instanceId);
-      }, many);
+    if (!client.isCluster) {
       this.releases = new TurnBatch(
-        ({ keys, token }) => this.releaseOne(keys, token),
+        (item) => this.releaseAlone(item),
         (items) => this.releaseMany(items),
       );
     }
@@ -90,16 +81,25 @@ export class RedisLockStore implements LockStore {
   }
 
   async acquire(req: StoreAcquire): Promise<number> {
-    // A first plain attempt is most likely uncontended: try it without a script. When it finds
-    // the lock busy, the acquire loop tries again with acquire.lua, which marks the lock waited
-    // for. Sending that script from here instead would put a second grant on the wire after
-    // any withdrawal the loop sent meanwhile (an abort): an attempt must be one call.
-    if (this.grants && !req.fair && !req.waited) {
-      return (await this.grants.push(req)) ?? BUSY_FOR_UNKNOWN;
+    // A first attempt is most likely uncontended: one native SET NX PX, no script and no
+    // counter. Its token is minted when first read (mint). When it finds the lock busy, the
+    // acquire loop tries again with acquire.lua, which marks the lock waited for. Sending that
+    // script from here instead would put a second grant on the wire after any withdrawal the
+    // loop sent meanwhile (an abort): an attempt must be one call.
+    if (this.plainGrants && !this.ack && !req.fair && !req.waited) {
+      this.writes.cork();
+      const reply = await this.client.set(
+        req.keys.lock,
+        `${req.ownerToken}||${this.instanceId}`,
+        'PX',
+        req.leaseMs,
+        'NX',
+      );
+      return reply === 'OK' ? UNMINTED : BUSY_FOR_UNKNOWN;
     }
     const plain = [req.ownerToken, req.leaseMs, this.instanceId];
     // A plain attempt sends two keys and three arguments: the fewer bytes and Lua table
-    // entries per call, the cheaper the uncontended cycle on both sides.
+    // entries per call, the cheaper the call on both sides.
     const args = req.fair
       ? [...plain, req.waited ? 'w' : '', req.waiterId, req.placeMs, req.handoffMs]
       : req.waited
@@ -113,8 +113,28 @@ export class RedisLockStore implements LockStore {
     );
   }
 
+  async mint(keys: MutexKeys, ownerToken: string): Promise<number> {
+    return Number(await this.run(SCRIPTS.fenceMint, [keys.lock, keys.fence], [ownerToken]));
+  }
+
   release(keys: MutexKeys, ownerToken: string): Promise<boolean> {
-    return this.releases ? this.releases.push({ keys, token: ownerToken }) : this.releaseOne(keys, ownerToken);
+    return this.releaseOne(keys, ownerToken);
+  }
+
+  releaseHeld(keys: MutexKeys, ownerToken: string, waited: boolean): Promise<boolean> {
+    const item = { keys, token: ownerToken, waited };
+    return this.releases ? this.releases.push(item) : this.releaseAlone(item);
+  }
+
+  /**
+   * One release: release-plain.lua with its one key first, unless a waiter of this process
+   * waits; release.lua, with all five, when the lock turns out to be waited for (one round
+   * trip more, for a lock whose waiters are all in other processes).
+   */
+  private async releaseAlone({ keys, token, waited }: HeldRelease): Promise<boolean> {
+    if (waited) return this.releaseOne(keys, token);
+    const reply = Number(await this.run(SCRIPTS.releasePlain, [keys.lock], [token]));
+    return reply === 2 ? this.releaseOne(keys, token) : reply === 1;
   }
 
   private async releaseOne(keys: MutexKeys, token: string): Promise<boolean> {
@@ -122,16 +142,8 @@ export class RedisLockStore implements LockStore {
     return Number(reply) === 1;
   }
 
-  /** Several first attempts in one script (grant-many.lua): each one's token, or undefined when busy. */
-  private async grantMany(reqs: readonly StoreAcquire[]): Promise<(number | undefined)[]> {
-    const keys = reqs.flatMap((r) => [r.keys.lock, r.keys.fence]);
-    const args = reqs.flatMap((r) => [`${r.ownerToken}||${this.instanceId}`, r.leaseMs]);
-    const replies = (await this.run(SCRIPTS.grantMany, keys, args)) as number[];
-    return replies.map((f) => (Number(f) > 0 ? Number(f) : undefined));
-  }
-
   /** Several releases in one script (release-many.lua), each as release.lua would do it. */
-  private async releaseMany(items: readonly { keys: MutexKeys; token: string }[]): Promise<boolean[]> {
+  private async releaseMany(items: readonly HeldRelease[]): Promise<boolean[]> {
     const keys = items.flatMap((item) => item.keys.releaseKeys);
     const replies = (await this.run(SCRIPTS.releaseMany, keys, [
       this.publishCommand,

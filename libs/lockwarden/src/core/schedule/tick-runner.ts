@@ -25,7 +25,8 @@ export class TickRunner {
     const { host, key, keys, schedule, options } = this.job;
     const runGiven = (given: number): Promise<T | undefined> => this.run(given, handle, keepMs, fn);
     await this.handOn.runGiven(at, true, runGiven);
-    const token = handle.fencingToken;
+    // The tick record is stamped with the holder's token: minted here when the grant took none.
+    const token = await handle.fencingToken();
     const runKeepMs = keepMs + (options.acquire.leaseMs ?? options.acquire.ttlMs ?? host.leaseMs);
     const next = options.onOverrun === 'wait' ? schedule.after(at) : undefined;
     const started = await askStore(this.job, 'start a tick of', host.ticks.start(keys, at, token, runKeepMs, next));

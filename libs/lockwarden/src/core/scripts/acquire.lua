@@ -1,7 +1,8 @@
 -- Take a mutex, or learn how long to wait for it.
 -- KEYS[1] lock: the string "owner|fence|instance", with "|w" appended once anyone waits for
---         it (so a release publishes only when someone listens). Its TTL is the lease. A fast
---         grant (store/fast-grant.ts) leaves the fence empty: its token is in the counter.
+--         it (so a release publishes only when someone listens). Its TTL is the lease. A plain
+--         grant (SET NX PX, redis/redis-store.ts) leaves the fence empty until the holder
+--         reads its token (fence-mint.lua).
 -- KEYS[2] fencing counter (tokens only ever rise; seeded from TIME, expires when idle: next-fence)
 -- Fair acquires only (the key count says which):
 -- KEYS[3] fair queue: zset of waiting owner tokens, scored by arrival (server time)
@@ -11,7 +12,8 @@
 --         lock is marked waited for from the start); may be omitted by a plain first attempt
 -- Fair only: ARGV[5] waiter id   ARGV[6] waiter record ttl ms
 --            ARGV[7] the lease a hand-off to this waiter starts with (short: the waiter confirms it)
--- Returns the fencing token (> 0) when the caller owns the lock, else -(ms worth waiting).
+-- Returns the fencing token (> 0) when the caller owns the lock, 0 when it owns it through a
+-- plain grant whose token nobody read yet, else -(ms worth waiting).
 -- #include next-fence
 local token = ARGV[1]
 local mark = ARGV[4] == 'w' and '|w' or ''
@@ -28,7 +30,7 @@ if held then
     -- A queued waiter handed the lock by a release confirms it: the full lease starts now,
     -- so its holder can time the lease from when it sent this call.
     redis.call('pexpire', KEYS[1], ARGV[2])
-    return tonumber(fence) or tonumber(redis.call('get', KEYS[2]) or '0')
+    return tonumber(fence) or 0
   end
   -- Busy: mark it, so its release wakes whoever waits (the caller subscribes before retrying).
   if waited == '' then redis.call('append', KEYS[1], '|w') end

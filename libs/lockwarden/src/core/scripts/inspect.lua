@@ -1,7 +1,7 @@
 -- Describe one lock for operators, without ever returning an owner token.
 -- KEYS[1] mutex (see acquire.lua)   KEYS[2] mutex fencing counter   KEYS[3] mutex fair queue
 -- KEYS[4] read/write hash   KEYS[5] waiting writers   KEYS[6] read/write fencing counter
--- Returns { mode, ttl ms, fencing token, waiters, instance, ttl ms, instance, ttl ms, ... }
+-- Returns { mode, ttl ms, fencing token ('' for none minted), waiters, instance, ttl ms, ... }
 -- with mode 'mutex', 'write', 'read' or '' (free); one instance/ttl pair per holder.
 local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -10,10 +10,8 @@ local held = redis.call('get', KEYS[1])
 if held then
   local f, i = string.match(held, '^[^|]*|(%d*)|([^|]*)')
   local ttl = redis.call('pttl', KEYS[1])
-  -- A fast grant leaves its token in the counter only: the last token handed out on this
-  -- name, the holder's own unless an attempt that found it busy has counted since.
-  f = tonumber(f) or tonumber(redis.call('get', KEYS[2]) or '0')
-  return { 'mutex', ttl, f, redis.call('zcard', KEYS[3]), i or '', ttl }
+  -- A plain grant whose holder has not read its token has none yet: '' says so.
+  return { 'mutex', ttl, tonumber(f) or '', redis.call('zcard', KEYS[3]), i or '', ttl }
 end
 
 local out = { '', 0, 0, redis.call('zcard', KEYS[5]) }

@@ -41,7 +41,7 @@ export interface PermitScope {
  * ```ts
  * const exports = locks.semaphore('exports', { limit: 3 });
  * await exports.withPermit(async (handle) => {
- *   await exporter.run({ signal: handle.signal, fencingToken: handle.fencingToken });
+ *   await exporter.run({ signal: handle.signal, fencingToken: await handle.fencingToken() });
  * });
  * ```
  */

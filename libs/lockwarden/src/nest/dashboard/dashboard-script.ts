@@ -57,7 +57,7 @@ export const DASHBOARD_SCRIPT = String.raw`
       var holders = l.holders.map(function (h) { return h.instanceId; }).join(', ');
       var queue = l.queue.map(function (q) { return q.instanceId + ' (' + ms(q.waitedMs) + ')'; }).join(', ');
       var cells = [
-        td(l.key, 'mono'), td(l.mode || 'free'), td(holders || '—', 'mono'), td(l.fencingToken, 'num mono'),
+        td(l.key, 'mono'), td(l.mode || 'free'), td(holders || '—', 'mono'), td(l.fencingToken === null ? '—' : l.fencingToken, 'num mono'),
         td((l.heldForExact ? '' : '≥ ') + ms(l.heldForMs), 'num'), td(ms(l.leaseLeftMs), 'num'), td(l.waiters, 'num'),
         td(queue || '—', 'mono')
       ];
