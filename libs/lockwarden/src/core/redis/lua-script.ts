@@ -37,7 +37,6 @@ export const SCRIPTS = {
   acquire: new LuaScript('acquire'),
   release: new LuaScript('release'),
   releasePlain: new LuaScript('release-plain'),
-  releaseMany: new LuaScript('release-many'),
   renew: new LuaScript('renew'),
   fenceRaise: new LuaScript('fence-raise'),
   fenceMint: new LuaScript('fence-mint'),

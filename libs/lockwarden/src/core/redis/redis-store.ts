@@ -43,7 +43,7 @@ export class RedisLockStore implements LockStore {
   readonly readWrite = true;
   readonly semaphores = true;
   private readonly writes: WriteCoalescer;
-  /** Single server: the releases of one event-loop turn go out together (release-many.lua). */
+  /** Single server: the releases of one event-loop turn go out together (release-plain.lua). */
   private readonly releases: TurnBatch<HeldRelease, boolean> | undefined;
 
   constructor(
@@ -60,8 +60,8 @@ export class RedisLockStore implements LockStore {
     this.writes = new WriteCoalescer(client);
     if (!client.isCluster) {
       this.releases = new TurnBatch(
-        (item) => this.releaseAlone(item),
-        (items) => this.releaseMany(items),
+        (item) => this.releaseHeldMany([item]).then((done) => done[0]),
+        (items) => this.releaseHeldMany(items),
       );
     }
   }
@@ -123,33 +123,41 @@ export class RedisLockStore implements LockStore {
 
   releaseHeld(keys: MutexKeys, ownerToken: string, waited: boolean): Promise<boolean> {
     const item = { keys, token: ownerToken, waited };
-    return this.releases ? this.releases.push(item) : this.releaseAlone(item);
+    return this.releases ? this.releases.push(item) : this.releaseHeldMany([item]).then((done) => done[0]);
   }
 
   /**
-   * One release: release-plain.lua with its one key first, unless a waiter of this process
-   * waits; release.lua, with all five, when the lock turns out to be waited for (one round
-   * trip more, for a lock whose waiters are all in other processes).
+   * Releases of leases this process holds. Those nobody waited for go as one
+   * release-plain.lua, with one key each; a lock a waiter of this process waits for goes
+   * straight to release.lua, with all five keys, and so does one release-plain.lua finds
+   * waited for (one round trip more, for a lock whose waiters are all in other processes).
    */
-  private async releaseAlone({ keys, token, waited }: HeldRelease): Promise<boolean> {
-    if (waited) return this.releaseOne(keys, token);
-    const reply = Number(await this.run(SCRIPTS.releasePlain, [keys.lock], [token]));
-    return reply === 2 ? this.releaseOne(keys, token) : reply === 1;
+  private async releaseHeldMany(items: readonly HeldRelease[]): Promise<boolean[]> {
+    const done = new Array<Promise<boolean>>(items.length);
+    const plain: number[] = [];
+    items.forEach((item, i) => {
+      if (item.waited) done[i] = this.releaseOne(item.keys, item.token);
+      else plain.push(i);
+    });
+    if (plain.length > 0) {
+      const sent = this.run(
+        SCRIPTS.releasePlain,
+        plain.map((i) => items[i].keys.lock),
+        plain.map((i) => items[i].token),
+      ) as Promise<number[]>;
+      plain.forEach((i, j) => {
+        done[i] = sent.then((replies) => {
+          const reply = Number(replies[j]);
+          return reply === 2 ? this.releaseOne(items[i].keys, items[i].token) : reply === 1;
+        });
+      });
+    }
+    return Promise.all(done);
   }
 
   private async releaseOne(keys: MutexKeys, token: string): Promise<boolean> {
     const reply = await this.run(SCRIPTS.release, keys.releaseKeys, [token, this.publishCommand]);
     return Number(reply) === 1;
-  }
-
-  /** Several releases in one script (release-many.lua), each as release.lua would do it. */
-  private async releaseMany(items: readonly HeldRelease[]): Promise<boolean[]> {
-    const keys = items.flatMap((item) => item.keys.releaseKeys);
-    const replies = (await this.run(SCRIPTS.releaseMany, keys, [
-      this.publishCommand,
-      ...items.map((item) => item.token),
-    ])) as number[];
-    return replies.map((r) => Number(r) === 1);
   }
 
   /** Records the fencing token a quorum granted on this node (see fence-raise.lua). */
