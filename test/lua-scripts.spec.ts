@@ -1356,10 +1356,8 @@ describe('fence-mint.lua', () => {
 });
 
 describe('release-plain.lua', () => {
-  const releasePlain = async (m: MKeys, token: string): Promise<number> => {
-    const [reply] = (await run(RELEASE_PLAIN, [m.lock], [token])) as number[];
-    return reply;
-  };
+  const releasePlain = async (m: MKeys, token: string): Promise<number> =>
+    (await run(RELEASE_PLAIN, [m.lock], [token])) as number;
 
   it("deletes its owner's lock when nobody waited, and publishes nothing", async () => {
     const { m } = fresh('plain-own');
@@ -1374,6 +1372,8 @@ describe('release-plain.lua', () => {
     const { m } = fresh('plain-other');
     await client.set(m.lock, 'tok-a|5|inst-a|w', 'PX', 30_000);
     expect(await releasePlain(m, 'tok-b')).toBe(0);
+    // A token that is a prefix of the owner's is not the owner.
+    expect(await releasePlain(m, 'tok')).toBe(0);
     expect(await releasePlain(m, 'tok-a')).toBe(2);
     expect(await client.get(m.lock)).toBe('tok-a|5|inst-a|w');
     await client.del(m.lock);

@@ -140,11 +140,12 @@ export class RedisLockStore implements LockStore {
       else plain.push(i);
     });
     if (plain.length > 0) {
+      // One lock answers a number, several a list (release-plain.lua).
       const sent = this.run(
         SCRIPTS.releasePlain,
         plain.map((i) => items[i].keys.lock),
         plain.map((i) => items[i].token),
-      ) as Promise<number[]>;
+      ).then((reply) => (Array.isArray(reply) ? reply : [reply]));
       plain.forEach((i, j) => {
         done[i] = sent.then((replies) => {
           const reply = Number(replies[j]);
