@@ -1,9 +1,7 @@
-/**
- * What went wrong between this process and Redis, in the library's words. The client's own
- * messages name its internals ("Reached the max retries per request limit … Refer to
- * "maxRetriesPerRequest" option", "Connection is closed.") rather than what happened; the
- * original error stays available as the `cause` of whatever carries this text.
- */
+// What went wrong between this process and Redis, in the library's words. The client's own
+// messages name its internals ("Reached the max retries per request limit … Refer to
+// "maxRetriesPerRequest" option", "Connection is closed.") rather than what happened; the
+// original error stays available as the `cause` of whatever carries this text.
 
 /** How a connection failed, for health reports: turned away, or silence. */
 export type ConnectionFailure = 'refused' | 'no-answer';

@@ -251,16 +251,16 @@ export class LockService {
 }
 
 /**
- * A handle from a bare acquire, taken inside a request, is the request's to
- * release: if its code forgets, the interceptor releases it once the request is over.
- */
-/**
  * Permits taken through LockService follow the request as locks do: a wait is cancelled when
  * the client goes away, and a bare permit still held when the request is over is released
  * then, with one warning (withPermit releases its own).
  */
 const REQUEST_PERMIT_SCOPE: PermitScope = { options: withRequestSignal, bare };
 
+/**
+ * A handle from a bare acquire, taken inside a request, is the request's to
+ * release: if its code forgets, the interceptor releases it once the request is over.
+ */
 async function bare<H extends LockHandle | null>(got: Promise<H>): Promise<H> {
   const scope = RequestLockScope.current();
   const handle = await got;

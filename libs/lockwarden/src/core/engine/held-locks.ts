@@ -11,15 +11,15 @@ import type { Waiter } from '../backend/waiter';
 import { releasePermits } from './permit-release';
 import { checkInteger, MAX_MS, MIN_LEASE_MS } from '../options/validate';
 
-/**
- * The locks one engine holds, and the work running under them: the orchestrator, in the
- * sense of nestjs/schedule. It owns every lease from grant to release, runs locked work
- * (`hold`), drains at shutdown, and leaves to their lease the locks whose work outlives
- * the grace. It never releases a lock while the work holding it runs.
- */
 /** The rest of locked work after its function settled (a response still streaming), or a function asked for it then. */
 export type Until = PromiseLike<unknown> | (() => PromiseLike<unknown> | undefined);
 
+/**
+ * The locks one engine holds, and the work running under them: the orchestrator, in the
+ * sense of nestjs/schedule. It owns every lease from grant to release, runs locked work
+ * (`runLocked`), drains at shutdown, and leaves to their lease the locks whose work outlives
+ * the grace. It never releases a lock while the work holding it runs.
+ */
 export class HeldLocks implements LeaseHost {
   private readonly leases = new Set<Lease>();
   private readonly running = new Set<Promise<unknown>>();

@@ -31,6 +31,9 @@ import type { JobHost } from '../schedule/scheduled-job';
 import type { CheckedScheduledOptions } from '../schedule/scheduled-options';
 import type { TickSchedule } from '../schedule/tick-schedule';
 
+/** Work run under a lock, given its handle. */
+type Locked<T> = (handle: LockHandle) => T | Promise<T>;
+
 /**
  * The framework-free lock engine behind `LockService`: reentrant, fenced
  * mutexes and read/write locks on Redis, woken by pub/sub, kept alive by one
@@ -49,9 +52,6 @@ import type { TickSchedule } from '../schedule/tick-schedule';
  * await engine.close();
  * ```
  */
-/** Work run under a lock, given its handle. */
-type Locked<T> = (handle: LockHandle) => T | Promise<T>;
-
 export class LockEngine {
   readonly options: ResolvedEngineOptions;
   private readonly topology: Topology;

@@ -66,16 +66,16 @@ export class RedisLockStore implements LockStore {
     }
   }
 
-  /**
-   * The queue hands a lock over inside the releaser's script, with no WAIT by
-   * the new holder; under replicaAck every grant must be acknowledged, so the
-   * queue (fair mode, starvation mode) is off.
-   */
   /** Up to ACK_ATTEMPTS grants, each waiting for its replicas, and a give-back between. */
   get attemptMs(): number {
     return this.ack ? ACK_ATTEMPTS * this.ack.timeoutMs : 0;
   }
 
+  /**
+   * The queue hands a lock over inside the releaser's script, with no WAIT by
+   * the new holder; under replicaAck every grant must be acknowledged, so the
+   * queue (fair mode, starvation mode) is off.
+   */
   get fairQueue(): boolean {
     return this.ack === undefined;
   }

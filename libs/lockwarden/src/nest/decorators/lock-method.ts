@@ -145,14 +145,6 @@ export function className(target: object): string {
 }
 
 /**
- * One call of a decorated method: resolve keys, take the locks in sorted
- * order, and run the method as their holder through the engine's one `hold`
- * path. Called by the interceptor for a route handler, the locks also wait
- * for the request to be over (a streamed response, an Observable), and a
- * client that goes away cancels the pending acquire; they are never released
- * while the method still runs.
- */
-/**
  * Asks Nest to inject `LockService` into a decorated class's instances, once per class
  * whatever mix of `@Locked`, `@Semaphore`, `@LeaderOnly` and the others it carries: every
  * decorator finds it under the one property and the one token.
@@ -180,6 +172,14 @@ export function engineOf(self: unknown, where: string): LockEngine {
   return engine;
 }
 
+/**
+ * One call of a decorated method: resolve keys, take the locks in sorted
+ * order, and run the method as their holder through the engine's one `runLocked`
+ * path. Called by the interceptor for a route handler, the locks also wait
+ * for the request to be over (a streamed response, an Observable), and a
+ * client that goes away cancels the pending acquire; they are never released
+ * while the method still runs.
+ */
 export async function runLocked(
   self: unknown,
   args: unknown[],
