@@ -97,9 +97,7 @@ describe('the lockwarden CLI', () => {
       available: 1,
       fencingToken: await two.fencingToken(),
     });
-    expect(info.holders).toEqual([
-      { instanceId: 'worker-7', permits: 2, leaseLeftMs: expect.any(Number), ttlMs: info.holders[0].leaseLeftMs },
-    ]);
+    expect(info.holders).toEqual([{ instanceId: 'worker-7', permits: 2, leaseLeftMs: expect.any(Number) }]);
     const [token] = await admin.hkeys(`${prefix}{exports}:sem:permits`).then((f) => f.filter((k) => k !== '#used'));
     expect(json.out).not.toContain(token);
     const table = await cli('semaphore', 'exports', '--redis', redis.url, '--prefix', prefix);

@@ -213,7 +213,7 @@ describe('the dashboard’s data', () => {
       expect(draws.leading).toBe(true);
       expect(draws.latestTerm?.instanceId).toBe('web-1');
       expect(draws.recent[0].fencingToken).toBe(draws.latestTerm?.fencingToken);
-      expect(draws.leader).toEqual(draws.latestTerm); // the deprecated name, same term
+      expect(draws).not.toHaveProperty('leader'); // the removed name of latestTerm
       const head = state.locks.find((l) => l.key === 'queue:head')!;
       expect(head.holders[0].instanceId).toBe('worker-7');
       expect(head.queue[0].instanceId).toBe('web-1');

@@ -15,7 +15,7 @@ import {
   ReadLocked,
   WriteLocked,
 } from 'lockwarden';
-import type { LockKind, LockMode } from 'lockwarden';
+import type { LockKind } from 'lockwarden';
 import { aborted, EventLog } from './harness/event-log';
 import { startRedis, uniquePrefix } from './harness/redis';
 import type { RedisTarget } from './harness/redis';
@@ -291,14 +291,13 @@ describe('@Locked on service methods', () => {
 });
 
 describe('@ReadLocked and @WriteLocked', () => {
-  it('records the kind of lock each method takes, and the deprecated mode and LockMode still name it', () => {
+  it('records the kind of lock each method takes, under kind only', () => {
     const proto = Catalog.prototype;
     const kinds: LockKind[] = [proto.read, proto.write, Accounts.prototype.debit].map(
       (m) => getLockedMetadata(m)!.kind,
     );
     expect(kinds).toEqual(['read', 'write', 'mutex']);
-    const old: LockMode | undefined = getLockedMetadata(proto.write)?.mode;
-    expect(old).toBe(getLockedMetadata(proto.write)?.kind);
+    expect(getLockedMetadata(proto.write)).not.toHaveProperty('mode'); // the removed name of kind
   });
 
   it('lets readers share and keeps writers apart from everyone', async () => {

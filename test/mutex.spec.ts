@@ -77,7 +77,7 @@ describe('reentrancy', () => {
     expect(await admin.exists(`${e.options.keyPrefix}{r}`)).toBe(0);
   });
 
-  it('keeps runHolding and runInFrames: the first releases after its work, the second leaves that to the caller', async () => {
+  it('runLocked releases after its work, runInFrames leaves that to the caller', async () => {
     const e = engine();
     const outer = (await e.acquire('frames')) as Parameters<LockEngine['runInFrames']>[0][number];
     const token = await e.runInFrames([outer], async () => {
@@ -89,26 +89,27 @@ describe('reentrancy', () => {
     const outerToken = await outer.fencingToken();
     expect(token).toBe(outerToken);
     expect(outer.isHeld()).toBe(true);
-    expect(await e.runHolding(outer, (handle) => handle.fencingToken())).toBe(outerToken);
+    expect(await e.runLocked([outer], () => outer.fencingToken())).toBe(outerToken);
     expect(outer.isHeld()).toBe(false);
     expect(await admin.exists(`${e.options.keyPrefix}{frames}`)).toBe(0);
   });
 
-  it('runLocked runs work holding handles, then releases them; heldLocks counts them; the deprecated hold() and heldCount do the same', async () => {
+  it('runLocked runs work holding handles, then releases them; heldLocks counts them', async () => {
     const e = engine();
     type Held = Parameters<LockEngine['runLocked']>[0][number];
     const first = (await e.acquire('run-locked')) as Held;
     expect(e.heldLocks).toBe(1);
-    expect(e.heldCount).toBe(e.heldLocks);
     const firstToken = await first.fencingToken();
     expect(await e.runLocked([first], () => first.fencingToken())).toBe(firstToken);
     expect(first.isHeld()).toBe(false);
     expect(e.heldLocks).toBe(0);
     const second = (await e.acquire('run-locked')) as Held;
     const secondToken = await second.fencingToken();
-    expect(await e.hold([second], () => second.fencingToken())).toBe(secondToken);
+    expect(await e.runLocked([second], () => second.fencingToken())).toBe(secondToken);
     expect(second.isHeld()).toBe(false);
-    expect(e.heldCount).toBe(0);
+    expect(e.heldLocks).toBe(0);
+    // The removed names are gone, not aliases.
+    expect('hold' in e || 'heldCount' in e || 'runHolding' in e).toBe(false);
   });
 
   it('keeps the lock until the last hold is released', async () => {
@@ -372,7 +373,7 @@ describe('watchdog', () => {
     expect(events.count({ type: 'renewed', key: 'fixed' })).toBe(0);
   });
 
-  it('renews a lease of its own length (leaseMs) unless renew is false, and keeps ttlMs as the deprecated spelling of a fixed one', async () => {
+  it('renews a lease of its own length (leaseMs) unless renew is false', async () => {
     const events = new EventLog();
     const e = engine({}, events);
     const renewed = await e.acquire('own-lease', { leaseMs: 150 });
@@ -380,7 +381,7 @@ describe('watchdog', () => {
     await events.next({ type: 'renewed', key: 'own-lease' });
     expect(renewed.isHeld()).toBe(true);
     await renewed.release();
-    const fixed = await e.acquire('old-ttl', { ttlMs: 100 });
+    const fixed = await e.acquire('old-ttl', { leaseMs: 100, renew: false });
     expect(await admin.pttl(`${e.options.keyPrefix}{old-ttl}`)).toBeLessThanOrEqual(100);
     expect(await aborted(fixed.signal)).toBeInstanceOf(LockLostError);
     expect(events.count({ type: 'renewed', key: 'old-ttl' })).toBe(0);

@@ -330,7 +330,7 @@ describe('inspect', () => {
     expect(info.holders.map((h) => h.permits).sort()).toEqual([1, 2]);
     for (const h of info.holders) expect([a.options.instanceId, b.options.instanceId]).toContain(h.instanceId);
     for (const h of info.holders) expect(h.leaseLeftMs).toBeGreaterThan(0);
-    for (const h of info.holders) expect(h.ttlMs).toBe(h.leaseLeftMs); // the deprecated name, same value
+    for (const h of info.holders) expect(h).not.toHaveProperty('ttlMs'); // the removed name of leaseLeftMs
     await semA.setLimit(2);
     expect(await semA.inspect()).toMatchObject({ limit: 2, used: 3, available: 0 });
     await Promise.all([two.release(), one.release()]);
@@ -369,41 +369,17 @@ describe('refusals', () => {
   });
 });
 
-describe('deprecated names', () => {
-  it('permits still names the limit: option, getter, setPermits() and inspect() agree with limit', async () => {
-    const e = engine();
-    const old = e.semaphore('old-names', { permits: 2 });
-    const now = e.semaphore('old-names', { limit: 2 });
-    expect(old.permits).toBe(2);
-    expect(old.limit).toBe(2);
-    expect(now.permits).toBe(now.limit);
-    const held = await old.acquire();
-    expect(await old.inspect()).toMatchObject({ limit: 2, permits: 2, used: 1 });
-    expect(await old.setPermits(3)).toBe(2);
-    expect(old.limit).toBe(3);
-    expect(old.permits).toBe(3);
-    const info = await now.inspect();
-    expect(info).toMatchObject({ limit: 3, used: 1 });
-    expect(info.permits).toBe(info.limit);
-    await held.release();
-  });
-
-  it('takes limit and permits together only when they agree', () => {
+describe('removed names', () => {
+  it('permits no longer names the limit: the option is refused, and no getter or setPermits() is left', async () => {
     const e = engine({ redis: 'redis://127.0.0.1:1', commandTimeoutMs: 200 });
-    expect(e.semaphore('both', { limit: 2, permits: 2 }).limit).toBe(2);
-    expect(() => e.semaphore('both', { limit: 2, permits: 3 })).toThrow(LockConfigError);
-    expect(() => e.semaphore('both', { limit: 2, permits: 3 })).toThrow(
-      /limit was given twice with different values: limit 2 and permits 3/,
+    expect(() => e.semaphore('old-names', { permits: 2 } as unknown as { limit: number })).toThrow(
+      /Unknown semaphore option "permits"/,
     );
-  });
-
-  it('@Semaphore still takes permits, as limit, and refuses both when they differ', () => {
-    const each = { waitMs: 5_000, onBusy: 'throw' } as const;
-    expect(checkSemaphoreDecoratorOptions({ permits: 2, ...each }, 'm')).toEqual(
-      checkSemaphoreDecoratorOptions({ limit: 2, ...each }, 'm'),
+    const sem = e.semaphore('old-names', { limit: 2 });
+    expect('permits' in sem || 'setPermits' in sem).toBe(false);
+    expect(() => checkSemaphoreDecoratorOptions({ permits: 2 } as unknown as { limit: number }, 'm')).toThrow(
+      LockConfigError,
     );
-    expect(checkSemaphoreDecoratorOptions({ limit: 2, permits: 2 }, 'm').request).toMatchObject({ limit: 2 });
-    expect(() => checkSemaphoreDecoratorOptions({ limit: 2, permits: 1 }, 'm')).toThrow(LockConfigError);
   });
 });
 

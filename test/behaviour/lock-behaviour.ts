@@ -245,9 +245,9 @@ export function describeLockBehaviour(label: string, backend: () => Backend): vo
       expect(info).toMatchObject({ held: true, mode: 'read', fencingToken: writeToken, waiters: 0 });
       expect(info.holders).toHaveLength(2);
       expect(info.leaseLeftMs).toBe(Math.max(...info.holders.map((h) => h.leaseLeftMs)));
-      // The deprecated ttlMs still carries the same numbers.
-      expect(info.ttlMs).toBe(info.leaseLeftMs);
-      for (const h of info.holders) expect(h.ttlMs).toBe(h.leaseLeftMs);
+      // One name for the lease left: the removed ttlMs is gone.
+      expect(info).not.toHaveProperty('ttlMs');
+      for (const h of info.holders) expect(h).not.toHaveProperty('ttlMs');
       await r1.release();
       await r2.release();
       const mutex = await a.acquire('seen-free');

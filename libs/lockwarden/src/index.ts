@@ -42,13 +42,9 @@ export type { LeaderChange } from './core/leader/leader-changes';
 export type { KeySpec } from './nest/decorators/key-template';
 export type { LockableMethod, LockMethodDecorator } from './nest/decorators/lock-method';
 export type { LockedOptions, OnBusy } from './nest/decorators/locked-options';
-export {
-  LOCKED_METADATA,
-  LOCK_ENGINE_FOR_DECORATORS,
-  LOCK_SERVICE_FOR_DECORATORS,
-} from './nest/decorators/locked.constants';
+export { LOCKED_METADATA, LOCK_SERVICE_FOR_DECORATORS } from './nest/decorators/locked.constants';
 export { getLockedMetadata } from './nest/decorators/locked-metadata.accessor';
-export type { LockedMetadata, LockKind, LockMode } from './nest/decorators/locked-metadata.accessor';
+export type { LockedMetadata, LockKind } from './nest/decorators/locked-metadata.accessor';
 export { LockInterceptor } from './nest/interceptors/lock.interceptor';
 export { toHttpError } from './nest/interceptors/lock-http-errors';
 export {

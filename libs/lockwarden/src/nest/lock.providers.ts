@@ -4,7 +4,7 @@ import { LockEngine, resolveEngineOptions, RedisBackend, LeadershipRegistry } fr
 import type { LockBackend } from '../core';
 import { LeadershipExplorer } from './leadership.explorer';
 import { ScheduledLockExplorer } from './scheduled-lock.explorer';
-import { LOCK_ENGINE_FOR_DECORATORS, LOCK_SERVICE_FOR_DECORATORS } from './decorators/locked.constants';
+import { LOCK_SERVICE_FOR_DECORATORS } from './decorators/locked.constants';
 import { LockLifecycle } from './lock-lifecycle';
 import { LOCK_MODULE_OPTIONS } from './lock.module-definition';
 import { engineOptionsOf } from './lock-options.interface';
@@ -49,14 +49,7 @@ export const lockProviders: Provider[] = [
   LeadershipExplorer,
   ScheduledLockExplorer,
   { provide: LOCK_SERVICE_FOR_DECORATORS, useExisting: LockService },
-  { provide: LOCK_ENGINE_FOR_DECORATORS, useExisting: LockEngine },
 ];
 
 /** What both modules export. */
-export const lockExports = [
-  LockService,
-  LockWatchdog,
-  LockEngine,
-  LOCK_SERVICE_FOR_DECORATORS,
-  LOCK_ENGINE_FOR_DECORATORS,
-];
+export const lockExports = [LockService, LockWatchdog, LockEngine, LOCK_SERVICE_FOR_DECORATORS];

@@ -6,13 +6,11 @@ export interface LockHolderInfo {
   instanceId: string;
   /** How long this holder's lease has left, in ms. */
   leaseLeftMs: number;
-  /** @deprecated Use leaseLeftMs. */
-  ttlMs: number;
 }
 
 /** A holder as `inspect()` reports it, its lease left under both names. */
 export function lockHolder(instanceId: string, leaseLeftMs: number): LockHolderInfo {
-  return { instanceId, leaseLeftMs, ttlMs: leaseLeftMs };
+  return { instanceId, leaseLeftMs };
 }
 
 /**
@@ -32,8 +30,6 @@ export interface LockInfo {
   holders: LockHolderInfo[];
   /** The longest remaining lease among the holders, in ms; 0 when free. */
   leaseLeftMs: number;
-  /** @deprecated Use leaseLeftMs. */
-  ttlMs: number;
   /**
    * The holder's fencing token (a reader's: the last write's); null while the holder has not
    * read it (an uncontended mutex mints its token on first read). When free, the last one
@@ -56,8 +52,6 @@ export interface PermitHolderInfo {
   permits: number;
   /** How long its lease has left, in ms. */
   leaseLeftMs: number;
-  /** @deprecated Use leaseLeftMs. */
-  ttlMs: number;
 }
 
 /**
@@ -76,8 +70,6 @@ export interface SemaphoreInfo {
    * `Semaphore.inspect()` gives its own number then.
    */
   limit: number | null;
-  /** @deprecated Use limit. */
-  permits: number | null;
   /** Permits held by live holders (at most `limit`, unless the limit was lowered under them). */
   used: number;
   /** Permits a new grant could take now (0 while the limit is lowered under the holders). */
@@ -93,13 +85,12 @@ export function semaphoreInfo(key: string, reply: readonly (string | number)[]):
   const holders: PermitHolderInfo[] = [];
   for (let i = 2; i + 2 < reply.length; i += 3) {
     const leaseLeftMs = Math.max(0, Number(reply[i + 2]));
-    holders.push({ instanceId: String(reply[i]), permits: Number(reply[i + 1]), leaseLeftMs, ttlMs: leaseLeftMs });
+    holders.push({ instanceId: String(reply[i]), permits: Number(reply[i + 1]), leaseLeftMs });
   }
   const used = holders.reduce((sum, h) => sum + h.permits, 0);
   return {
     key,
     limit: limit < 0 ? null : limit,
-    permits: limit < 0 ? null : limit,
     used,
     available: limit < 0 ? 0 : Math.max(0, limit - used),
     holders,

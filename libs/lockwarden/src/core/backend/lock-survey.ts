@@ -15,8 +15,6 @@ export interface LeadershipInfo {
   key: string;
   /** The latest term, or null when none was recorded. */
   latestTerm: SurveyedTerm | null;
-  /** @deprecated Use latestTerm. */
-  leader: SurveyedTerm | null;
   /** True while the latest term's leader holds the leadership's lock. */
   leading: boolean;
   /** The latest terms, newest first (at most 5). */

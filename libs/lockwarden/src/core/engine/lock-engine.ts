@@ -129,11 +129,6 @@ export class LockEngine {
     return this.held.size;
   }
 
-  /** @deprecated Use heldLocks. */
-  get heldCount(): number {
-    return this.heldLocks;
-  }
-
   /** True once shutdown began: new acquires are refused with LockAbortedError. */
   get shuttingDown(): boolean {
     return this.stop.started;
@@ -212,16 +207,6 @@ export class LockEngine {
    */
   runLocked<T>(handles: readonly LeaseHandle[], fn: () => T | Promise<T>, until?: Until): Promise<T> {
     return this.held.runLocked(handles, fn, until);
-  }
-
-  /** @deprecated Use runLocked. */
-  hold<T>(handles: readonly LeaseHandle[], fn: () => T | Promise<T>, until?: Until): Promise<T> {
-    return this.runLocked(handles, fn, until);
-  }
-
-  /** @deprecated Use `runLocked([handle], () => fn(handle))`. */
-  runHolding<T>(handle: LeaseHandle, fn: Locked<T>): Promise<T> {
-    return this.runLocked([handle], () => fn(handle));
   }
 
   /** Runs `fn` as the holder of `handles` (nested acquires re-enter them) without releasing them. */

@@ -19,7 +19,6 @@ export function inspectMemory(b: MemoryState, prefix: string, key: string): Lock
       mode: 'mutex',
       holders: [lockHolder(held.instance, leaseLeftMs)],
       leaseLeftMs,
-      ttlMs: leaseLeftMs,
       fencingToken: held.fence || null,
       waiters: b.queue(m.queue).length,
     };
@@ -36,7 +35,6 @@ export function inspectMemory(b: MemoryState, prefix: string, key: string): Lock
       mode: 'write',
       holders,
       leaseLeftMs,
-      ttlMs: leaseLeftMs,
       fencingToken: writer.fence,
       waiters: waitingWriters,
     };
@@ -51,7 +49,6 @@ export function inspectMemory(b: MemoryState, prefix: string, key: string): Lock
       mode: 'read',
       holders,
       leaseLeftMs,
-      ttlMs: leaseLeftMs,
       fencingToken: b.counters.get(r.fence) ?? null,
       waiters: waitingWriters,
     };
@@ -63,7 +60,6 @@ export function inspectMemory(b: MemoryState, prefix: string, key: string): Lock
     mode: null,
     holders: [],
     leaseLeftMs: 0,
-    ttlMs: 0,
     fencingToken: b.counters.get(m.fence) ?? null,
     waiters,
   };

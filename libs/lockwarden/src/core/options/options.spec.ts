@@ -10,6 +10,7 @@ import {
 } from '../../errors';
 import { LockEngine } from '../engine/lock-engine';
 import type { LockEngineOptions } from '../engine/engine-options';
+import type { AcquireOptions } from './options';
 import { checkKey, describe as describeValue, describeKey } from './validate';
 
 const throwingKey = {
@@ -54,14 +55,11 @@ describe('bad input', () => {
     ['leaseMs over 2^31-1', () => engine.acquire('k', { leaseMs: 2 ** 31 }), /leaseMs/],
     ['string leaseMs', () => engine.acquire('k', { leaseMs: '100' as unknown as number }), /leaseMs.*"100"/],
     ['non-boolean renew', () => engine.acquire('k', { renew: 0 as unknown as boolean }), /renew must be a boolean/],
-    ['deprecated ttlMs below 10', () => engine.acquire('k', { ttlMs: 9 }), /ttlMs must be an integer from 10/],
-    ['string ttlMs', () => engine.acquire('k', { ttlMs: '100' as unknown as number }), /ttlMs.*"100"/],
     [
-      'ttlMs beside leaseMs',
-      () => engine.acquire('k', { ttlMs: 100, leaseMs: 100 }),
-      /ttlMs is the deprecated spelling of \{ leaseMs, renew: false \}/,
+      'the removed ttlMs (now leaseMs with renew: false)',
+      () => engine.acquire('k', { ttlMs: 100 } as unknown as AcquireOptions),
+      /Unknown acquire option "ttlMs"/,
     ],
-    ['ttlMs beside renew', () => engine.acquire('k', { ttlMs: 100, renew: false }), /deprecated spelling/],
     ['negative waitMs', () => engine.acquire('k', { waitMs: -1 }), /waitMs must be an integer from 0 to 2147483647/],
     ['fractional waitMs', () => engine.acquire('k', { waitMs: 0.5 }), /waitMs/],
     ['misspelt option', () => engine.acquire('k', { waitMS: 10 } as never), /Unknown acquire option "waitMS"/],

@@ -38,11 +38,6 @@ export interface AcquireOptions {
    * (a safety margin) before then, whether or not the work is done.
    */
   renew?: boolean;
-  /**
-   * @deprecated Use `leaseMs` with `renew: false`: `ttlMs: n` means `{ leaseMs: n, renew: false }`.
-   * Refused together with either of them.
-   */
-  ttlMs?: number;
   /** How long to wait for a busy lock, in ms. 0 makes a single attempt. Defaults to the module's `waitMs`. */
   waitMs?: number;
   /** Cancels the wait. Rejects with `LockAbortedError`; nothing is left locked. */
@@ -147,7 +142,6 @@ export type CheckedAcquire = Omit<ResolvedAcquire, 'key' | 'name'> & {
 const ACQUIRE_OPTION_NAMES: ReadonlySet<string> = new Set([
   'leaseMs',
   'renew',
-  'ttlMs',
   'waitMs',
   'signal',
   'fair',
@@ -211,21 +205,12 @@ export function checkAcquireOptions(
   };
 }
 
-/** The lease of one acquire and whether it is renewed, from `leaseMs` and `renew` or the deprecated `ttlMs`. */
+/** The lease of one acquire and whether it is renewed, from `leaseMs` and `renew`. */
 function leaseOf(
   options: Record<string, unknown>,
   defaults: LockDefaults,
   key: string | undefined,
 ): { lease: number; renew: boolean } {
-  if (options.ttlMs !== undefined) {
-    if (options.leaseMs !== undefined || options.renew !== undefined) {
-      throw new LockConfigError(
-        'ttlMs is the deprecated spelling of { leaseMs, renew: false }: give leaseMs and renew, not ttlMs beside them.',
-        key,
-      );
-    }
-    return { lease: checkInteger('ttlMs', options.ttlMs, MIN_LEASE_MS, MAX_MS, key), renew: false };
-  }
   checkBoolean('renew', options.renew, key);
   return {
     lease: integerOr('leaseMs', options.leaseMs, defaults.leaseMs, MIN_LEASE_MS, MAX_MS, key),

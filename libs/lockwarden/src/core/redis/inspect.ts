@@ -23,7 +23,6 @@ export async function inspectLock(client: RedisClient, prefix: string, key: stri
     mode: mode === '' ? null : (mode as LockInfo['mode']),
     holders,
     leaseLeftMs,
-    ttlMs: leaseLeftMs,
     // '' (a plain grant whose token nobody read) or 0 (no counter): no token to show.
     fencingToken: Number(reply[2]) || null,
     waiters: Number(reply[3]),

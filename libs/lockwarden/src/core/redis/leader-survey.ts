@@ -35,7 +35,6 @@ export async function surveyLeaderships(
       return {
         key,
         latestTerm,
-        leader: latestTerm,
         leading: latestTerm !== null && fields.state === 'leading' && held === 1,
         recent,
       };

@@ -121,7 +121,7 @@ export class QuorumLockStore implements LockStore {
     const newest = (list: LockInfo[]) => list.reduce((a, b) => ((b.fencingToken ?? 0) > (a.fencingToken ?? 0) ? b : a));
     const held = seen.filter((v) => v.held);
     if (held.length >= this.majority) return newest(held);
-    return { ...newest(seen), held: false, mode: null, holders: [], leaseLeftMs: 0, ttlMs: 0 };
+    return { ...newest(seen), held: false, mode: null, holders: [], leaseLeftMs: 0 };
   }
 
   async forceUnlock(prefix: string, key: string): Promise<boolean> {

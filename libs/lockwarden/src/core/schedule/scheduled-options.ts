@@ -40,7 +40,7 @@ export interface ScheduledJobOptions extends Omit<AcquireOptions, 'signal' | 'fa
 }
 
 const NAMES: ReadonlySet<string> = new Set(['onOverrun', 'onMissed', 'keepTicksMs']);
-const LOCK_NAMES = ['leaseMs', 'renew', 'ttlMs', 'waitMs', 'maxHoldMs', 'lockAtLeastMs', 'name'];
+const LOCK_NAMES = ['leaseMs', 'renew', 'waitMs', 'maxHoldMs', 'lockAtLeastMs', 'name'];
 const CHECK_DEFAULTS = { keyPrefix: '', leaseMs: 30_000, waitMs: 0, safetyMarginMs: undefined };
 
 export interface CheckedScheduledOptions {

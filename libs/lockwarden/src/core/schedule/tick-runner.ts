@@ -27,7 +27,7 @@ export class TickRunner {
     await this.handOn.runGiven(at, true, runGiven);
     // The tick record is stamped with the holder's token: minted here when the grant took none.
     const token = await handle.fencingToken();
-    const runKeepMs = keepMs + (options.acquire.leaseMs ?? options.acquire.ttlMs ?? host.leaseMs);
+    const runKeepMs = keepMs + (options.acquire.leaseMs ?? host.leaseMs);
     const next = options.onOverrun === 'wait' ? schedule.after(at) : undefined;
     const started = await askStore(this.job, 'start a tick of', host.ticks.start(keys, at, token, runKeepMs, next));
     if (started.superseded) {

@@ -78,11 +78,6 @@ export class Semaphore {
     return this.known;
   }
 
-  /** @deprecated Use limit. */
-  get permits(): number {
-    return this.limit;
-  }
-
   /**
    * Waits up to `waitMs` for `permits` permits (default 1) and returns the holder's handle.
    * Rejects with `LockTimeoutError` when they never came free, `LockAbortedError` when
@@ -161,7 +156,7 @@ export class Semaphore {
     }
     if (info.limit !== null) return info;
     const limit = this.known;
-    return { ...info, limit, permits: limit, available: Math.max(0, limit - info.used) };
+    return { ...info, limit, available: Math.max(0, limit - info.used) };
   }
 
   /**
@@ -183,10 +178,5 @@ export class Semaphore {
     } catch (err) {
       throw err instanceof LockError ? err : new LockBackendError(this.key, 'set the limit of', err);
     }
-  }
-
-  /** @deprecated Use setLimit. */
-  async setPermits(permits: number): Promise<number> {
-    return this.setLimit(permits);
   }
 }

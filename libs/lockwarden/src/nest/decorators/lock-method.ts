@@ -123,7 +123,6 @@ export function toMetadata(
   const request = editOptions(checked.request, (o) => ({ ...o, name: o.name ?? templateName(spec, where) }));
   return {
     kind: request.kind,
-    mode: request.kind,
     spec,
     keys,
     options: request.options,

@@ -5,14 +5,9 @@ import type { OnBusy } from './locked-options';
 
 export type { LockKind };
 
-/** @deprecated Use LockKind. */
-export type LockMode = LockKind;
-
 /** Everything a lock decorator recorded about one method. */
 export interface LockedMetadata {
   readonly kind: LockKind;
-  /** @deprecated Use kind. */
-  readonly mode: LockKind;
   readonly spec: KeySpec;
   readonly keys: KeyResolver;
   readonly options: AcquireOptions;

@@ -8,14 +8,6 @@ export const LOCKED_METADATA = 'lockwarden:locked';
 export const LOCK_SERVICE_FOR_DECORATORS =
   'LockService (import LockModule.forRoot() or forRootAsync() into this module, or make it global with isGlobal: true, to use @Locked, @ReadLocked and @WriteLocked)';
 
-/**
- * @deprecated Decorators now receive `LockService` only, under `LOCK_SERVICE_FOR_DECORATORS`
- * (the engine is its `lockEngine`). `LockModule` still provides this token, as an alias of
- * `LockEngine`, for code that injects it.
- */
-export const LOCK_ENGINE_FOR_DECORATORS =
-  'LockEngine (import LockModule.forRoot() or forRootAsync() into this module, or make it global with isGlobal: true, to use @Locked, @ReadLocked and @WriteLocked)';
-
 /** The property a decorated instance holds its LockService in: one for every lockwarden decorator. */
 export const LOCK_SERVICE_PROPERTY = Symbol('lockwarden:lockService');
 

@@ -6,7 +6,7 @@ import type { CheckedLockedOptions, OnBusy } from './locked-options';
 
 /**
  * Options of `@Semaphore`: the semaphore's `limit` (stored on first use, as
- * `LockService.semaphore`; the deprecated name `permits` still works), and how each call,
+ * `LockService.semaphore`), and how each call,
  * which takes one permit, waits and holds.
  *
  * @example
@@ -35,7 +35,6 @@ interface SemaphoreCallOptions {
 
 const NAMES: ReadonlySet<string> = new Set([
   'limit',
-  'permits',
   'waitMs',
   'leaseMs',
   'maxHoldMs',
@@ -56,8 +55,8 @@ export function checkSemaphoreDecoratorOptions(
   try {
     const raw = checkOptionsObject('@Semaphore', options);
     checkKnownNames('@Semaphore', raw, NAMES);
-    const { onBusy: _onBusy, retryAfterMs: _retryAfterMs, limit: given, permits, ...perCall } = raw;
-    limit = resolveSemaphore('template', { limit: given, permits }).limit;
+    const { onBusy: _onBusy, retryAfterMs: _retryAfterMs, limit: given, ...perCall } = raw;
+    limit = resolveSemaphore('template', { limit: given }).limit;
     resolvePermitAcquire('template', perCall, CHECK_DEFAULTS);
   } catch (err) {
     fail(err);
@@ -65,7 +64,7 @@ export function checkSemaphoreDecoratorOptions(
   // An object by now (a semaphore without one has no limit). The limit goes in the request,
   // beside the options of each call, which takes one permit.
   const checked: SemaphoreDecoratorOptions = options ?? { limit };
-  const { onBusy = 'wait', retryAfterMs, limit: _limit, permits: _permits, ...each } = checked;
+  const { onBusy = 'wait', retryAfterMs, limit: _limit, ...each } = checked;
   if (retryAfterMs !== undefined) checkRetryAfter(retryAfterMs, where);
   return { request: { kind: 'permit', limit, options: each }, onBusy: checkOnBusy(onBusy, where), retryAfterMs };
 }
