@@ -1,9 +1,8 @@
-import { groupBySlot } from './cluster-slots';
+import { renewLeases } from './renewals';
 import { probeServers } from './health-probe';
 import { forceUnlockKey, inspectLock } from './inspect';
 import { inspectSemaphore } from './sem-inspect';
 import type { LockInfo, SemaphoreInfo, ServerProbe } from '../backend/lock-info';
-import { semPermitsKey } from '../backend/lock-keys';
 import type { MutexKeys, RwKeys, SemKeys } from '../backend/lock-keys';
 import type { RedisClient } from '../backend/lock-backend';
 import type { ReplicaAck } from './replica-ack';
@@ -13,7 +12,6 @@ import { WriteCoalescer } from './write-coalescer';
 import { TurnBatch } from './turn-batch';
 import { BUSY_FOR_UNKNOWN, UNMINTED } from '../backend/lock-store';
 import type {
-  LockKind,
   LockStore,
   PermitHandOff,
   RenewItem,
@@ -25,11 +23,6 @@ import type {
 /** How often an acquisition is retried when too few replicas acknowledged it (replicaAck). */
 const ACK_ATTEMPTS = 3;
 
-/** Most keys one renewal script receives, so one call never blocks Redis for long. */
-export const RENEW_BATCH = 500;
-
-const KIND_CODE: Record<LockKind, string> = { mutex: 'm', read: 'r', write: 'w', permit: 's' };
-
 /** A mutex lease to release, and whether a waiter of this process is known to wait for it. */
 interface HeldRelease {
   readonly keys: MutexKeys;
@@ -38,7 +31,7 @@ interface HeldRelease {
 }
 
 export class RedisLockStore implements LockStore {
-  /** Cluster: releases use sharded pub/sub, and renewals are batched per slot. */
+  /** Cluster: releases use sharded pub/sub. */
   private readonly publishCommand: 'publish' | 'spublish';
   readonly readWrite = true;
   readonly semaphores = true;
@@ -278,46 +271,12 @@ export class RedisLockStore implements LockStore {
   }
 
   async renew(items: readonly RenewItem[]): Promise<boolean[]> {
-    const results = await this.renewOnServer(items);
+    const results = await renewLeases(this.client, items, (script, keys, args) => this.run(script, keys, args));
     if (this.ack && items.length > 0) {
       // A renewal a failover loses would shorten the lease behind the holder's back.
       const short = await this.ack.check(items.map((item) => item.redisKey));
       if (short) throw short;
     }
     return results;
-  }
-
-  private async renewOnServer(items: readonly RenewItem[]): Promise<boolean[]> {
-    if (!this.client.isCluster) return this.renewBatches(items);
-    // On Cluster one script may only declare keys of one slot: one batch per slot, all in flight at once.
-    const indexed = items.map((item, index) => ({ item, index }));
-    const results: boolean[] = new Array<boolean>(items.length);
-    await Promise.all(
-      groupBySlot(indexed, (x) => x.item.redisKey).map(async (group) => {
-        const done = await this.renewBatches(group.map((x) => x.item));
-        group.forEach((x, i) => (results[x.index] = done[i]));
-      }),
-    );
-    return results;
-  }
-
-  private async renewBatches(items: readonly RenewItem[]): Promise<boolean[]> {
-    const calls: Promise<unknown>[] = [];
-    for (let i = 0; i < items.length; i += RENEW_BATCH) {
-      const batch = items.slice(i, i + RENEW_BATCH);
-      const packed = batch.map((item) => `${KIND_CODE[item.kind]}${item.leaseMs}:${item.ownerToken}`).join(' ');
-      calls.push(
-        this.run(
-          SCRIPTS.renew,
-          // A semaphore holder's permits hash keeps pace with its holders zset (see renew.lua).
-          batch.flatMap((item) =>
-            item.kind === 'permit' ? [item.redisKey, semPermitsKey(item.redisKey)] : [item.redisKey],
-          ),
-          [packed],
-        ),
-      );
-    }
-    const replies = await Promise.all(calls);
-    return replies.flatMap((reply) => (reply as number[]).map((n) => Number(n) === 1));
   }
 }
