@@ -25,13 +25,20 @@ const TTL = 10_000;
 
 export function lockwarden(
   url: string,
-  options: { fair?: boolean; readToken?: boolean } = {},
+  options: { fair?: boolean; readToken?: boolean; fenced?: boolean } = {},
 ): Adapter & { engine: LockEngine } {
   const engine = new LockEngine({ redis: url, keyPrefix: 'bench:lw:', waitMs: 60_000 });
   const fair = options.fair === true;
   // The peers' terms: a fixed 10 s lease, no renewal.
-  const acquireOptions = fair ? { fair, leaseMs: TTL, renew: false } : { leaseMs: TTL, renew: false };
-  const name = fair ? 'lockwarden fair' : options.readToken ? 'lockwarden token' : 'lockwarden';
+  const fenced = options.fenced === true;
+  const acquireOptions = fair ? { fair, leaseMs: TTL, renew: false } : { leaseMs: TTL, renew: false, fenced };
+  const name = fair
+    ? 'lockwarden fair'
+    : options.readToken
+      ? fenced
+        ? 'lockwarden fenced'
+        : 'lockwarden token'
+      : 'lockwarden';
   return {
     name,
     peer: false,
@@ -112,6 +119,7 @@ export const LIBRARIES: Record<string, (url: string) => Adapter> = {
   'semaphore tuned': (url) => semaphore(url, true),
   'lockwarden fair': (url) => lockwarden(url, { fair: true }),
   'lockwarden token': (url) => lockwarden(url, { readToken: true }),
+  'lockwarden fenced': (url) => lockwarden(url, { readToken: true, fenced: true }),
 };
 
 export function makeAdapter(name: string, url: string): Adapter {

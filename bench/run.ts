@@ -91,7 +91,8 @@ async function main(): Promise<void> {
   const adapters = new Map<string, Adapter>(MAIN.map((name) => [name, makeAdapter(name, url)]));
   const fair = makeAdapter('lockwarden fair', url);
   const tokenReader = makeAdapter('lockwarden token', url);
-  steps = CFG.rounds * (MAIN.length * 5 + 5) + MULTI.length + 6;
+  const fencedReader = makeAdapter('lockwarden fenced', url);
+  steps = CFG.rounds * (MAIN.length * 5 + 6) + MULTI.length + 6;
   const admin = new Redis(url);
   try {
     for (let round = 0; round < CFG.rounds; round++) {
@@ -112,6 +113,10 @@ async function main(): Promise<void> {
       record('s1t.redisUs', 'lockwarden', (await serverMicros(admin)) / st.cycles);
       record('s1t.ops', 'lockwarden', st.opsPerSec);
       record('s1t.p50', 'lockwarden', st.p50);
+      progress(`round ${round + 1}/${CFG.rounds} · serial, token minted with the grant · lockwarden`);
+      const sf = await serial(fencedReader, CFG.serialMs, () => admin.config('RESETSTAT'));
+      record('s1f.redisUs', 'lockwarden', (await serverMicros(admin)) / sf.cycles);
+      record('s1f.ops', 'lockwarden', sf.opsPerSec);
       for (const lib of order) {
         progress(`round ${round + 1}/${CFG.rounds} · never-seen names · ${lib}`);
         const f = await freshNames(adapters.get(lib)!, CFG.freshNames, admin);
@@ -176,7 +181,7 @@ async function main(): Promise<void> {
     process.stderr.write('\n');
   } finally {
     admin.disconnect();
-    await Promise.all([...adapters.values(), fair, tokenReader].map((a) => a.close()));
+    await Promise.all([...adapters.values(), fair, tokenReader, fencedReader].map((a) => a.close()));
     await own?.destroy();
   }
 
@@ -226,6 +231,8 @@ const ROWS: Row[] = [
   { label: '1t serial, reading the token', metric: 's1t.ops', higherIsBetter: true, unit: 'k/s' },
   { label: '1t latency p50, reading the token', metric: 's1t.p50', higherIsBetter: false, unit: 'ms' },
   { label: '1t Redis CPU per cycle, reading the token, µs', metric: 's1t.redisUs', higherIsBetter: false, unit: 'µs' },
+  { label: '1f serial, token minted with the grant (fenced)', metric: 's1f.ops', higherIsBetter: true, unit: 'k/s' },
+  { label: '1f Redis CPU per cycle, fenced, µs', metric: 's1f.redisUs', higherIsBetter: false, unit: 'µs' },
   { label: '2 64 flows, distinct keys', metric: 's2.ops', higherIsBetter: true, unit: 'k/s' },
   { label: '2 64 flows, never-seen names', metric: 's2f.ops', higherIsBetter: true, unit: 'k/s' },
   { label: '11 serial, never-seen names', metric: 's11.ops', higherIsBetter: true, unit: 'k/s' },

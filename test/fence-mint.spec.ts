@@ -105,6 +105,25 @@ describe('an uncontended mutex', () => {
     await lock.release();
   });
 
+  it('with fenced: true, mints the token with the grant in one script, and the read asks Redis nothing', async () => {
+    const prefix = uniquePrefix('fenced');
+    const e = engine(prefix);
+    await (await e.acquire('warm')).release();
+    const clock = await serverMicros(admin);
+    const before = await commandCalls(admin);
+    const lock = await e.acquire('order:2', { fenced: true });
+    // acquire.lua, with its own GET of the lock, the mint (TIME, GET and SET of the counter)
+    // and the SET of the lock: no plain SET on the wire.
+    expect(delta(before, await commandCalls(admin))).toEqual({ evalsha: 1, get: 2, time: 1, set: 2 });
+    const afterGrant = await commandCalls(admin);
+    const token = await lock.fencingToken();
+    expect(delta(afterGrant, await commandCalls(admin))).toEqual({});
+    expect(token).toBeGreaterThan(clock);
+    expect(await admin.get(`${prefix}{order:2}`)).toContain(`|${token}|`);
+    await lock.release();
+    await expect(e.acquire('k', { fenced: 'yes' as unknown as boolean })).rejects.toThrow(/fenced must be a boolean/);
+  });
+
   it('gives a later reader a higher token, across a holder that never read one', async () => {
     const e = engine(uniquePrefix('order'));
     const a = await e.acquire('k');

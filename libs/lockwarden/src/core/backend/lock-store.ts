@@ -37,6 +37,8 @@ export interface StoreAcquire {
    * the lock its release must wake them (an uncontended release publishes nothing).
    */
   readonly waited: boolean;
+  /** Mint the fencing token with the grant: no plain SET, even when uncontended. */
+  readonly fenced: boolean;
 }
 
 export interface StoreRwAcquire {

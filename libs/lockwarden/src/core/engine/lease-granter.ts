@@ -112,6 +112,7 @@ export class LeaseGranter {
           placeMs: QUEUE_PLACE_TTL_MS,
           handoffMs,
           waited,
+          fenced: req.fenced,
         }),
       withdraw: () => store.release(keys, ownerToken),
     };

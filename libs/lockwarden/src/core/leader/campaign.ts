@@ -113,7 +113,8 @@ export class Campaign {
     for (;;) {
       let handle: LockHandle;
       try {
-        handle = await engine.acquire(key, { waitMs: MAX_MS, signal });
+        // The term is recorded with the token: minted with the grant, in its one round trip.
+        handle = await engine.acquire(key, { waitMs: MAX_MS, signal, fenced: true });
       } catch (err) {
         if (err instanceof LockTimeoutError) continue;
         throw err;

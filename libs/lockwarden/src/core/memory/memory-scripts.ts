@@ -29,7 +29,7 @@ export class MemoryScripts extends MemoryState {
     }
     if (!held && (!head || head.token === token)) {
       // As on Redis: a first plain attempt is a grant without a token, minted on first read.
-      const fence = req.fair || req.waited ? this.incr(keys.fence) : UNMINTED;
+      const fence = req.fair || req.waited || req.fenced ? this.incr(keys.fence) : UNMINTED;
       this.mutexes.set(keys.lock, { owner: token, fence, instance, expiresAt: now + req.leaseMs });
       if (head) this.dequeue(queue, token);
       return fence;

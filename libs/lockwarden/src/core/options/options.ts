@@ -45,6 +45,12 @@ export interface AcquireOptions {
   /** Grant the lock to waiters in arrival order (FIFO). Default false. */
   fair?: boolean;
   /**
+   * Mint the fencing token with the grant, for a caller that always reads it: the acquire is
+   * one script instead of a plain `SET`, and `fencingToken()` then resolves at once, saving
+   * the round trip of a mint on first read. Default false: a token is minted only when read.
+   */
+  fenced?: boolean;
+  /**
    * The longest one acquisition may be kept alive (ShedLock's lockAtMostFor).
    * Renewal never extends the lease past it; when it is reached the signal
    * aborts, and a crashed holder frees the lock by then at the latest.
@@ -127,6 +133,8 @@ export interface ResolvedAcquire {
   waitMs: number;
   signal: AbortSignal | undefined;
   fair: boolean;
+  /** Mint the fencing token with the grant (AcquireOptions.fenced). */
+  fenced: boolean;
   maxHoldMs: number | undefined;
   lockAtLeastMs: number | undefined;
   /** The low-cardinality name metrics label the lock with. */
@@ -145,6 +153,7 @@ const ACQUIRE_OPTION_NAMES: ReadonlySet<string> = new Set([
   'waitMs',
   'signal',
   'fair',
+  'fenced',
   'maxHoldMs',
   'lockAtLeastMs',
   'name',
@@ -191,6 +200,7 @@ export function checkAcquireOptions(
   const wait = waitMs === undefined ? defaults.waitMs : checkInteger('waitMs', waitMs, 0, MAX_MS, key);
   const signal = checkSignal(options.signal, key);
   checkBoolean('fair', fair, key);
+  checkBoolean('fenced', options.fenced, key);
   const name = checkName(options.name, key);
   return {
     key,
@@ -199,6 +209,7 @@ export function checkAcquireOptions(
     waitMs: wait,
     signal,
     fair: fair === true,
+    fenced: options.fenced === true,
     maxHoldMs,
     lockAtLeastMs,
     name: name ?? (key === undefined ? undefined : defaultLockName(key)),
@@ -272,6 +283,8 @@ export function resolvePermitAcquire(key: string, rawOptions: unknown, defaults:
     waitMs,
     signal,
     fair: false,
+    // A permit's grant script mints its token anyway.
+    fenced: true,
     maxHoldMs,
     lockAtLeastMs: undefined,
     name: name ?? defaultLockName(key),

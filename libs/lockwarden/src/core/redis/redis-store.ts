@@ -79,7 +79,7 @@ export class RedisLockStore implements LockStore {
     // acquire loop tries again with acquire.lua, which marks the lock waited for. Sending that
     // script from here instead would put a second grant on the wire after any withdrawal the
     // loop sent meanwhile (an abort): an attempt must be one call.
-    if (this.plainGrants && !this.ack && !req.fair && !req.waited) {
+    if (this.plainGrants && !this.ack && !req.fair && !req.waited && !req.fenced) {
       this.writes.cork();
       const reply = await this.client.set(
         req.keys.lock,

@@ -113,10 +113,12 @@ export class ScheduledJob {
   /** The job's lock for tick `at`, or null (the tick is then settled as an overrun). */
   private async take(at: number, wait: boolean, keepMs: number): Promise<LeaseHandle | null> {
     let handle: LeaseHandle | null;
+    // The tick is recorded with the run's token: minted with the grant, in its one round trip.
+    const acquire = { ...this.options.acquire, fenced: true };
     try {
       handle = wait
-        ? await this.host.acquire(this.key, { ...this.options.acquire, waitMs: this.options.acquire.waitMs ?? keepMs })
-        : await this.host.tryAcquire(this.key, this.options.acquire);
+        ? await this.host.acquire(this.key, { ...acquire, waitMs: acquire.waitMs ?? keepMs })
+        : await this.host.tryAcquire(this.key, acquire);
     } catch (err) {
       if (err instanceof LockAbortedError && this.host.stopping.aborted) {
         await this.handOn.giveBack(at, undefined);

@@ -17,7 +17,7 @@ export type OnMissed = 'skip' | 'run';
  * async sync() { ... }
  * ```
  */
-export interface ScheduledJobOptions extends Omit<AcquireOptions, 'signal' | 'fair'> {
+export interface ScheduledJobOptions extends Omit<AcquireOptions, 'signal' | 'fair' | 'fenced'> {
   /**
    * A tick that comes while the previous run is still going: `'skip'` (default) skips it,
    * counted and reported as an overrun; `'wait'` runs it once the previous run ends. Ticks
