@@ -29,7 +29,7 @@ export interface EngineHooks {
 
 /** The parts one engine is made of. */
 export interface EngineParts {
-  readonly scheduler: Watchdog;
+  readonly watchdog: Watchdog;
   readonly held: HeldLocks;
   readonly stop: EngineShutdown;
   readonly admin: LockAdmin;
@@ -49,12 +49,12 @@ export function buildEngineParts(
   const { store, bus } = topology;
   const logger = options.logger;
   const emit = emitter(options.onEvent, options.metrics ? otelMetricsListener() : undefined, hub.emit);
-  const scheduler = new Watchdog(store, logger, emit);
+  const watchdog = new Watchdog(store, logger, emit);
   const handOffTarget = store.permitHandOff ? (channel: string) => bus.claimHandOffTarget(channel) : undefined;
-  const held = new HeldLocks(store, scheduler, context, logger, emit, handOffTarget, (channel) =>
+  const held = new HeldLocks(store, watchdog, context, logger, emit, handOffTarget, (channel) =>
     bus.hasWaiters(channel),
   );
-  const stop = new EngineShutdown(held, scheduler, topology);
+  const stop = new EngineShutdown(held, watchdog, topology);
   const loop = {
     bus,
     gates: stop.gates,
@@ -67,7 +67,7 @@ export function buildEngineParts(
   };
   const tracer = options.traces ? otelLockTracer() : undefined;
   const granter = new LeaseGranter(options, store, held, loop, emit, tracer, hooks.onGrant);
-  const admin = new LockAdmin(store, options.keyPrefix, scheduler, held, topology);
+  const admin = new LockAdmin(store, options.keyPrefix, watchdog, held, topology);
   const permits = new PermitGranter(options, store, granter, held);
   const paths = new LeasePaths(granter, new Reentrancy(context), permits, held, async (key, name) => {
     emit?.({ type: 'skipped', key, name: name ?? defaultLockName(key) });
@@ -86,5 +86,5 @@ export function buildEngineParts(
     runLocked: (handle, fn) => held.runLocked([handle], fn),
     track: (work) => stop.track(work),
   };
-  return { scheduler, held, stop, admin, permits, paths, jobHost };
+  return { watchdog, held, stop, admin, permits, paths, jobHost };
 }

@@ -22,7 +22,7 @@ export class EngineShutdown {
 
   constructor(
     private readonly held: HeldLocks,
-    private readonly scheduler: Watchdog,
+    private readonly watchdog: Watchdog,
     private readonly topology: Topology,
   ) {}
 
@@ -79,7 +79,7 @@ export class EngineShutdown {
 
   private async shutdown(graceMs: number): Promise<void> {
     await this.drain(graceMs);
-    this.scheduler.stop();
+    this.watchdog.stop();
     this.held.abandon();
     await this.topology.close();
   }

@@ -29,7 +29,7 @@ export class HeldLocks implements LeaseHost {
 
   constructor(
     private readonly store: LockStore,
-    private readonly scheduler: Watchdog,
+    private readonly watchdog: Watchdog,
     private readonly context: LockContext,
     private readonly logger: LockLogger,
     private readonly emit: ((event: LockEvent) => void) | undefined,
@@ -46,7 +46,7 @@ export class HeldLocks implements LeaseHost {
   /** Takes charge of a newly granted lease: watched by the watchdog until it ends. */
   add(lease: Lease): void {
     this.leases.add(lease);
-    this.scheduler.track(lease);
+    this.watchdog.track(lease);
   }
 
   /**
@@ -148,8 +148,8 @@ export class HeldLocks implements LeaseHost {
     this.leases.clear();
     const reason = 'the lock service shut down while the work holding it still ran; it expires with its lease';
     for (const lease of abandoned) {
-      this.scheduler.untrack(lease);
-      this.scheduler.lost(lease, reason, false); // one warning below names them all
+      this.watchdog.untrack(lease);
+      this.watchdog.lost(lease, reason, false); // one warning below names them all
     }
     if (abandoned.length === 0) return;
     const keys = abandoned.map((l) => `"${l.key}"`).join(', ');
@@ -201,7 +201,7 @@ export class HeldLocks implements LeaseHost {
     }
     if (token <= 0) {
       const reason = 'the key is no longer ours in Redis (it expired or was deleted)';
-      if (this.scheduler.lost(lease, reason)) this.forget(lease);
+      if (this.watchdog.lost(lease, reason)) this.forget(lease);
     }
     throw lease.lostError ?? new LockLostError(lease.key, `it was ${lease.state} while its fencing token was read`);
   }
@@ -223,12 +223,12 @@ export class HeldLocks implements LeaseHost {
     if (lease.state !== 'held') throw new LockLostError(lease.key, `it was ${lease.state} while extending`);
     if (!renewed[0]) {
       const reason = 'the key is no longer ours in Redis (it expired or was deleted)';
-      if (this.scheduler.lost(lease, reason)) this.forget(lease);
+      if (this.watchdog.lost(lease, reason)) this.forget(lease);
       throw lease.lostError ?? new LockLostError(lease.key, reason);
     }
     lease.leaseMs = leaseMs;
     lease.confirm(sentAt, grantedMs);
-    this.scheduler.reschedule(lease);
+    this.watchdog.reschedule(lease);
     this.emit?.({ type: 'extended', key: lease.key, name: lease.name, fencingToken: lease.fence });
   }
 
@@ -275,7 +275,7 @@ export class HeldLocks implements LeaseHost {
 
   private forget(lease: Lease): void {
     this.leases.delete(lease);
-    this.scheduler.untrack(lease);
+    this.watchdog.untrack(lease);
     this.checkIdle();
   }
 

@@ -13,7 +13,7 @@ export class LockAdmin {
   constructor(
     private readonly store: LockStore,
     private readonly keyPrefix: string,
-    private readonly scheduler: Watchdog,
+    private readonly watchdog: Watchdog,
     private readonly held: HeldLocks,
     /** What surveys the locks; the in-memory backend does not. */
     private readonly topology: Pick<Topology, 'survey'>,
@@ -66,7 +66,7 @@ export class LockAdmin {
   async health(timeoutMs: number): Promise<LockHealthReport> {
     return {
       ...(await this.store.probe(timeoutMs)),
-      watchdogLagMs: Math.round(this.scheduler.lagMs),
+      watchdogLagMs: Math.round(this.watchdog.lagMs),
       heldLocks: this.held.size,
     };
   }

@@ -55,7 +55,8 @@ type Locked<T> = (handle: LockHandle) => T | Promise<T>;
 export class LockEngine {
   readonly options: ResolvedEngineOptions;
   private readonly topology: Topology;
-  private readonly scheduler: Watchdog;
+  /** The watchdog that renews every lease, for health reporting. */
+  readonly watchdog: Watchdog;
   private readonly context = new LockContext();
   private readonly held: HeldLocks;
   private readonly admin: LockAdmin;
@@ -75,7 +76,7 @@ export class LockEngine {
     this.options = resolveEngineOptions(options, logger, backend !== undefined);
     this.topology = (backend ?? redisBackendOf(this.options)).open(this.options.instanceId, this.options.logger);
     const parts = buildEngineParts(this.options, this.topology, this.context, this.hub, hooks);
-    ({ scheduler: this.scheduler, held: this.held, stop: this.stop, admin: this.admin } = parts);
+    ({ watchdog: this.watchdog, held: this.held, stop: this.stop, admin: this.admin } = parts);
     ({ permits: this.permits, paths: this.paths, jobHost: this.jobHost } = parts);
   }
 
@@ -132,11 +133,6 @@ export class LockEngine {
   /** True once shutdown began: new acquires are refused with LockAbortedError. */
   get shuttingDown(): boolean {
     return this.stop.started;
-  }
-
-  /** The renewal scheduler behind the watchdog, for health reporting. */
-  get watchdog(): Watchdog {
-    return this.scheduler;
   }
 
   acquire(key: string, options?: AcquireOptions): Promise<LockHandle> {

@@ -26,7 +26,7 @@ const ACK_ATTEMPTS = 3;
 /** A mutex lease to release, and whether a waiter of this process is known to wait for it. */
 interface HeldRelease {
   readonly keys: MutexKeys;
-  readonly token: string;
+  readonly ownerToken: string;
   readonly waited: boolean;
 }
 
@@ -115,7 +115,7 @@ export class RedisLockStore implements LockStore {
   }
 
   releaseHeld(keys: MutexKeys, ownerToken: string, waited: boolean): Promise<boolean> {
-    const item = { keys, token: ownerToken, waited };
+    const item = { keys, ownerToken, waited };
     return this.releases ? this.releases.push(item) : this.releaseHeldMany([item]).then((done) => done[0]);
   }
 
@@ -129,7 +129,7 @@ export class RedisLockStore implements LockStore {
     const done = new Array<Promise<boolean>>(items.length);
     const plain: number[] = [];
     items.forEach((item, i) => {
-      if (item.waited) done[i] = this.releaseOne(item.keys, item.token);
+      if (item.waited) done[i] = this.releaseOne(item.keys, item.ownerToken);
       else plain.push(i);
     });
     if (plain.length > 0) {
@@ -137,26 +137,26 @@ export class RedisLockStore implements LockStore {
       const sent = this.run(
         SCRIPTS.releasePlain,
         plain.map((i) => items[i].keys.lock),
-        plain.map((i) => items[i].token),
+        plain.map((i) => items[i].ownerToken),
       ).then((reply) => (Array.isArray(reply) ? reply : [reply]));
       plain.forEach((i, j) => {
         done[i] = sent.then((replies) => {
           const reply = Number(replies[j]);
-          return reply === 2 ? this.releaseOne(items[i].keys, items[i].token) : reply === 1;
+          return reply === 2 ? this.releaseOne(items[i].keys, items[i].ownerToken) : reply === 1;
         });
       });
     }
     return Promise.all(done);
   }
 
-  private async releaseOne(keys: MutexKeys, token: string): Promise<boolean> {
-    const reply = await this.run(SCRIPTS.release, keys.releaseKeys, [token, this.publishCommand]);
+  private async releaseOne(keys: MutexKeys, ownerToken: string): Promise<boolean> {
+    const reply = await this.run(SCRIPTS.release, keys.releaseKeys, [ownerToken, this.publishCommand]);
     return Number(reply) === 1;
   }
 
   /** Records the fencing token a quorum granted on this node (see fence-raise.lua). */
-  async raiseFence(keys: MutexKeys, token: string, fencingToken: number): Promise<boolean> {
-    const reply = await this.run(SCRIPTS.fenceRaise, [keys.lock, keys.fence], [token, fencingToken]);
+  async raiseFence(keys: MutexKeys, ownerToken: string, fencingToken: number): Promise<boolean> {
+    const reply = await this.run(SCRIPTS.fenceRaise, [keys.lock, keys.fence], [ownerToken, fencingToken]);
     return Number(reply) === 1;
   }
 

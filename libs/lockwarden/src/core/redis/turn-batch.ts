@@ -1,6 +1,6 @@
 /**
  * Most calls one batch carries. Smaller batches let Redis work on one while the client
- * handles the replies of the one before; one batch for a whole tick puts them in lock-step.
+ * handles the replies of the one before; one batch for a whole turn puts them in lock-step.
  * Measured with 64 flows on one server: 64 per batch, 0.9-1.2x redis-semaphore's throughput,
  * with the client idle 40% of the time; 8 to 32 per batch, 1.5-2x.
  */
@@ -13,10 +13,10 @@ interface Pending<T, R> {
 }
 
 /**
- * Collects the calls that concurrent flows make in one tick of the event loop and sends
+ * Collects the calls that concurrent flows make in one turn of the event loop and sends
  * them as one: with many flows, the client's cost per Redis command (not Redis) sets the
  * pace, and one script call for 20 locks costs the client about what one command costs. A
- * call made alone in its tick goes its own way (`one`), so a serial caller pays nothing.
+ * call made alone in its turn goes its own way (`one`), so a serial caller pays nothing.
  */
 export class TurnBatch<T, R> {
   private pending: Pending<T, R>[] = [];
@@ -28,7 +28,7 @@ export class TurnBatch<T, R> {
 
   push(item: T): Promise<R> {
     return new Promise<R>((resolve, reject) => {
-      // After this tick's promise callbacks: every flow woken in the tick has asked by then.
+      // After this turn's promise callbacks: every flow woken in the turn has asked by then.
       if (this.pending.length === 0) process.nextTick(this.flush);
       this.pending.push({ item, resolve, reject });
     });
