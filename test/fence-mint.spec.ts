@@ -53,11 +53,21 @@ async function commandCalls(client: Pick<Redis, 'info'>): Promise<Map<string, nu
  * an engine sends in the background when a connection becomes ready (on Cluster, one per
  * node, possibly after the warm-up call).
  */
+/**
+ * Commands a client sends for its connection, not for a lock: a ready check (`INFO`, or
+ * `CLUSTER INFO` when ioredis connects a Cluster node), script loading, a ping. They arrive
+ * whenever the client decides to (re)connect, so counting them would make the count depend
+ * on the client's timing rather than on what a lock asks of Redis.
+ */
+function isHousekeeping(command: string): boolean {
+  return /^(info|ping|hello|select|readonly|command|cluster\||client\||script\|)/.test(command);
+}
+
 function delta(before: Map<string, number>, after: Map<string, number>): Record<string, number> {
   const out: Record<string, number> = {};
   for (const [name, n] of after) {
     const d = n - (before.get(name) ?? 0);
-    if (d > 0 && name !== 'info' && name !== 'script|load') out[name] = d;
+    if (d > 0 && !isHousekeeping(name)) out[name] = d;
   }
   return out;
 }
