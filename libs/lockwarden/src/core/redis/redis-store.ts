@@ -8,7 +8,6 @@ import type { RedisClient } from '../backend/lock-backend';
 import type { ReplicaAck } from './replica-ack';
 import { SCRIPTS } from './lua-script';
 import type { LuaScript } from './lua-script';
-import { WriteCoalescer } from './write-coalescer';
 import { TurnBatch } from './turn-batch';
 import { BUSY_FOR_UNKNOWN, UNMINTED } from '../backend/lock-store';
 import type {
@@ -35,7 +34,6 @@ export class RedisLockStore implements LockStore {
   private readonly publishCommand: 'publish' | 'spublish';
   readonly readWrite = true;
   readonly semaphores = true;
-  private readonly writes: WriteCoalescer;
   /** Single server: the releases of one event-loop turn go out together (release-plain.lua). */
   private readonly releases: TurnBatch<HeldRelease, boolean> | undefined;
 
@@ -50,7 +48,6 @@ export class RedisLockStore implements LockStore {
     private readonly plainGrants = true,
   ) {
     this.publishCommand = client.isCluster ? 'spublish' : 'publish';
-    this.writes = new WriteCoalescer(client);
     if (!client.isCluster) {
       this.releases = new TurnBatch(
         (item) => this.releaseHeldMany([item]).then((done) => done[0]),
@@ -80,7 +77,6 @@ export class RedisLockStore implements LockStore {
     // script from here instead would put a second grant on the wire after any withdrawal the
     // loop sent meanwhile (an abort): an attempt must be one call.
     if (this.plainGrants && !this.ack && !req.fair && !req.waited && !req.fenced) {
-      this.writes.cork();
       const reply = await this.client.set(
         req.keys.lock,
         `${req.ownerToken}||${this.instanceId}`,
@@ -245,9 +241,8 @@ export class RedisLockStore implements LockStore {
     return Number(reply);
   }
 
-  /** Every script call goes through here, so the write coalescer sees each one. */
+  /** Every script call of the store goes through here. */
   private run(script: LuaScript, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
-    this.writes.cork();
     return script.run(this.client, keys, args);
   }
 

@@ -10,7 +10,7 @@ export const RENEW_BATCH = 500;
 
 const KIND_CODE: Record<LockKind, string> = { mutex: 'm', read: 'r', write: 'w', permit: 's' };
 
-/** How the store sends a script (through its write coalescer). */
+/** How the store sends a script. */
 type RunScript = (script: LuaScript, keys: readonly string[], args: readonly (string | number)[]) => Promise<unknown>;
 
 /**
