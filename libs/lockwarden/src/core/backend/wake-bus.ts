@@ -1,4 +1,4 @@
-import type { Waiter } from './waiter';
+import type { Waiter } from '../wake/waiter';
 
 /**
  * How waiting acquires hear of releases and grants: what the engine needs of a backend's

@@ -7,7 +7,7 @@ import type { Watchdog } from '../lease/watchdog';
 import type { LockEvent } from '../observe/events';
 import type { LockLogger } from '../observe/logger';
 import type { LockStore } from '../backend/lock-store';
-import type { Waiter } from '../backend/waiter';
+import type { Waiter } from '../wake/waiter';
 import { releasePermits } from './permit-release';
 import { checkInteger, MAX_MS, MIN_LEASE_MS } from '../options/validate';
 

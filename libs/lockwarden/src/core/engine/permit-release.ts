@@ -1,7 +1,7 @@
 import type { Lease } from '../lease/lease';
 import type { SemKeys } from '../backend/lock-keys';
 import type { LockStore } from '../backend/lock-store';
-import type { Waiter } from '../backend/waiter';
+import type { Waiter } from '../wake/waiter';
 
 /**
  * How many times in a row a release passes permits to a waiter of its own process (see

@@ -1,5 +1,5 @@
 import type { LockBackend, Topology } from '../backend/lock-backend';
-import { WakeChannels } from '../backend/wake-channels';
+import { WakeChannels } from '../wake/wake-channels';
 import { MemoryLockStore } from './memory-lock-store';
 import { MemoryScripts } from './memory-scripts';
 import { MemoryTickStore } from './memory-tick-store';

@@ -9,7 +9,7 @@ import { RedisLockStore } from './redis-store';
 import { ReplicaAck } from './replica-ack';
 import { RedisTickStore } from './redis-tick-store';
 import type { ReplicaAckOptions } from './replica-ack';
-import { WakeChannels } from '../backend/wake-channels';
+import { WakeChannels } from '../wake/wake-channels';
 import { RedisWakeSubscriber } from './wake-subscriber';
 import { surveyLocks } from './redis-survey';
 import { redisTermLogs } from './redis-term-log';

@@ -7,7 +7,7 @@ import type { LockLogger } from '../observe/logger';
 import { newWaiterId } from '../backend/tokens';
 import type { PermitHandOff } from '../backend/lock-store';
 import type { WakeBus } from '../backend/wake-bus';
-import { Waiter } from '../backend/waiter';
+import { Waiter } from '../wake/waiter';
 
 /** One kind of lock attempt, as the wait loop needs it. */
 export interface AttemptSpec {

@@ -1,4 +1,4 @@
-import type { PermitHandOff } from './lock-store';
+import type { PermitHandOff } from '../backend/lock-store';
 
 type ParkResult = 'wake' | 'grant' | 'pass' | 'timer' | 'interrupt';
 

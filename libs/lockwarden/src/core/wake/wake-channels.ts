@@ -1,6 +1,6 @@
 import { parseGrant, WIRE } from '../scripts/wire';
 import type { Waiter } from './waiter';
-import type { WakeBus, WakeSink, WakeSubscriber } from './wake-bus';
+import type { WakeBus, WakeSink, WakeSubscriber } from '../backend/wake-bus';
 
 interface ChannelState {
   readonly waiters: Waiter[];
