@@ -1,6 +1,6 @@
 import type { Cluster, Redis } from 'ioredis';
 import type { LockLogger } from '../observe/logger';
-import { closeClient } from './redis-client';
+import { closeClient, resubscribe, subscriberOf } from './redis-client';
 import type { RedisClient } from '../backend/lock-backend';
 import type { ChannelListener } from '../backend/wake-bus';
 import { redisReason } from '../../errors/redis-reason';
@@ -69,9 +69,7 @@ export class LeaderBus implements ChannelListener {
 
   private connection(): Redis | Cluster {
     if (this.sub) return this.sub;
-    const sub: Redis | Cluster = this.main.isCluster
-      ? (this.main as Cluster).duplicate(undefined, { shardedSubscribers: true })
-      : (this.main as Redis).duplicate({ disconnectTimeout: 0 });
+    const sub = subscriberOf(this.main);
     sub.on('error', (err: Error) => this.logger.debug(`Leadership subscriber: ${redisReason(err)}`));
     sub.on(this.sharded ? 'smessage' : 'message', (channel: string) => {
       for (const wake of this.channels.get(channel)?.wakers ?? []) wake();
@@ -82,7 +80,10 @@ export class LeaderBus implements ChannelListener {
         first = false;
         return;
       }
-      for (const state of this.channels.values()) for (const wake of state.wakers) wake();
+      // Listeners re-read the log once the channels are subscribed again, so nothing after it is missed.
+      void resubscribe(sub, [...this.channels.keys()]).then(() => {
+        for (const state of this.channels.values()) for (const wake of state.wakers) wake();
+      });
     });
     this.sub = sub;
     return sub;

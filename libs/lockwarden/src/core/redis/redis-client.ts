@@ -80,6 +80,29 @@ export function openClient(spec: RedisSpec): ClientLease {
  * otherwise, and resolves only when its socket is gone, so nothing of ours
  * keeps the process alive after shutdown.
  */
+/**
+ * A connection of the library's own for subscribing, made from `main` (a Cluster's with
+ * sharded subscribers). ioredis resubscribes a connection that came back with a SUBSCRIBE
+ * whose failure nothing handles: when the connection closes right after it came back (an app
+ * shutting down while Redis restarts), that rejection would end the process. So on one server
+ * its resubscription is off, and `resubscribe` (below) does it with the failure handled. A
+ * Cluster's subscriber group resubscribes by itself, handling its failures.
+ */
+export function subscriberOf(main: RedisClient): Redis | Cluster {
+  return main.isCluster
+    ? (main as Cluster).duplicate(undefined, { shardedSubscribers: true })
+    : (main as Redis).duplicate({ disconnectTimeout: 0, autoResubscribe: false });
+}
+
+/**
+ * Subscribes `sub` (made by subscriberOf) again to `channels` after it came back; settles once
+ * that is done or failed, never rejecting: a connection closing meanwhile has nothing to hear.
+ */
+export async function resubscribe(sub: Redis | Cluster, channels: readonly string[]): Promise<void> {
+  if (sub.isCluster || channels.length === 0) return;
+  await sub.subscribe(...channels).catch(() => undefined);
+}
+
 export async function closeClient(client: RedisClient): Promise<void> {
   if (client.status === 'end') return;
   // Only a client with a socket emits 'end'; one between reconnects just drops its retry timer.

@@ -1,7 +1,7 @@
 import type { Cluster, Redis } from 'ioredis';
 import type { RedisClient } from '../backend/lock-backend';
 import type { WakeSink, WakeSubscriber } from '../backend/wake-bus';
-import { closeClient } from './redis-client';
+import { closeClient, resubscribe, subscriberOf } from './redis-client';
 
 /**
  * The Redis half of the wake-up bus: one subscriber connection per engine (per node in
@@ -11,6 +11,8 @@ export class RedisWakeSubscriber implements WakeSubscriber {
   private subscribers: (Redis | Cluster)[] | undefined;
   /** Cluster: releases come by sharded pub/sub. */
   private readonly sharded: boolean;
+  /** The channels subscribed: what a connection that came back subscribes to again. */
+  private readonly channels = new Set<string>();
 
   /**
    * `mains` are the clients to duplicate for subscribing: one, or in quorum mode one per
@@ -32,6 +34,7 @@ export class RedisWakeSubscriber implements WakeSubscriber {
     const subs = this.connections();
     // No connection at all: nothing will be heard, and nothing holds the waiter up.
     if (subs.length === 0) return Promise.resolve();
+    this.channels.add(channel);
     const each = subs.map((sub) => (this.sharded ? sub.ssubscribe(channel) : sub.subscribe(channel)));
     const done = each.length === 1 ? each[0] : Promise.any(each);
     for (const p of each) p.catch(() => undefined);
@@ -39,6 +42,7 @@ export class RedisWakeSubscriber implements WakeSubscriber {
   }
 
   unsubscribe(channel: string): void {
+    this.channels.delete(channel);
     for (const sub of this.subscribers ?? []) {
       const done = this.sharded ? sub.sunsubscribe(channel) : sub.unsubscribe(channel);
       done.catch(() => undefined);
@@ -63,9 +67,7 @@ export class RedisWakeSubscriber implements WakeSubscriber {
 
   private connect(main: RedisClient): Redis | Cluster {
     // The subscriber is always ours, even when the main client is the user's.
-    const sub: Redis | Cluster = main.isCluster
-      ? (main as Cluster).duplicate(undefined, { shardedSubscribers: true })
-      : (main as Redis).duplicate({ disconnectTimeout: 0 });
+    const sub = subscriberOf(main);
     sub.on('error', () => {
       // Reconnection is automatic; waits are capped by the lease, so nothing hangs meanwhile.
     });
@@ -78,7 +80,8 @@ export class RedisWakeSubscriber implements WakeSubscriber {
         firstReady = false;
         return;
       }
-      this.sink.reconnected();
+      // Waiters retry once the channels are subscribed again, so a release after their retry is heard.
+      void resubscribe(sub, [...this.channels]).then(() => this.sink.reconnected());
     });
     return sub;
   }
