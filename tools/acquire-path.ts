@@ -53,11 +53,11 @@ async function main(): Promise<void> {
   for (const script of result) {
     const path = script.url.startsWith('file:') ? fileURLToPath(script.url) : script.url;
     if (!path.startsWith(LIB)) continue;
-    const ran = script.functions.filter((f) => f.ranges[0].count > 0 && f.functionName !== '');
+    const ran = script.functions.filter((f) => f.ranges[0].count > 0);
     if (ran.length > 0)
       files.set(
         relative(LIB, path),
-        ran.map((f) => f.functionName),
+        ran.map((f) => f.functionName || '(anonymous)'),
       );
   }
   const sorted = [...files.keys()].sort();

@@ -34,7 +34,7 @@ export const lockProviders: Provider[] = [
     useFactory: (options: LockModuleOptions, backend: LockBackend) =>
       new LockEngine(engineOptionsOf(options), new Logger('Lockwarden'), backend, {
         // A request's client going away aborts the signal of every lock granted while it runs.
-        onGrant: (handle) => RequestLockScope.current()?.granted(handle),
+        onGrant: RequestLockScope.grantedNow,
       }),
     inject: [LOCK_MODULE_OPTIONS, LOCK_BACKEND],
   },

@@ -38,10 +38,15 @@ import { RequestLockScope, withRequestSignal } from './request-lock-scope';
  */
 @Injectable()
 export class LockService {
+  /** The framework-free engine; it is also a provider of its own (inject `LockEngine`). */
+  readonly lockEngine: LockEngine;
+
   constructor(
     private readonly engine: LockEngine,
     private readonly leaderships: LeadershipRegistry,
-  ) {}
+  ) {
+    this.lockEngine = engine;
+  }
 
   /**
    * Waits up to `waitMs` for the lock and returns its handle. Rejects with
@@ -242,11 +247,6 @@ export class LockService {
    */
   leadership(name: string): Leadership {
     return this.leaderships.leadership(name);
-  }
-
-  /** The framework-free engine; it is also a provider of its own (inject `LockEngine`). */
-  get lockEngine(): LockEngine {
-    return this.engine;
   }
 }
 

@@ -37,6 +37,14 @@ export class RequestLockScope {
     return scope && !scope.isOver ? scope : undefined;
   }
 
+  /**
+   * The engine's grant listener (LockEngine's `onGrant` hook): a lock granted while a request
+   * runs is the request's, and its signal aborts if the client goes away.
+   */
+  static grantedNow(this: void, handle: LockHandle): void {
+    RequestLockScope.current()?.granted(handle);
+  }
+
   run<T>(fn: () => T): T {
     return scopes.run(this, fn);
   }

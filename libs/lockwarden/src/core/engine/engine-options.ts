@@ -239,12 +239,6 @@ function resolveQuorum(raw: unknown): ResolvedQuorum {
   };
 }
 
-/** The margin for one lease: never more than a third of it, so renewal always gets a chance. */
-export function safetyMarginFor(leaseMs: number, configured: number | undefined): number {
-  const margin = configured ?? Math.min(2_000, Math.floor(leaseMs / 5));
-  return Math.min(margin, Math.floor(leaseMs / 3));
-}
-
 /**
  * The backend an engine given none uses: the Redis topology its options name. Made here, where
  * those options are checked, so that this file is the engine's one door to the Redis backend.

@@ -2,7 +2,6 @@ import type { LeaseHandle } from '../lease/lease';
 import type { LockContext } from '../lease/lease';
 import { Watchdog } from '../lease/watchdog';
 import type { EventHub } from '../observe/event-hub';
-import { emitter } from '../observe/events';
 import { otelMetricsListener } from '../observe/metrics';
 import { otelLockTracer } from '../observe/traces';
 import type { JobHost } from '../schedule/scheduled-job';
@@ -48,17 +47,21 @@ export function buildEngineParts(
 ): EngineParts {
   const { store, bus } = topology;
   const logger = options.logger;
-  const emit = emitter(options.onEvent, options.metrics ? otelMetricsListener() : undefined, hub.emit);
+  // Every listener goes through the hub, so an event is handed out in one place: the option's
+  // listener and the metrics first, then whoever subscribes later (engine.subscribe()).
+  if (options.onEvent) hub.add(options.onEvent);
+  const metrics = options.metrics ? otelMetricsListener() : undefined;
+  if (metrics) hub.add(metrics);
+  const emit = hub.emit;
   const watchdog = new Watchdog(store, logger, emit);
   const handOffTarget = store.permitHandOff ? (channel: string) => bus.claimHandOffTarget(channel) : undefined;
-  const held = new HeldLocks(store, watchdog, context, logger, emit, handOffTarget, (channel) =>
-    bus.hasWaiters(channel),
-  );
+  // Bound, not wrapped: a release asks the bus directly, with no closure of this file between.
+  const held = new HeldLocks(store, watchdog, context, logger, emit, handOffTarget, bus.hasWaiters.bind(bus));
   const stop = new EngineShutdown(held, watchdog, topology);
   const loop = {
     bus,
     gates: stop.gates,
-    shuttingDown: stop.refusal,
+    stopping: stop.signal,
     commandTimeoutMs: options.commandTimeoutMs,
     settleGraceMs: SETTLE_GRACE_MS + store.attemptMs,
     emit,

@@ -36,9 +36,6 @@ export class EngineShutdown {
     return this.closing;
   }
 
-  /** Why a new acquire is refused now, or undefined while the engine runs. */
-  readonly refusal = (): Error | undefined => (this.closing ? SHUTTING_DOWN : undefined);
-
   /** Keeps `work` (a scheduled tick being handled) in view until it settles; returns it. */
   track<T>(work: Promise<T>): Promise<T> {
     const settled = work.then(

@@ -9,7 +9,6 @@ import { noReadWrite, UNMINTED } from '../backend/lock-store';
 import type { LockStore } from '../backend/lock-store';
 import { acquireLoop } from '../wait/acquire-loop';
 import type { AttemptSpec, LoopContext } from '../wait/acquire-loop';
-import { safetyMarginFor } from './engine-options';
 import type { ResolvedEngineOptions } from './engine-options';
 import type { HeldLocks } from './held-locks';
 import { resolveAcquire } from '../options/options';
@@ -30,6 +29,12 @@ const HANDOFF_LEASE_MS = 1_000;
 /** A non-fair waiter waiting longer than this joins the FIFO queue (see AttemptSpec.starvationMs). */
 const STARVATION_MS = 5;
 const RW_OPTION_NAMES: ReadonlySet<string> = new Set(['writerPreference']);
+
+/** The margin for one lease: never more than a third of it, so renewal always gets a chance. */
+function safetyMarginFor(leaseMs: number, configured: number | undefined): number {
+  const margin = configured ?? Math.min(2_000, Math.floor(leaseMs / 5));
+  return Math.min(margin, Math.floor(leaseMs / 3));
+}
 
 /** What read/write waiters and semaphore waiters share: no place in a server-side queue, so nothing handed to them by id. */
 const UNQUEUED = { fair: false, queueRefreshMs: undefined, handoffMs: Infinity, starvationMs: undefined } as const;

@@ -50,21 +50,3 @@ export interface LockEvent {
 }
 
 export type LockEventListener = (event: LockEvent) => void;
-
-/**
- * Calls every listener without ever letting one break a lock operation.
- * Undefined when there is none, so no event object is built for nobody.
- */
-export function emitter(...candidates: (LockEventListener | undefined)[]): ((event: LockEvent) => void) | undefined {
-  const listeners = candidates.filter((l): l is LockEventListener => l !== undefined);
-  if (listeners.length === 0) return undefined;
-  return (event) => {
-    for (const listener of listeners) {
-      try {
-        listener(event);
-      } catch {
-        // a faulty listener must not change the outcome of a lock operation
-      }
-    }
-  };
-}

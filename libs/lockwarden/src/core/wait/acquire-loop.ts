@@ -41,7 +41,8 @@ export interface AttemptSpec {
 export interface LoopContext {
   readonly bus: WakeBus;
   readonly gates: Set<AcquireGate>;
-  readonly shuttingDown: () => unknown;
+  /** Aborted, with the reason, once the engine shuts down. */
+  readonly stopping: AbortSignal;
   readonly commandTimeoutMs: number;
   /** How long after its wait budget an acquire settles at the latest: SETTLE_GRACE_MS, plus what an attempt may take by design. */
   readonly settleGraceMs: number;
@@ -92,8 +93,7 @@ export async function acquireLoop(
   let queued = spec.fair;
   let waiterId = queued ? newWaiterId() : '';
   const gate = new AcquireGate(spec.key, signal);
-  const reason = ctx.shuttingDown();
-  if (reason) gate.abort(reason);
+  if (ctx.stopping.aborted) gate.abort(ctx.stopping.reason);
   ctx.gates.add(gate);
   let waiter: Waiter | undefined;
   let sent = false;
@@ -220,7 +220,7 @@ async function withdrawUntilAnswered(
       await spec.withdraw();
       return;
     } catch (err) {
-      if (ctx.shuttingDown() || performance.now() + pause >= giveUpAt) {
+      if (ctx.stopping.aborted || performance.now() + pause >= giveUpAt) {
         // Said of an acquire that got nothing: it is no lock to give back, only an attempt that
         // may have reached Redis (a queued place, or a grant whose answer was lost).
         ctx.logger.debug(

@@ -1,5 +1,5 @@
 import { LockConfigError } from '../../errors';
-import { checkKey, describe } from '../../core';
+import { checkKey, describe } from '../../core/options/validate';
 import { quoteKey } from '../../errors/key-text';
 
 /**

@@ -1,7 +1,7 @@
 import { Inject, SetMetadata } from '@nestjs/common';
 import { Observable } from 'rxjs';
 import { LockAbortedError, LockConfigError } from '../../errors';
-import { editOptions } from '../../core';
+import { editOptions } from '../../core/engine/lease-paths';
 import type { LockEngine, LeaseHandle } from '../../core';
 import { compileKeySpec } from './key-template';
 import type { KeyResolver, KeySpec } from './key-template';
