@@ -18,7 +18,7 @@ export { LockEngine } from './core/engine/lock-engine';
 // One name for two things: the type of what LockService.semaphore() returns, and the decorator.
 export { Semaphore } from './nest/decorators/semaphore.decorator';
 export type { SemaphoreOptions } from './core/semaphore/semaphore-options';
-export type { PermitOptions } from './core/options/options';
+export type { PermitOptions } from './core/options/permit-options';
 export type { SemaphoreDecoratorOptions } from './nest/decorators/semaphore-options';
 export type { LockBackend, Topology } from './core/backend/lock-backend';
 export { Locked } from './nest/decorators/locked.decorator';

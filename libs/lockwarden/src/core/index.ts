@@ -12,7 +12,7 @@ export type { LeaderTerm } from './leader/term-log';
 export type { LeaderChange } from './leader/leader-changes';
 export { Semaphore } from './semaphore/semaphore';
 export type { SemaphoreOptions } from './semaphore/semaphore-options';
-export type { PermitOptions } from './options/options';
+export type { PermitOptions } from './options/permit-options';
 // What the Nest layer, the CLI, health, testing and the dashboard use: their one door into the core.
 export { forceUnlockKey, inspectLock } from './redis/inspect';
 export type { LockInfo } from './backend/lock-info';
@@ -21,7 +21,7 @@ export { checkKey, checkKnownNames, checkOptionsObject, describe } from './optio
 export type { RwAcquireOptions } from './options/options';
 export type { PermitScope } from './semaphore/semaphore';
 export { resolveSemaphore } from './semaphore/semaphore-options';
-export { resolvePermitAcquire } from './options/options';
+export { resolvePermitAcquire } from './options/permit-options';
 export { editOptions } from './engine/lease-paths';
 export type { LockRequest } from './engine/lease-paths';
 export { currentTick } from './schedule/tick-context';

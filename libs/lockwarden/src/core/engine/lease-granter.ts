@@ -11,10 +11,9 @@ import { acquireLoop } from '../wait/acquire-loop';
 import type { AttemptSpec, LoopContext } from '../wait/acquire-loop';
 import type { ResolvedEngineOptions } from './engine-options';
 import type { HeldLocks } from './held-locks';
-import { resolveAcquire } from '../options/options';
+import { checkReadWriteOptions, resolveAcquire } from '../options/options';
 import type { AcquireOptions, ResolvedAcquire, RwAcquireOptions } from '../options/options';
 import { newOwnerToken } from '../backend/tokens';
-import { checkBoolean } from '../options/validate';
 
 /**
  * A waiter with a place on the server (a queued mutex waiter, fair or starving, or a waiting
@@ -72,13 +71,7 @@ export class LeaseGranter {
   resolveRw(key: string, options: RwAcquireOptions | undefined): ResolvedAcquire {
     const req = resolveAcquire(key, options, this.options, RW_OPTION_NAMES);
     if (!this.store.readWrite) throw noReadWrite(req.key);
-    checkBoolean('writerPreference', options?.writerPreference, req.key);
-    if (req.fair) {
-      throw new LockConfigError(
-        'fair is not an option of read/write locks: they use writer preference instead.',
-        req.key,
-      );
-    }
+    checkReadWriteOptions(options, req.key);
     return req;
   }
 

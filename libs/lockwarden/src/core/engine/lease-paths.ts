@@ -5,7 +5,8 @@ import type { LockContext } from '../lease/lease';
 import type { LockKind } from '../backend/lock-store';
 import type { HeldLocks } from './held-locks';
 import type { LeaseGranter } from './lease-granter';
-import type { AcquireOptions, PermitOptions, RwAcquireOptions } from '../options/options';
+import type { AcquireOptions, RwAcquireOptions } from '../options/options';
+import type { PermitOptions } from '../options/permit-options';
 import type { PermitGranter } from './permit-granter';
 
 // Every way a key is acquired, in one place: the request a decorated call makes

@@ -1,7 +1,8 @@
 import type { LeaseHandle } from '../lease/lease';
 import type { SemKeys } from '../backend/lock-keys';
 import type { SemaphoreInfo } from '../backend/lock-info';
-import type { LockDefaults, ResolvedPermitAcquire } from '../options/options';
+import type { LockDefaults } from '../options/options';
+import type { ResolvedPermitAcquire } from '../options/permit-options';
 
 /**
  * What a Semaphore needs of the engine (the engine's PermitGranter provides it). Declared

@@ -1,6 +1,6 @@
 import { LockBackendError, LockConfigError, LockError } from '../../errors';
-import { resolvePermitAcquire } from '../options/options';
-import type { PermitOptions } from '../options/options';
+import { resolvePermitAcquire } from '../options/permit-options';
+import type { PermitOptions } from '../options/permit-options';
 import type { PermitHost } from './permit-host';
 import { checkPermits, MAX_PERMITS } from '../options/validate';
 import type { LeaseHandle } from '../lease/lease';

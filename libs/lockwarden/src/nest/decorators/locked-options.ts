@@ -1,5 +1,6 @@
 import { LockConfigError } from '../../errors';
-import { checkAcquireOptions, describe } from '../../core';
+import { checkAcquireOptions, checkReadWriteOptions } from '../../core/options/options';
+import { describe } from '../../core/options/validate';
 import type { AcquireOptions, LockRequest } from '../../core';
 
 /** What a decorated method does when its lock is held by someone else. */
@@ -53,13 +54,12 @@ export function checkLockedOptions(
   }
   const { onBusy = 'wait', retryAfterMs, ...acquire } = options ?? {};
   if (retryAfterMs !== undefined) checkRetryAfter(retryAfterMs, where);
-  if (readWrite && acquire.fair !== undefined) {
-    throw new LockConfigError(`${where}: fair is not an option of read/write locks (they use writer preference).`);
-  }
-  if (acquire.writerPreference !== undefined && typeof acquire.writerPreference !== 'boolean') {
-    throw new LockConfigError(
-      `${where}: writerPreference must be a boolean, got ${describe(acquire.writerPreference)}.`,
-    );
+  if (readWrite) {
+    try {
+      checkReadWriteOptions(acquire);
+    } catch (err) {
+      throw new LockConfigError(`${where}: ${(err as Error).message}`);
+    }
   }
   return { request: { kind, options: acquire }, onBusy: checkOnBusy(onBusy, where), retryAfterMs };
 }
