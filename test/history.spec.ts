@@ -3,7 +3,7 @@ import { runWorker } from './harness/child';
 import type { ChildScript } from './harness/child';
 import { checkHistory, type Section } from './harness/history';
 import { RedisCluster } from './harness/redis-cluster';
-import { startRedis, uniquePrefix } from './harness/redis';
+import { hasValkey, startRedis, uniquePrefix } from './harness/redis';
 import { RedisProcess } from './harness/redis-process';
 
 /**
@@ -54,6 +54,19 @@ describe('history check: 10 000 sections over 4 processes', () => {
       await redis.stop();
     }
   }, 180_000);
+
+  (hasValkey ? it : it.skip)(
+    'on a single Valkey',
+    async () => {
+      const valkey = await startRedis({ server: 'valkey' });
+      try {
+        expectClean(await runHistory({ REDIS: valkey.url }));
+      } finally {
+        await valkey.stop();
+      }
+    },
+    180_000,
+  );
 
   it('on a 3-master Cluster', async () => {
     const cluster = await RedisCluster.start({ masters: 3 });

@@ -13,6 +13,14 @@ const root = path.join(__dirname, '..');
 ensureRedis();
 ensureChromium();
 
+// Valkey runs where it is installed (.ci/run installs it); elsewhere its tests are skipped, and said so here.
+const valkey = spawnSync('valkey-server', ['--version'], { encoding: 'utf8' });
+const valkeyLine =
+  valkey.status === 0
+    ? `Valkey: ${(/v=(\S+)/.exec(valkey.stdout) ?? [])[1] ?? 'installed'}, its tests run`
+    : 'Valkey: valkey-server is not installed, so its tests are skipped (.ci/run installs it from bookworm-backports)';
+console.log(valkeyLine);
+
 const report = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'lockwarden-jest-')), 'report.json');
 const jest = spawnSync(
   process.execPath,
@@ -66,5 +74,5 @@ try {
   // keep the fallback line
 }
 fs.rmSync(path.dirname(report), { recursive: true, force: true });
-console.log(`\n${summary}`);
+console.log(`\n${valkeyLine}\n${summary}`);
 process.exit(jest.status ?? 1);

@@ -7,8 +7,8 @@ import { freePort } from './free-port';
 export interface RedisProcessOptions {
   /** Extra `--name value` settings, e.g. `['--cluster-enabled', 'yes']`. */
   args?: string[];
-  /** 'redis-server' (default) or 'redis-sentinel'. */
-  binary?: 'redis-server' | 'redis-sentinel';
+  /** 'redis-server' (default), 'redis-sentinel', or 'valkey-server' (Valkey, from Debian's backports). */
+  binary?: 'redis-server' | 'redis-sentinel' | 'valkey-server';
   /** Lines of a config file, for settings that must come from a file (Sentinel needs one it can rewrite). */
   configLines?: string[];
   /** A fixed port (restarts reuse theirs); otherwise a free one is picked. */
@@ -130,7 +130,9 @@ export class RedisProcess {
       const onError = (err: Error): void =>
         reject(
           new Error(
-            `could not start ${binary}: ${err.message}. Install it: apt-get install -y redis-server redis-sentinel redis-tools`,
+            binary === 'valkey-server'
+              ? `could not start valkey-server: ${err.message}. Install it from Debian's bookworm-backports (see .ci/run).`
+              : `could not start ${binary}: ${err.message}. Install it: apt-get install -y redis-server redis-sentinel redis-tools`,
           ),
         );
       child.stdout?.on('data', onData);

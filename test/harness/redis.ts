@@ -1,5 +1,15 @@
+import { spawnSync } from 'node:child_process';
 import { Redis } from 'ioredis';
 import { RedisProcess } from './redis-process';
+
+/** Which server a test runs against: Redis (always), or Valkey where it is installed. */
+export type ServerKind = 'redis' | 'valkey';
+
+/** Whether `valkey-server` is installed here: the Valkey tests run only then (npm test says so). */
+export const hasValkey: boolean = spawnSync('valkey-server', ['--version']).status === 0;
+
+/** `describe` where Valkey is installed, `describe.skip` where it is not. */
+export const describeOnValkey: typeof describe = hasValkey ? describe : describe.skip;
 
 /** A Redis to test against: one this harness started, or the one REDIS_URL names. */
 export interface RedisTarget {
@@ -18,9 +28,10 @@ export interface RedisTarget {
  * is set. Tests that kill or restart Redis ask for `{ own: true }`, which
  * always starts a private server.
  */
-export async function startRedis(options: { own?: boolean } = {}): Promise<RedisTarget> {
+export async function startRedis(options: { own?: boolean; server?: ServerKind } = {}): Promise<RedisTarget> {
   const external = process.env.REDIS_URL;
-  if (external && !options.own) {
+  const valkey = options.server === 'valkey';
+  if (external && !options.own && !valkey) {
     return {
       url: external,
       external: true,
@@ -29,7 +40,7 @@ export async function startRedis(options: { own?: boolean } = {}): Promise<Redis
       stop: async () => undefined,
     };
   }
-  const proc = await RedisProcess.start();
+  const proc = await RedisProcess.start(valkey ? { binary: 'valkey-server' } : {});
   return {
     url: proc.url,
     external: false,

@@ -4,6 +4,7 @@
 import { Redis } from 'ioredis';
 import { ChildScript, runWorker } from './child';
 import { startRedis } from './redis';
+import type { ServerKind } from './redis';
 import type { RedisTarget } from './redis';
 import { RedisProcess } from './redis-process';
 
@@ -19,16 +20,16 @@ export interface Run {
 /**
  * Starts the lock's Redis and the observer for one spec file, kills its instances and
  * clears the observer after each test, and gives the helpers that start instances and read
- * what they did.
+ * what they did. `server`: the lock's server (the observer is always Redis).
  */
-export function tickInstances() {
+export function tickInstances(server: ServerKind = 'redis') {
   let redis: RedisTarget;
   let observerServer: RedisProcess;
   let observer: Redis;
   let children: ChildScript[] = [];
 
   beforeAll(async () => {
-    [redis, observerServer] = await Promise.all([startRedis(), RedisProcess.start()]);
+    [redis, observerServer] = await Promise.all([startRedis({ server }), RedisProcess.start()]);
     observer = new Redis(observerServer.url);
   });
 
