@@ -9,8 +9,11 @@ export interface WakeBus {
   join(waiter: Waiter): Promise<unknown>;
   /** Registers a waiter on a channel that is subscribed already; false, and nothing done, when it is not. */
   joinIfLive(waiter: Waiter): boolean;
-  /** Whether a waiter of this process waits on `channel` (a release of that lock will wake or hand over). */
-  hasWaiters(channel: string): boolean;
+  /**
+   * The channels a waiter of this process waits on (a release of that lock will wake or hand
+   * over): a set read on every release, so asking costs no call.
+   */
+  readonly waitedOn: ReadonlySet<string>;
   /** A parked semaphore waiter to pass released permits to, marked so no other release picks it. */
   claimHandOffTarget(channel: string): Waiter | undefined;
   /** Removes a waiter; `acquired`: it got its lock or permits. */

@@ -55,8 +55,7 @@ export function buildEngineParts(
   const emit = hub.emit;
   const watchdog = new Watchdog(store, logger, emit);
   const handOffTarget = store.permitHandOff ? (channel: string) => bus.claimHandOffTarget(channel) : undefined;
-  // Bound, not wrapped: a release asks the bus directly, with no closure of this file between.
-  const held = new HeldLocks(store, watchdog, context, logger, emit, handOffTarget, bus.hasWaiters.bind(bus));
+  const held = new HeldLocks(store, watchdog, context, logger, emit, handOffTarget, bus.waitedOn);
   const stop = new EngineShutdown(held, watchdog, topology);
   const loop = {
     bus,

@@ -1,6 +1,6 @@
 import type { Watchdog } from '../lease/watchdog';
 import type { Topology } from '../backend/lock-backend';
-import type { AcquireGate } from '../wait/acquire-gate';
+import type { AcquireGate } from '../wait/acquire-loop';
 import type { HeldLocks } from './held-locks';
 
 const SHUTTING_DOWN = new Error('the lock service is shutting down');

@@ -35,8 +35,8 @@ export class HeldLocks implements LeaseHost {
     private readonly emit: ((event: LockEvent) => void) | undefined,
     /** Claims a parked semaphore waiter of this process to pass released permits to (WakeBus.claimHandOffTarget). */
     private readonly handOffTarget: ((channel: string) => Waiter | undefined) | undefined,
-    /** Whether a waiter of this process waits on a lock's channel (WakeBus.hasWaiters). */
-    private readonly waitedOn: (channel: string) => boolean,
+    /** The channels a waiter of this process waits on (WakeBus.waitedOn). */
+    private readonly waitedOn: ReadonlySet<string>,
   ) {}
 
   get size(): number {
@@ -267,7 +267,7 @@ export class HeldLocks implements LeaseHost {
     }
     const lock = lease.lock;
     if (lock.kind === 'mutex') {
-      return this.store.releaseHeld(lock.keys, lease.ownerToken, this.waitedOn(lock.keys.channel));
+      return this.store.releaseHeld(lock.keys, lease.ownerToken, this.waitedOn.has(lock.keys.channel));
     }
     if (lock.kind === 'permit') return releasePermits(this.store, lease, lock.keys, this.handOffTarget);
     return this.store.rwRelease(lock.keys, lease.ownerToken, lock.kind);

@@ -1,7 +1,5 @@
-import { LockBackendError, LockError } from '../../errors';
-import { quoteKey } from '../../errors/key-text';
-import { redisReason } from '../../errors/redis-reason';
-import { AcquireGate } from './acquire-gate';
+import { LockAbortedError, LockBackendError, LockError } from '../../errors';
+import { withdraw } from './withdraw';
 import type { LockEvent } from '../observe/events';
 import type { LockLogger } from '../observe/logger';
 import { newWaiterId } from '../backend/tokens';
@@ -189,47 +187,85 @@ async function ask<T>(
 }
 
 /**
- * Withdraws an attempt, waiting for it until `settleBy` at most; after that it goes on in
- * the background, tried again while Redis fails, until it is done or `giveUpAt` (when what
- * it would withdraw has lapsed anyway). A withdrawal is sent on the attempt's connection
- * after it, so Redis runs it after the attempt however late either gets there.
+ * What may cut one acquire short: the caller's AbortSignal, the engine
+ * shutting down (`abort()`), or Redis not answering. A listener is added only
+ * when the caller gave a signal.
  */
-export async function withdraw(
-  ctx: LoopContext,
-  spec: Pick<AttemptSpec, 'key' | 'withdraw'>,
-  settleBy: number,
-  giveUpAt: number,
-): Promise<void> {
-  const done = withdrawUntilAnswered(ctx, spec, giveUpAt);
-  const wait = settleBy - performance.now();
-  if (wait <= 0) return;
-  let timer: NodeJS.Timeout | undefined;
-  // Node fires a longer delay at once (a budget this long is a wait without end).
-  const ms = Math.min(wait, 2 ** 31 - 1);
-  await Promise.race([done, new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
-  clearTimeout(timer);
-}
+export class AcquireGate {
+  private reason: unknown;
+  private aborted = false;
+  private onAbort: (() => void) | undefined;
 
-async function withdrawUntilAnswered(
-  ctx: LoopContext,
-  spec: Pick<AttemptSpec, 'key' | 'withdraw'>,
-  giveUpAt: number,
-): Promise<void> {
-  for (let pause = 100; ; pause = Math.min(pause * 2, 2_000)) {
-    try {
-      await spec.withdraw();
-      return;
-    } catch (err) {
-      if (ctx.stopping.aborted || performance.now() + pause >= giveUpAt) {
-        // Said of an acquire that got nothing: it is no lock to give back, only an attempt that
-        // may have reached Redis (a queued place, or a grant whose answer was lost).
-        ctx.logger.debug(
-          `An acquire of ${quoteKey(spec.key)} that did not get the lock could not be cleaned up after ` +
-            `(${redisReason(err)}); whatever it may have left in Redis expires by itself.`,
-        );
-        return;
-      }
-      await new Promise<void>((resolve) => setTimeout(resolve, pause).unref());
-    }
+  constructor(
+    private readonly key: string,
+    private readonly signal: AbortSignal | undefined,
+  ) {
+    if (signal?.aborted) this.abort(signal.reason);
+    else signal?.addEventListener('abort', this.listener, { once: true });
+  }
+
+  private readonly listener = (): void => {
+    this.abort(this.signal?.reason);
+  };
+
+  abort(reason: unknown): void {
+    if (this.aborted) return;
+    this.aborted = true;
+    this.reason = reason;
+    this.onAbort?.();
+  }
+
+  /** Throws LockAbortedError once any signal has fired. */
+  check(): void {
+    if (this.aborted) throw new LockAbortedError(this.key, this.reason);
+  }
+
+  /** Calls `fn` when a signal fires (replacing any earlier callback). */
+  whenAborted(fn: (() => void) | undefined): void {
+    this.onAbort = fn;
+  }
+
+  /**
+   * Settles with `work`, unless a signal fires first (LockAbortedError) or
+   * `timeoutMs` passes (LockBackendError, whose cause is what `down` knows of a
+   * connection that is down, since "no answer" would hide a refused connection).
+   * The caller still owns `work`'s eventual result and must clean up after it.
+   */
+  race<T>(work: Promise<T>, timeoutMs: number, action: string, down?: () => Error | undefined): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      const timer = setTimeout(
+        () => {
+          this.whenAborted(undefined);
+          const ms = Math.round(timeoutMs);
+          const cause = down?.() ?? new Error(`Redis did not answer within ${ms} ms`);
+          reject(new LockBackendError(this.key, action, cause));
+        },
+        // Node fires a longer delay at once: a budget this long is a wait without end.
+        Math.min(timeoutMs, 2 ** 31 - 1),
+      );
+      // The pending Redis call keeps the process alive while it matters; this timer never should.
+      timer.unref();
+      this.whenAborted(() => {
+        clearTimeout(timer);
+        reject(new LockAbortedError(this.key, this.reason));
+      });
+      work.then(
+        (value) => {
+          clearTimeout(timer);
+          this.whenAborted(undefined);
+          resolve(value);
+        },
+        (err: unknown) => {
+          clearTimeout(timer);
+          this.whenAborted(undefined);
+          reject(err);
+        },
+      );
+    });
+  }
+
+  dispose(): void {
+    this.onAbort = undefined;
+    this.signal?.removeEventListener('abort', this.listener);
   }
 }

@@ -25,6 +25,8 @@ const LINGER_MS = 5_000;
  */
 export class WakeChannels implements WakeBus, WakeSink {
   private readonly channels = new Map<string, ChannelState>();
+  private readonly waited = new Set<string>();
+  readonly waitedOn: ReadonlySet<string> = this.waited;
   private sweepTimer: NodeJS.Timeout | undefined;
   private closed = false;
   private readonly subscriber: WakeSubscriber | undefined;
@@ -51,6 +53,7 @@ export class WakeChannels implements WakeBus, WakeSink {
       this.channels.set(waiter.channel, state);
     }
     state.waiters.push(waiter);
+    this.waited.add(waiter.channel);
     return state.ready;
   }
 
@@ -63,11 +66,8 @@ export class WakeChannels implements WakeBus, WakeSink {
     const state = this.channels.get(waiter.channel);
     if (!state?.live) return false;
     state.waiters.push(waiter);
+    this.waited.add(waiter.channel);
     return true;
-  }
-
-  hasWaiters(channel: string): boolean {
-    return (this.channels.get(channel)?.waiters.length ?? 0) > 0;
   }
 
   /**
@@ -89,13 +89,18 @@ export class WakeChannels implements WakeBus, WakeSink {
   /** Removes a waiter. One that leaves holding an unused wake-up passes it on. */
   leave(waiter: Waiter, acquired: boolean): void {
     const state = this.channels.get(waiter.channel);
-    if (!state) return;
+    if (!state) {
+      // Its channel failed to subscribe and was dropped, with whoever still waited on it.
+      this.waited.delete(waiter.channel);
+      return;
+    }
     const i = state.waiters.indexOf(waiter);
     if (i >= 0) state.waiters.splice(i, 1);
     // A semaphore caller that got its permits may have got them without the wake-up it was
     // sent: another waiter may fit in the permits that wake-up announced.
     if (waiter.pendingWake && (!acquired || waiter.handOff)) this.wakeOne(state);
     if (state.waiters.length === 0) {
+      this.waited.delete(waiter.channel);
       state.idleSince = Date.now();
       this.scheduleSweep();
     }
@@ -106,6 +111,7 @@ export class WakeChannels implements WakeBus, WakeSink {
     clearTimeout(this.sweepTimer);
     for (const state of this.channels.values()) for (const w of state.waiters) w.interrupt();
     this.channels.clear();
+    this.waited.clear();
     await this.subscriber?.close();
   }
 
