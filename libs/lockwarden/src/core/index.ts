@@ -27,6 +27,7 @@ export type { LockRequest } from './engine/lease-paths';
 export { currentTick } from './schedule/tick-context';
 export type { ScheduledTick } from './schedule/tick-context';
 export { ENGINE_OPTION_NAMES, resolveEngineOptions } from './engine/engine-options';
+export type { ResolvedEngineOptions } from './engine/engine-options';
 export { RedisBackend } from './redis/redis-backend';
 export type { LockHealthReport } from './backend/lock-info';
 export { MemoryLockBackend } from './memory/memory-backend';

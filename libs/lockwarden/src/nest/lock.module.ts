@@ -2,7 +2,7 @@ import { Module } from '@nestjs/common';
 import { APP_INTERCEPTOR, DiscoveryModule } from '@nestjs/core';
 import { LockInterceptor } from './interceptors/lock.interceptor';
 import { LockConfigurableModule } from './lock.module-definition';
-import { lockExports, lockProviders, redisBackendProvider } from './lock.providers';
+import { engineOptionsProvider, lockExports, lockProviders, redisBackendProvider } from './lock.providers';
 
 /**
  * Provides `LockService`, `LockEngine` and `LockWatchdog`, and installs `LockInterceptor`
@@ -26,7 +26,12 @@ import { lockExports, lockProviders, redisBackendProvider } from './lock.provide
  */
 @Module({
   imports: [DiscoveryModule],
-  providers: [redisBackendProvider, ...lockProviders, { provide: APP_INTERCEPTOR, useClass: LockInterceptor }],
+  providers: [
+    engineOptionsProvider(false),
+    redisBackendProvider,
+    ...lockProviders,
+    { provide: APP_INTERCEPTOR, useClass: LockInterceptor },
+  ],
   exports: lockExports,
 })
 export class LockModule extends LockConfigurableModule {}

@@ -1,7 +1,7 @@
 import { Logger } from '@nestjs/common';
 import type { Provider } from '@nestjs/common';
 import { LockEngine, resolveEngineOptions, RedisBackend, LeadershipRegistry } from '../core';
-import type { LockBackend } from '../core';
+import type { LockBackend, ResolvedEngineOptions } from '../core';
 import { LeadershipExplorer } from './leadership.explorer';
 import { ScheduledLockExplorer } from './scheduled-lock.explorer';
 import { LOCK_SERVICE_FOR_DECORATORS } from './decorators/locked.constants';
@@ -19,24 +19,43 @@ import { RequestLockScope } from './request-lock-scope';
  */
 export const LOCK_BACKEND = Symbol('lockwarden:backend');
 
+/** The module's options, resolved once: for its backend and for its engine. */
+const LOCK_ENGINE_OPTIONS = Symbol('lockwarden:engine-options');
+
+/** The one Nest logger of the library's own reports. */
+const LOGGER = new Logger('Lockwarden');
+
+/**
+ * Resolves the module's options once. `backendGiven`: the module brings its own backend
+ * (LockTestingModule), so no Redis option is needed.
+ */
+export function engineOptionsProvider(backendGiven: boolean): Provider {
+  return {
+    provide: LOCK_ENGINE_OPTIONS,
+    useFactory: (options: LockModuleOptions): ResolvedEngineOptions =>
+      resolveEngineOptions(engineOptionsOf(options), LOGGER, backendGiven),
+    inject: [LOCK_MODULE_OPTIONS],
+  };
+}
+
 /** LockModule's backend: the Redis topology its options describe. */
 export const redisBackendProvider: Provider = {
   provide: LOCK_BACKEND,
-  useFactory: (options: LockModuleOptions): LockBackend =>
-    new RedisBackend(resolveEngineOptions(engineOptionsOf(options))),
-  inject: [LOCK_MODULE_OPTIONS],
+  useFactory: (resolved: ResolvedEngineOptions): LockBackend => new RedisBackend(resolved),
+  inject: [LOCK_ENGINE_OPTIONS],
 };
 
 /** Everything but the backend and the options: the same for LockModule and LockTestingModule. */
 export const lockProviders: Provider[] = [
   {
     provide: LockEngine,
-    useFactory: (options: LockModuleOptions, backend: LockBackend) =>
-      new LockEngine(engineOptionsOf(options), new Logger('Lockwarden'), backend, {
+    useFactory: (options: LockModuleOptions, backend: LockBackend, resolved: ResolvedEngineOptions) =>
+      new LockEngine(engineOptionsOf(options), LOGGER, backend, {
+        resolved,
         // A request's client going away aborts the signal of every lock granted while it runs.
         onGrant: RequestLockScope.grantedNow,
       }),
-    inject: [LOCK_MODULE_OPTIONS, LOCK_BACKEND],
+    inject: [LOCK_MODULE_OPTIONS, LOCK_BACKEND, LOCK_ENGINE_OPTIONS],
   },
   {
     provide: LeadershipRegistry,

@@ -24,6 +24,12 @@ import { Reentrancy } from './lease-paths';
 export interface EngineHooks {
   /** Told of every new (non-reentrant) handle: how a request scope tracks locks taken during it. */
   readonly onGrant?: (handle: LeaseHandle) => void;
+  /**
+   * The engine's options, resolved already from the options the engine is given, with the
+   * same logger (the Nest layer resolves a module's options once, for its backend and its
+   * engine alike); the engine then does not resolve them again.
+   */
+  readonly resolved?: ResolvedEngineOptions;
 }
 
 /** The parts one engine is made of. */

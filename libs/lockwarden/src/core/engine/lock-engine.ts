@@ -73,7 +73,7 @@ export class LockEngine {
    * @internal `hooks`
    */
   constructor(options: LockEngineOptions, logger?: LockLogger, backend?: LockBackend, hooks: EngineHooks = {}) {
-    this.options = resolveEngineOptions(options, logger, backend !== undefined);
+    this.options = hooks.resolved ?? resolveEngineOptions(options, logger, backend !== undefined);
     this.topology = (backend ?? redisBackendOf(this.options)).open(this.options.instanceId, this.options.logger);
     const parts = buildEngineParts(this.options, this.topology, this.context, this.hub, hooks);
     ({ watchdog: this.watchdog, held: this.held, stop: this.stop, admin: this.admin } = parts);

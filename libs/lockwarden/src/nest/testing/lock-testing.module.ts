@@ -5,7 +5,7 @@ import { MemoryLockBackend } from '../../core';
 import { LockInterceptor } from '../interceptors/lock.interceptor';
 import { LOCK_MODULE_OPTIONS } from '../lock.module-definition';
 import type { LockModuleOptions } from '../lock-options.interface';
-import { LOCK_BACKEND, lockExports, lockProviders } from '../lock.providers';
+import { engineOptionsProvider, LOCK_BACKEND, lockExports, lockProviders } from '../lock.providers';
 
 /** Options of `LockTestingModule.forRoot()`: the module's options, without a Redis. */
 export interface LockTestingOptions extends Omit<LockModuleOptions, 'redis' | 'quorum' | 'replicaAck'> {
@@ -53,6 +53,7 @@ export class LockTestingModule {
         { provide: LOCK_MODULE_OPTIONS, useValue: moduleOptions },
         { provide: MemoryLockBackend, useValue: backend },
         { provide: LOCK_BACKEND, useExisting: MemoryLockBackend },
+        engineOptionsProvider(true),
         ...lockProviders,
         { provide: APP_INTERCEPTOR, useClass: LockInterceptor },
       ],
