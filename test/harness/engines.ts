@@ -1,5 +1,5 @@
 import { LockEngine } from '../../libs/lockwarden/src/core/engine/lock-engine';
-import type { LockEngineOptions } from '../../libs/lockwarden/src/core/engine/engine-options';
+import type { LockEngineOptions } from '../../libs/lockwarden/src/core/options/engine-options';
 import type { EventLog } from './event-log';
 import { uniquePrefix } from './redis';
 

@@ -1,7 +1,7 @@
 // How a worker process reaches Redis: REDIS=<url> for one server, CLUSTER=host:port,... for a
 // cluster, QUORUM=<url>,<url>,... for Redlock across independent masters.
 import { Cluster, Redis } from 'ioredis';
-import type { LockEngineOptions } from '../../libs/lockwarden/src/core/engine/engine-options';
+import type { LockEngineOptions } from '../../libs/lockwarden/src/core/options/engine-options';
 import type { RedisSpec } from '../../libs/lockwarden/src/core/redis/redis-client';
 
 function clusterNodes(): { host: string; port: number }[] | undefined {

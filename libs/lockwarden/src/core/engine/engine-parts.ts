@@ -7,7 +7,7 @@ import { otelLockTracer } from '../observe/traces';
 import type { JobHost } from '../schedule/scheduled-job';
 import type { Topology } from '../backend/lock-backend';
 import { SETTLE_GRACE_MS } from '../wait/acquire-loop';
-import type { ResolvedEngineOptions } from './engine-options';
+import type { ResolvedEngineOptions } from '../options/engine-options';
 import { EngineShutdown } from './engine-shutdown';
 import { HeldLocks } from './held-locks';
 import { LeaseGranter } from './lease-granter';

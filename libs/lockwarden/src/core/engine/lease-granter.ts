@@ -9,7 +9,7 @@ import { noReadWrite, UNMINTED } from '../backend/lock-store';
 import type { LockStore } from '../backend/lock-store';
 import { acquireLoop } from '../wait/acquire-loop';
 import type { AttemptSpec, LoopContext } from '../wait/acquire-loop';
-import type { ResolvedEngineOptions } from './engine-options';
+import type { ResolvedEngineOptions } from '../options/engine-options';
 import type { HeldLocks } from './held-locks';
 import { checkReadWriteOptions, resolveAcquire } from '../options/options';
 import type { AcquireOptions, ResolvedAcquire, RwAcquireOptions } from '../options/options';

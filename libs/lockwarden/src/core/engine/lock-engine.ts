@@ -13,8 +13,10 @@ import type { TermLogs } from '../backend/term-log';
 import { acquireAll } from './lease-paths';
 import { buildEngineParts } from './engine-parts';
 import type { EngineHooks } from './engine-parts';
-import { redisBackendOf, resolveEngineOptions } from './engine-options';
-import type { LockEngineOptions, ResolvedEngineOptions } from './engine-options';
+import { resolveEngineOptions } from '../options/engine-options';
+// The engine's one door to the Redis backend: the topology its options name, when it is given no backend.
+import { RedisBackend } from '../redis/redis-backend';
+import type { LockEngineOptions, ResolvedEngineOptions } from '../options/engine-options';
 import type { EngineShutdown } from './engine-shutdown';
 import type { HeldLocks, Until } from './held-locks';
 import type { LeasePaths } from './lease-paths';
@@ -25,10 +27,10 @@ import type { PermitGranter } from './permit-granter';
 import { checkCallback } from '../options/validate';
 import { Semaphore } from '../semaphore/semaphore';
 import type { PermitScope } from '../semaphore/semaphore';
-import type { SemaphoreOptions } from '../semaphore/semaphore-options';
+import type { SemaphoreOptions } from '../options/semaphore-options';
 import { ScheduledJob } from '../schedule/scheduled-job';
 import type { JobHost } from '../schedule/scheduled-job';
-import type { CheckedScheduledOptions } from '../schedule/scheduled-options';
+import type { CheckedScheduledOptions } from '../options/scheduled-options';
 import type { TickSchedule } from '../schedule/tick-schedule';
 
 /** Work run under a lock, given its handle. */
@@ -74,7 +76,7 @@ export class LockEngine {
    */
   constructor(options: LockEngineOptions, logger?: LockLogger, backend?: LockBackend, hooks: EngineHooks = {}) {
     this.options = hooks.resolved ?? resolveEngineOptions(options, logger, backend !== undefined);
-    this.topology = (backend ?? redisBackendOf(this.options)).open(this.options.instanceId, this.options.logger);
+    this.topology = (backend ?? new RedisBackend(this.options)).open(this.options.instanceId, this.options.logger);
     const parts = buildEngineParts(this.options, this.topology, this.context, this.hub, hooks);
     ({ watchdog: this.watchdog, held: this.held, stop: this.stop, admin: this.admin } = parts);
     ({ permits: this.permits, paths: this.paths, jobHost: this.jobHost } = parts);

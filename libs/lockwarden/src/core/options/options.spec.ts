@@ -9,7 +9,7 @@ import {
   LockUpgradeError,
 } from '../../errors';
 import { LockEngine } from '../engine/lock-engine';
-import type { LockEngineOptions } from '../engine/engine-options';
+import type { LockEngineOptions } from './engine-options';
 import type { AcquireOptions } from './options';
 import { checkKey, describe as describeValue, describeKey } from './validate';
 

@@ -8,8 +8,8 @@ import type { LockHandle } from '../lease/lock-handle';
 import { semKeys } from '../backend/lock-keys';
 import type { SemKeys } from '../backend/lock-keys';
 import type { SemaphoreInfo } from '../backend/lock-info';
-import { resolveSemaphore } from './semaphore-options';
-import type { SemaphoreOptions } from './semaphore-options';
+import { resolveSemaphore } from '../options/semaphore-options';
+import type { SemaphoreOptions } from '../options/semaphore-options';
 
 /**
  * How a framework ties permits to where they are taken (the Nest layer: the request). The

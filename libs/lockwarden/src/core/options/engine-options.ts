@@ -3,7 +3,7 @@ import { LockConfigError } from '../../errors';
 import type { LockEventListener } from '../observe/events';
 import type { LockLogger } from '../observe/logger';
 import { SILENT_LOGGER } from '../observe/logger';
-import type { LockDefaults } from '../options/options';
+import type { LockDefaults } from './options';
 import {
   checkBoolean,
   checkInteger,
@@ -14,9 +14,7 @@ import {
   isWellFormed,
   MAX_MS,
   MIN_LEASE_MS,
-} from '../options/validate';
-import type { LockBackend } from '../backend/lock-backend';
-import { RedisBackend } from '../redis/redis-backend';
+} from './validate';
 import type { ResolvedQuorum } from '../redis/redis-backend';
 import type { RedisSpec } from '../redis/redis-client';
 import type { ReplicaAckOptions } from '../redis/replica-ack';
@@ -237,12 +235,4 @@ function resolveQuorum(raw: unknown): ResolvedQuorum {
     nodes: q.nodes as RedisSpec[],
     nodeTimeoutMs: integerOr('quorum.nodeTimeoutMs', q.nodeTimeoutMs, 500, 1, MAX_MS),
   };
-}
-
-/**
- * The backend an engine given none uses: the Redis topology its options name. Made here, where
- * those options are checked, so that this file is the engine's one door to the Redis backend.
- */
-export function redisBackendOf(options: ResolvedEngineOptions): LockBackend {
-  return new RedisBackend(options);
 }

@@ -1,6 +1,6 @@
 import { LockConfigError } from '../../errors';
-import { checkKnownNames, checkOptionsObject, describe } from '../options/options';
-import type { LeaderTerm } from './term-log';
+import { checkKnownNames, checkOptionsObject, describe } from './options';
+import type { LeaderTerm } from '../leader/term-log';
 
 /**
  * Options of `Leadership.campaign()` and `Leadership.contend()`.
