@@ -97,7 +97,7 @@ export interface LockStore {
    * nothing, when the caller no longer holds the lock.
    */
   mint(keys: MutexKeys, ownerToken: string): Promise<number>;
-  /** True when it released our hold; false when the lock was not ours (any queue place is dropped too). */
+  /** True when it released our lease; false when the lock was not ours (any queue place is dropped too). */
   release(keys: MutexKeys, ownerToken: string): Promise<boolean>;
   /**
    * Releases a mutex lease this process holds: as `release`, but a store may first try the
@@ -106,7 +106,7 @@ export interface LockStore {
    */
   releaseHeld(keys: MutexKeys, ownerToken: string, waited: boolean): Promise<boolean>;
   rwAcquire(req: StoreRwAcquire): Promise<number>;
-  /** True when it released our hold; false when we held nothing (a waiting writer's place is dropped too). */
+  /** True when it released our lease; false when we held nothing (a waiting writer's place is dropped too). */
   rwRelease(keys: RwKeys, ownerToken: string, kind: 'read' | 'write'): Promise<boolean>;
   /** Takes permits: the fencing token (>= 0) when granted, else -(ms until the earliest holder's lease ends). */
   semAcquire(req: StoreSemAcquire): Promise<number>;

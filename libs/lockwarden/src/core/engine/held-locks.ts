@@ -254,7 +254,7 @@ export class HeldLocks implements LeaseHost {
   }
 
   /**
-   * Deletes our hold, or, before its lockAtLeastMs is up, only shortens the
+   * Deletes our lock, or, before its lockAtLeastMs is up, only shortens the
    * lease to what remains of it, so the lock stays taken until then.
    */
   private async releaseOnServer(lease: Lease): Promise<boolean> {

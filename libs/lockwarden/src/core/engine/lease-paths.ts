@@ -128,7 +128,7 @@ function budget<O extends { waitMs?: number }>(options: O, onBusy: 'wait' | 'thr
 export class Reentrancy {
   constructor(private readonly context: LockContext) {}
 
-  /** Another hold on the lease of `key` this flow holds as `kind`, if it holds one. */
+  /** Another handle on the lease of `key` this flow holds as `kind`, if it holds one. */
   again(key: string, kind: LockKind): LeaseHandle | undefined {
     const frame = this.context.find(key, kind);
     return frame ? reenter(frame.lease) : undefined;

@@ -24,7 +24,7 @@ export interface LeaseHost {
 
 /**
  * One acquisition as the engine tracks it: a secret owner token, the lease
- * timing the watchdog works from, and the holds that share it (reentrancy).
+ * timing the watchdog works from, and the handles that share it (reentrancy).
  * Times are `performance.now()` milliseconds, never wall-clock.
  */
 export class Lease {
@@ -173,7 +173,7 @@ export class Lease {
   }
 }
 
-/** The public face of one hold on a lease; reentrant holds get their own handle. */
+/** The public face of one claim on a lease; a reentrant acquire gets a handle of its own. */
 export class LeaseHandle implements LockHandle {
   private released = false;
 

@@ -22,7 +22,7 @@ export interface LockHandle {
    * you protect. Minted on first read where the grant took none (an uncontended mutex), by
    * one round trip that succeeds only while Redis still has this lock as yours; later reads,
    * and grants that ran a script anyway, resolve at once. Rejects with `LockLostError` once
-   * the lock is lost or released. A reentrant hold shares the outer one's token.
+   * the lock is lost or released. A reentrant handle shares the outer one's token.
    *
    * @example
    * ```ts
@@ -39,10 +39,10 @@ export interface LockHandle {
    * grace), once it was; undefined while it is held, and after a mere interruption.
    */
   readonly lostError: LockLostError | undefined;
-  /** True until this hold is released or the lock is lost. */
+  /** True until this handle is released or the lock is lost. */
   isHeld(): boolean;
   /** Sets the remaining lease to `ms` (default: the lock's lease). Rejects with `LockLostError` if the lock is no longer ours. */
   extend(ms?: number): Promise<void>;
-  /** Releases this hold. True when it released, false when it was no longer held. Idempotent. */
+  /** Releases this handle. True when it released, false when it was no longer held. Idempotent. */
   release(): Promise<boolean>;
 }

@@ -62,7 +62,7 @@ export interface LockTracer {
 
 /**
  * Lock spans through the OpenTelemetry API, both children of the span active where the
- * caller asked for the lock (so the hold is the acquire's sibling, not its child, and
+ * caller asked for the lock (so the hold span is the acquire's sibling, not its child, and
  * outlives it):
  * - `lockwarden.acquire`, from the ask to the grant or refusal, with `lock.name`,
  *   `lock.key`, `lock.kind`, `lock.outcome` (acquired, timeout, busy, aborted, error),

@@ -68,7 +68,7 @@ export interface LockEngineOptions {
   /**
    * Record OpenTelemetry spans through @opentelemetry/api when the application has it. Default
    * true; without the package it costs nothing. Both spans are children of the span active
-   * where the lock was asked for, so the hold is the acquire's sibling:
+   * where the lock was asked for, so the hold span is the acquire's sibling:
    * - `lockwarden.acquire`, from the ask to the grant or refusal: `lock.name`, `lock.key`,
    *   `lock.kind` (mutex, read, write, permit), `lock.outcome` (acquired, timeout, busy when no
    *   wait was asked for, aborted, error), `lock.waited_ms`, and `lock.fencing_token` when

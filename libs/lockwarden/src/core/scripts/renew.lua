@@ -5,7 +5,7 @@
 -- ARGV[1] one "<kind><lease ms>:<owner token>" entry per item, separated by spaces
 --         (kind: m = mutex, r = read, w = write, s = semaphore permits). One packed argument
 --         instead of three per item keeps encoding 10 000 renewals cheap on both sides.
--- Returns a list with 1 for each lease renewed and 0 for each hold no longer ours.
+-- Returns a list with 1 for each lease renewed and 0 for each lease no longer ours.
 local now
 local function serverNow()
   if not now then
