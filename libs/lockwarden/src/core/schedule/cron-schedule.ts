@@ -1,5 +1,5 @@
 import { createRequire } from 'node:module';
-import { join } from 'node:path';
+import { appRequire } from '../app-require';
 import { LockConfigError } from '../../errors';
 import { latestBefore, onceSchedule } from './tick-schedule';
 import type { TickSchedule } from './tick-schedule';
@@ -27,7 +27,7 @@ let cronTimeClass: CronTimeClass | undefined;
  */
 function loadCronTime(): CronTimeClass {
   if (cronTimeClass) return cronTimeClass;
-  const local = typeof require === 'function' ? require : createRequire(join(process.cwd(), 'index.js'));
+  const local = appRequire();
   const attempts: (() => unknown)[] = [
     () => local('cron'),
     // Strict layouts (pnpm) let only @nestjs/schedule see its own dependency.

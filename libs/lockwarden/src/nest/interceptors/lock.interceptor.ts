@@ -1,10 +1,11 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { LockEngine } from '../../core';
 import type { CallHandler, ExecutionContext, NestInterceptor } from '@nestjs/common';
-import { Observable, catchError, concat, defer, EMPTY, throwError } from 'rxjs';
+import { Observable, catchError, concat, defer, EMPTY, from, mergeMap, throwError } from 'rxjs';
 import { getLockedMetadata } from '../decorators/locked-metadata.accessor';
 import { RequestLockScope } from '../request-lock-scope';
 import { DEFAULT_RETRY_AFTER_MS, toHttpError } from './lock-http-errors';
+import { toRpcError } from './lock-rpc-errors';
 import { checkRetryAfter } from '../decorators/locked-options';
 import { LOCK_MODULE_OPTIONS } from '../lock.module-definition';
 import type { LockModuleOptions } from '../lock-options.interface';
@@ -23,6 +24,23 @@ interface HttpRequest {
 }
 
 const CLIENT_GONE = 'the HTTP client went away';
+const CALLER_GONE = 'the microservice caller went away';
+
+/** What the interceptor uses of a caller's connection. */
+interface CallerSocket {
+  once(event: 'close', listener: () => void): unknown;
+  off(event: 'close', listener: () => void): unknown;
+}
+
+/**
+ * The connection of a TCP microservice's caller, through `TcpContext.getSocketRef().netSocket`;
+ * undefined for a transport with no connection per caller (Redis, NATS, Kafka and the like).
+ */
+function callerSocket(context: ExecutionContext): CallerSocket | undefined {
+  if (context.getType() !== 'rpc') return undefined;
+  const rpc = context.switchToRpc().getContext<{ getSocketRef?: () => { netSocket?: CallerSocket } } | undefined>();
+  return typeof rpc?.getSocketRef === 'function' ? rpc.getSocketRef()?.netSocket : undefined;
+}
 
 /**
  * Ties locks to the request that takes them. `LockModule` installs it for the
@@ -36,7 +54,8 @@ const CLIENT_GONE = 'the HTTP client went away';
  *   locks themselves stay until the work holding them returns.
  * - Bare `acquire()` handles the request's code forgot to release are released
  *   once the handler has settled and the response is over, with one warning.
- * - Lock errors become HTTP answers (409 / 503 / 500); elsewhere they pass through.
+ * - Lock errors become HTTP answers (409 / 503 / 500) on routes, and `RpcException`s with a code
+ * (and, when busy, a retry hint) in microservice handlers (toRpcError); elsewhere they pass through.
  *
  * @example
  * ```ts
@@ -96,10 +115,26 @@ export class LockInterceptor implements NestInterceptor {
     } else {
       // No response to wait for: the call is over when its Observable is.
       scope.closeResponse(false);
+      // A TCP microservice's caller that goes away mid-handler is treated as an HTTP client
+      // that does: the handler's locks are interrupted (their signal says why), and released
+      // once the handler settles, never before.
+      const socket = callerSocket(context);
+      if (socket && decorated) {
+        const gone = (): void => {
+          this.engine.interrupt(scope.allGranted, CALLER_GONE);
+          scope.closeResponse(true, new Error(CALLER_GONE));
+        };
+        socket.once('close', gone);
+        void scope.over.then(() => socket.off('close', gone));
+      }
     }
     const retryAfterMs = metadata?.retryAfterMs ?? this.retryAfterMs;
     return checked.pipe(
-      catchError((err: unknown) => throwError(() => toHttpError(err, context, this.logger, retryAfterMs))),
+      catchError((err: unknown) =>
+        context.getType() === 'rpc'
+          ? from(toRpcError(err, this.logger, retryAfterMs)).pipe(mergeMap((mapped) => throwError(() => mapped)))
+          : throwError(() => toHttpError(err, context, this.logger, retryAfterMs)),
+      ),
     );
   }
 

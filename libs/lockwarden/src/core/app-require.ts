@@ -1,0 +1,25 @@
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
+
+/**
+ * `require` as the application sees it: the module's own in the CommonJS build, and one from
+ * the working directory in the ES module build, which has no `require`. Optional peers (the
+ * OpenTelemetry API, `cron`, Nest's transport packages) are resolved through it, from the
+ * application, so the library never depends on them.
+ */
+export function appRequire(): NodeJS.Require {
+  return typeof require === 'function' ? require : createRequire(join(process.cwd(), 'index.js'));
+}
+
+/**
+ * The optional peer `name` when the application has it, else undefined. `T` is the caller's
+ * own view of the few parts it uses, declared locally so that the package's declarations
+ * never mention the peer.
+ */
+export function loadPeer<T>(name: string): T | undefined {
+  try {
+    return appRequire()(name) as T;
+  } catch {
+    return undefined;
+  }
+}
