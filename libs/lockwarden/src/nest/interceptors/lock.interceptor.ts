@@ -5,7 +5,7 @@ import { Observable, catchError, concat, defer, EMPTY, from, mergeMap, throwErro
 import { getLockedMetadata } from '../decorators/locked-metadata.accessor';
 import { RequestLockScope } from '../request-lock-scope';
 import { DEFAULT_RETRY_AFTER_MS, toHttpError } from './lock-http-errors';
-import { toRpcError } from './lock-rpc-errors';
+import { toContextError } from './lock-context-errors';
 import { checkRetryAfter } from '../decorators/locked-options';
 import { LOCK_MODULE_OPTIONS } from '../lock.module-definition';
 import type { LockModuleOptions } from '../lock-options.interface';
@@ -24,22 +24,36 @@ interface HttpRequest {
 }
 
 const CLIENT_GONE = 'the HTTP client went away';
-const CALLER_GONE = 'the microservice caller went away';
+const CALLER_GONE = 'the caller went away';
 
 /** What the interceptor uses of a caller's connection. */
-interface CallerSocket {
-  once(event: 'close', listener: () => void): unknown;
-  off(event: 'close', listener: () => void): unknown;
+interface CallerConnection {
+  once(event: string, listener: () => void): unknown;
+  off(event: string, listener: () => void): unknown;
 }
 
 /**
- * The connection of a TCP microservice's caller, through `TcpContext.getSocketRef().netSocket`;
- * undefined for a transport with no connection per caller (Redis, NATS, Kafka and the like).
+ * The connection of a caller that may go away mid-handler, and the event that says it did:
+ * a TCP microservice's (`TcpContext.getSocketRef().netSocket`, 'close'), a socket.io client
+ * ('disconnect') or a `ws` client ('close'). Undefined for a transport with no connection per
+ * caller (Redis, NATS, Kafka and the like).
  */
-function callerSocket(context: ExecutionContext): CallerSocket | undefined {
-  if (context.getType() !== 'rpc') return undefined;
-  const rpc = context.switchToRpc().getContext<{ getSocketRef?: () => { netSocket?: CallerSocket } } | undefined>();
-  return typeof rpc?.getSocketRef === 'function' ? rpc.getSocketRef()?.netSocket : undefined;
+function callerConnection(context: ExecutionContext): { connection: CallerConnection; closeEvent: string } | undefined {
+  const kind = context.getType();
+  if (kind === 'rpc') {
+    const rpc = context
+      .switchToRpc()
+      .getContext<{ getSocketRef?: () => { netSocket?: CallerConnection } } | undefined>();
+    const socket = typeof rpc?.getSocketRef === 'function' ? rpc.getSocketRef()?.netSocket : undefined;
+    return socket ? { connection: socket, closeEvent: 'close' } : undefined;
+  }
+  if (kind === 'ws') {
+    const client = context.switchToWs().getClient<(CallerConnection & { nsp?: unknown }) | undefined>();
+    if (typeof client?.once !== 'function' || typeof client.off !== 'function') return undefined;
+    // socket.io's sockets belong to a namespace; a `ws` socket does not.
+    return { connection: client, closeEvent: client.nsp === undefined ? 'close' : 'disconnect' };
+  }
+  return undefined;
 }
 
 /**
@@ -54,8 +68,9 @@ function callerSocket(context: ExecutionContext): CallerSocket | undefined {
  *   locks themselves stay until the work holding them returns.
  * - Bare `acquire()` handles the request's code forgot to release are released
  *   once the handler has settled and the response is over, with one warning.
- * - Lock errors become HTTP answers (409 / 503 / 500) on routes, and `RpcException`s with a code
- * (and, when busy, a retry hint) in microservice handlers (toRpcError); elsewhere they pass through.
+ * - Lock errors become HTTP answers (409 / 503 / 500) on routes, and `RpcException`s or
+ *   `WsException`s with a code (and, when busy, a retry hint) in microservice and WebSocket
+ *   handlers (toContextError); elsewhere they pass through.
  *
  * @example
  * ```ts
@@ -115,26 +130,27 @@ export class LockInterceptor implements NestInterceptor {
     } else {
       // No response to wait for: the call is over when its Observable is.
       scope.closeResponse(false);
-      // A TCP microservice's caller that goes away mid-handler is treated as an HTTP client
-      // that does: the handler's locks are interrupted (their signal says why), and released
-      // once the handler settles, never before.
-      const socket = callerSocket(context);
-      if (socket && decorated) {
+      // A caller that goes away mid-handler (a TCP microservice's, a WebSocket client) is
+      // treated as an HTTP client that does: the handler's locks are interrupted (their signal
+      // says why), and released once the handler settles, never before.
+      const caller = callerConnection(context);
+      if (caller) {
         const gone = (): void => {
           this.engine.interrupt(scope.allGranted, CALLER_GONE);
           scope.closeResponse(true, new Error(CALLER_GONE));
         };
-        socket.once('close', gone);
-        void scope.over.then(() => socket.off('close', gone));
+        caller.connection.once(caller.closeEvent, gone);
+        void scope.over.then(() => caller.connection.off(caller.closeEvent, gone));
       }
     }
     const retryAfterMs = metadata?.retryAfterMs ?? this.retryAfterMs;
     return checked.pipe(
-      catchError((err: unknown) =>
-        context.getType() === 'rpc'
-          ? from(toRpcError(err, this.logger, retryAfterMs)).pipe(mergeMap((mapped) => throwError(() => mapped)))
-          : throwError(() => toHttpError(err, context, this.logger, retryAfterMs)),
-      ),
+      catchError((err: unknown) => {
+        const kind = context.getType();
+        if (kind !== 'rpc' && kind !== 'ws')
+          return throwError(() => toHttpError(err, context, this.logger, retryAfterMs));
+        return from(toContextError(err, kind, this.logger, retryAfterMs)).pipe(mergeMap((e) => throwError(() => e)));
+      }),
     );
   }
 

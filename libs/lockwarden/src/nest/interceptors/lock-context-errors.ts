@@ -1,0 +1,113 @@
+import type { LoggerService } from '@nestjs/common';
+import {
+  LockAbortedError,
+  LockBackendError,
+  LockConfigError,
+  LockError,
+  LockLostError,
+  LockTimeoutError,
+} from '../../errors';
+
+/**
+ * What a microservice caller or a WebSocket client receives for a lock error: the error of
+ * the `RpcException` or `WsException` the handler's lock error became.
+ */
+export interface LockErrorReply {
+  readonly status: 'error';
+  /** `LOCK_BUSY` (retry later), `LOCK_LOST`, `LOCK_UNAVAILABLE` or `LOCK_ERROR`. */
+  readonly code: 'LOCK_BUSY' | 'LOCK_LOST' | 'LOCK_UNAVAILABLE' | 'LOCK_ERROR';
+  readonly message: string;
+  /** With LOCK_BUSY: when to try again, in ms, as a route's Retry-After says in seconds. */
+  readonly retryAfterMs?: number;
+}
+
+/** The exception class of one transport package: RpcException or WsException. */
+type ExceptionClass = new (error: object) => Error;
+
+/**
+ * Maps a lock error in a microservice handler (`@MessagePattern`, `@EventPattern`) or a
+ * WebSocket gateway handler (`@SubscribeMessage`) to the `RpcException` or `WsException` the
+ * caller receives, with the codes and the retry hint a route's 409 and Retry-After carry over
+ * HTTP. Nest's filters for those contexts send it as it is and log nothing, so an expected
+ * busy lock is no ERROR with a stack in the service's log (a WebSocket client receives it as
+ * an `exception` event). Anything else passes through unchanged, as does every error when the
+ * transport's package (an optional peer, present in any app that serves the context) cannot
+ * be loaded. Resolves the error to throw: the package is loaded on first use.
+ *
+ * | error | code |
+ * | --- | --- |
+ * | LockTimeoutError | LOCK_BUSY, with `retryAfterMs` |
+ * | LockLostError | LOCK_LOST |
+ * | LockBackendError, LockAbortedError | LOCK_UNAVAILABLE (the message is logged as a warning) |
+ * | LockConfigError, any other lock error | LOCK_ERROR (the message is logged as an error) |
+ *
+ * @example
+ * ```ts
+ * // The calling side of a microservice, with a ClientProxy:
+ * await firstValueFrom(client.send('work', { id })).catch((e: LockErrorReply) => {
+ *   if (e.code === 'LOCK_BUSY') return retryIn(e.retryAfterMs!);
+ *   throw e;
+ * });
+ * ```
+ */
+export async function toContextError(
+  err: unknown,
+  kind: 'rpc' | 'ws',
+  logger: LoggerService,
+  retryAfterMs: number,
+): Promise<unknown> {
+  if (!(err instanceof LockError)) return err;
+  const Exception = await exceptionOf(kind);
+  if (!Exception) return err;
+  return new Exception(replyOf(err, logger, retryAfterMs));
+}
+
+const PEERS = {
+  rpc: { name: '@nestjs/microservices', exception: 'RpcException' },
+  ws: { name: '@nestjs/websockets', exception: 'WsException' },
+} as const;
+const loading = new Map<'rpc' | 'ws', Promise<ExceptionClass | undefined>>();
+
+/**
+ * The transport package's exception class, loaded the way the application loaded the package
+ * (a dynamic import in the ES module build, `require` in the CommonJS one), so that it is the
+ * very class Nest's filter checks for, under Node and under a test runner's module registry.
+ */
+function exceptionOf(kind: 'rpc' | 'ws'): Promise<ExceptionClass | undefined> {
+  let found = loading.get(kind);
+  if (!found) {
+    // A name the bundlers do not follow: the package is an optional peer.
+    const { name, exception } = PEERS[kind];
+    found = import(name).then(
+      (m: Record<string, unknown>) =>
+        typeof m[exception] === 'function' ? (m[exception] as ExceptionClass) : undefined,
+      () => undefined,
+    );
+    loading.set(kind, found);
+  }
+  return found;
+}
+
+function replyOf(err: LockError, logger: LoggerService, retryAfterMs: number): LockErrorReply {
+  if (err instanceof LockTimeoutError) {
+    return {
+      status: 'error',
+      code: 'LOCK_BUSY',
+      message: 'The resource is busy with other requests. Retry later.',
+      retryAfterMs,
+    };
+  }
+  if (err instanceof LockLostError) {
+    return {
+      status: 'error',
+      code: 'LOCK_LOST',
+      message: 'The lock protecting this request was lost before the work finished. Retry.',
+    };
+  }
+  if (err instanceof LockBackendError || err instanceof LockAbortedError) {
+    logger.warn?.(err.message);
+    return { status: 'error', code: 'LOCK_UNAVAILABLE', message: 'Locking is unavailable right now. Retry later.' };
+  }
+  logger.error(err instanceof LockConfigError ? err.message : `Unexpected lock error: ${err.message}`);
+  return { status: 'error', code: 'LOCK_ERROR', message: 'Internal server error' };
+}
