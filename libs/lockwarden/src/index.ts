@@ -47,7 +47,7 @@ export { getLockedMetadata } from './nest/decorators/locked-metadata.accessor';
 export type { LockedMetadata, LockKind } from './nest/decorators/locked-metadata.accessor';
 export { LockInterceptor } from './nest/interceptors/lock.interceptor';
 export { toHttpError } from './nest/interceptors/lock-http-errors';
-export { toContextError } from './nest/interceptors/lock-context-errors';
+export { toContextError, toGraphqlError } from './nest/interceptors/lock-context-errors';
 export type { LockErrorReply } from './nest/interceptors/lock-context-errors';
 export {
   LockError,

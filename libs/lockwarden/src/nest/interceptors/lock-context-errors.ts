@@ -1,3 +1,4 @@
+import * as common from '@nestjs/common';
 import type { LoggerService } from '@nestjs/common';
 import {
   LockAbortedError,
@@ -110,4 +111,45 @@ function replyOf(err: LockError, logger: LoggerService, retryAfterMs: number): L
   }
   logger.error(err instanceof LockConfigError ? err.message : `Unexpected lock error: ${err.message}`);
   return { status: 'error', code: 'LOCK_ERROR', message: 'Internal server error' };
+}
+
+/**
+ * Nest's base for exceptions that its handlers of other contexts pass on without logging them
+ * as errors (Nest 11 and later); a plain Error where it is missing.
+ */
+const Quiet: new (message: string) => Error =
+  (common as unknown as { IntrinsicException?: new (message: string) => Error }).IntrinsicException ?? Error;
+
+/**
+ * A lock error as a GraphQL resolver's error: GraphQL copies its `extensions` into the error
+ * the client receives (`code`, and `retryAfterMs` when busy), and Nest does not log it, as it
+ * is one of Nest's quiet exceptions.
+ */
+class LockGraphqlError extends Quiet {
+  readonly extensions: Readonly<Record<string, unknown>>;
+
+  constructor(reply: LockErrorReply) {
+    super(reply.message);
+    this.name = 'LockGraphqlError';
+    this.extensions = {
+      code: reply.code,
+      ...(reply.retryAfterMs === undefined ? {} : { retryAfterMs: reply.retryAfterMs }),
+    };
+  }
+}
+
+/**
+ * Maps a lock error in a GraphQL resolver to an error whose `extensions.code` the client can act
+ * on (`LOCK_BUSY` with `extensions.retryAfterMs`, `LOCK_LOST`, `LOCK_UNAVAILABLE`, `LOCK_ERROR`),
+ * logged as toContextError says; anything else passes through unchanged.
+ *
+ * @example
+ * ```ts
+ * // What a client gets for a busy mutation:
+ * // { "errors": [{ "message": "The resource is busy with other requests. Retry later.",
+ * //                "extensions": { "code": "LOCK_BUSY", "retryAfterMs": 1000 } }] }
+ * ```
+ */
+export function toGraphqlError(err: unknown, logger: LoggerService, retryAfterMs: number): unknown {
+  return err instanceof LockError ? new LockGraphqlError(replyOf(err, logger, retryAfterMs)) : err;
 }

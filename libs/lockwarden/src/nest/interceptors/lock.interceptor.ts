@@ -1,11 +1,11 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { LockEngine } from '../../core';
-import type { CallHandler, ExecutionContext, NestInterceptor } from '@nestjs/common';
+import type { CallHandler, ContextType, ExecutionContext, NestInterceptor } from '@nestjs/common';
 import { Observable, catchError, concat, defer, EMPTY, from, mergeMap, throwError } from 'rxjs';
 import { getLockedMetadata } from '../decorators/locked-metadata.accessor';
 import { RequestLockScope } from '../request-lock-scope';
 import { DEFAULT_RETRY_AFTER_MS, toHttpError } from './lock-http-errors';
-import { toContextError } from './lock-context-errors';
+import { toContextError, toGraphqlError } from './lock-context-errors';
 import { checkRetryAfter } from '../decorators/locked-options';
 import { LOCK_MODULE_OPTIONS } from '../lock.module-definition';
 import type { LockModuleOptions } from '../lock-options.interface';
@@ -39,13 +39,21 @@ interface CallerConnection {
  * caller (Redis, NATS, Kafka and the like).
  */
 function callerConnection(context: ExecutionContext): { connection: CallerConnection; closeEvent: string } | undefined {
-  const kind = context.getType();
+  const kind = context.getType<ContextType | 'graphql'>();
   if (kind === 'rpc') {
     const rpc = context
       .switchToRpc()
       .getContext<{ getSocketRef?: () => { netSocket?: CallerConnection } } | undefined>();
     const socket = typeof rpc?.getSocketRef === 'function' ? rpc.getSocketRef()?.netSocket : undefined;
     return socket ? { connection: socket, closeEvent: 'close' } : undefined;
+  }
+  if (kind === 'graphql') {
+    // A resolver served over HTTP: its caller is gone when the response closes unfinished.
+    const gql = context.getArgs()[2] as { req?: { res?: CallerConnection }; res?: CallerConnection } | undefined;
+    const res = gql?.res ?? gql?.req?.res;
+    return typeof res?.once === 'function' && typeof res.off === 'function'
+      ? { connection: res, closeEvent: 'close' }
+      : undefined;
   }
   if (kind === 'ws') {
     const client = context.switchToWs().getClient<(CallerConnection & { nsp?: unknown }) | undefined>();
@@ -146,7 +154,8 @@ export class LockInterceptor implements NestInterceptor {
     const retryAfterMs = metadata?.retryAfterMs ?? this.retryAfterMs;
     return checked.pipe(
       catchError((err: unknown) => {
-        const kind = context.getType();
+        const kind = context.getType<ContextType | 'graphql'>();
+        if (kind === 'graphql') return throwError(() => toGraphqlError(err, this.logger, retryAfterMs));
         if (kind !== 'rpc' && kind !== 'ws')
           return throwError(() => toHttpError(err, context, this.logger, retryAfterMs));
         return from(toContextError(err, kind, this.logger, retryAfterMs)).pipe(mergeMap((e) => throwError(() => e)));
