@@ -1,6 +1,8 @@
 import { Inject, SetMetadata } from '@nestjs/common';
 import { Observable } from 'rxjs';
-import { LockAbortedError, LockConfigError } from '../../errors';
+import { LockAbortedError, LockConfigError, LockTimeoutError } from '../../errors';
+import { DEFAULT_RETRY_AFTER_MS } from '../interceptors/lock-http-errors';
+import { putOff, queueJobOf } from './queue-job';
 import { editOptions } from '../../core/engine/lease-paths';
 import type { LockEngine, LeaseHandle } from '../../core';
 import { compileKeySpec } from './key-template';
@@ -195,6 +197,12 @@ export async function runLocked(
     const request = editOptions(meta.request, (o) => withRequestSignal(o) ?? o);
     handles = await engine.acquireAll(keys, request, meta.onBusy);
   } catch (err) {
+    // A queue consumer's job that finds its lock busy goes back to the queue, put off by the
+    // retry hint, as a busy route answers 409 with Retry-After.
+    if (err instanceof LockTimeoutError && !route) {
+      const job = queueJobOf(args);
+      if (job) return putOff(job, meta.retryAfterMs ?? DEFAULT_RETRY_AFTER_MS, err.key ?? keys[0]);
+    }
     // A job (a cron tick, a queue message) that cannot run because the app is stopping is
     // not an error: it did not run, as a skip. A route still answers 503.
     if (route || !(err instanceof LockAbortedError) || !engine.shuttingDown) throw err;
