@@ -139,7 +139,12 @@ export async function acquireLoop(
         await ask(ctx, gate, spec.key, 'subscribe to', ctx.bus.join(waiter), settleBy - now);
         continue;
       }
-      const refresh = (queued ? spec.queueRefreshMs : spec.refreshMs) ?? Infinity;
+      // A waiter not yet queued that may starve checks back as a queued one does: a wake-up
+      // reaches one waiter per process, so one that is never woken would otherwise sleep for
+      // the holder's whole lease while newer waiters elsewhere take the lock. Its next attempt
+      // takes a place in the FIFO queue (it has waited past starvationMs by then).
+      const mayStarve = !queued && spec.starvationMs !== undefined;
+      const refresh = (queued || mayStarve ? spec.queueRefreshMs : spec.refreshMs) ?? Infinity;
       const cap = Math.min(-reply, deadline - now, refresh);
       if (!parked) {
         parked = true;
