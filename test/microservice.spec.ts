@@ -7,7 +7,7 @@ import { NestFactory } from '@nestjs/core';
 import { ClientProxyFactory, MessagePattern, Transport } from '@nestjs/microservices';
 import type { ClientProxy } from '@nestjs/microservices';
 import { firstValueFrom } from 'rxjs';
-import { LockEngine, Locked, LockModule, LockService } from 'lockwarden';
+import { LockEngine, Locked, LockModule, LockService, ReadLocked, Semaphore, WriteLocked } from 'lockwarden';
 import { freePort } from './harness/free-port';
 import { startRedis, uniquePrefix } from './harness/redis';
 import type { RedisTarget } from './harness/redis';
@@ -58,6 +58,28 @@ class Jobs {
     entered.push(data.id);
     await gates.get(data.id)?.opened;
     inside--;
+    return data.id;
+  }
+
+  @MessagePattern('write-or-busy')
+  @WriteLocked('report:{0.id}', { onBusy: 'throw' })
+  async write(data: { id: number }): Promise<number> {
+    entered.push(data.id);
+    await gates.get(data.id)?.opened;
+    return data.id;
+  }
+
+  @MessagePattern('read-or-busy')
+  @ReadLocked('report:{0.id}', { onBusy: 'throw' })
+  async read(data: { id: number }): Promise<number> {
+    return data.id;
+  }
+
+  @MessagePattern('permit-or-busy')
+  @Semaphore('exports', { limit: 1, onBusy: 'throw' })
+  async permit(data: { id: number }): Promise<number> {
+    entered.push(data.id);
+    await gates.get(data.id)?.opened;
     return data.id;
   }
 
@@ -153,6 +175,35 @@ describe('@Locked on a @MessagePattern handler over TCP', () => {
     held.open();
     expect(await holder).toBe(2);
     expect(entered).toEqual([2]); // the busy one never ran
+    expect(logged.filter((l) => l.level === 'error')).toEqual([]);
+  });
+
+  it('answers LOCK_BUSY the same way for @WriteLocked, @ReadLocked and @Semaphore', async () => {
+    const busy = {
+      status: 'error',
+      code: 'LOCK_BUSY',
+      message: 'The resource is busy with other requests. Retry later.',
+      retryAfterMs: 1_000,
+    };
+    const writing = gate(4);
+    const writer = firstValueFrom(client.send<number>('write-or-busy', { id: 4 }));
+    while (!entered.includes(4)) await new Promise((r) => setImmediate(r));
+    expect(await firstValueFrom(client.send<number>('read-or-busy', { id: 4 })).catch((e: unknown) => e)).toEqual(busy);
+    expect(await firstValueFrom(client.send<number>('write-or-busy', { id: 4 })).catch((e: unknown) => e)).toEqual(
+      busy,
+    );
+    writing.open();
+    expect(await writer).toBe(4);
+    expect(await firstValueFrom(client.send<number>('read-or-busy', { id: 4 }))).toBe(4);
+
+    const holding = gate(5);
+    const holder = firstValueFrom(client.send<number>('permit-or-busy', { id: 5 }));
+    while (!entered.includes(5)) await new Promise((r) => setImmediate(r));
+    expect(await firstValueFrom(client.send<number>('permit-or-busy', { id: 6 })).catch((e: unknown) => e)).toEqual(
+      busy,
+    );
+    holding.open();
+    expect(await holder).toBe(5);
     expect(logged.filter((l) => l.level === 'error')).toEqual([]);
   });
 });
