@@ -8,7 +8,7 @@ import type { INestApplicationContext } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { Queue, QueueEvents } from 'bullmq';
 import type { Job } from 'bullmq';
-import { Locked, LockModule } from 'lockwarden';
+import { LockEngine, Locked, LockModule } from 'lockwarden';
 import { startRedis, uniquePrefix } from './harness/redis';
 import type { RedisTarget } from './harness/redis';
 
@@ -16,6 +16,8 @@ let redis: RedisTarget;
 let app: INestApplicationContext;
 let queue: Queue;
 let events: QueueEvents;
+let connection: { host: string; port: number };
+const lockPrefix = uniquePrefix('queue');
 const QUEUE = `lock-jobs-${process.pid}`;
 const calls: string[] = [];
 const runs: string[] = [];
@@ -47,19 +49,36 @@ class Jobs extends WorkerHost {
   }
 }
 
+const WAITING_QUEUE = `lock-jobs-waiting-${process.pid}`;
+
+@Processor(WAITING_QUEUE)
+class WaitingJobs extends WorkerHost {
+  @Locked('order:{0.data.order}', { waitMs: 60_000, retryAfterMs: 50 })
+  async process(job: Job<{ order: number }>): Promise<string> {
+    runs.push(job.name);
+    return job.name;
+  }
+
+  @OnWorkerEvent('active')
+  onActive(job: Job): void {
+    calls.push(job.name);
+  }
+}
+
 beforeAll(async () => {
   redis = await startRedis({ own: true });
-  const connection = { host: '127.0.0.1', port: Number(new URL(redis.url).port) };
+  connection = { host: '127.0.0.1', port: Number(new URL(redis.url).port) };
   @Module({
     imports: [
-      LockModule.forRoot({ redis: redis.url, keyPrefix: uniquePrefix('queue') }),
+      LockModule.forRoot({ redis: redis.url, keyPrefix: lockPrefix }),
       BullModule.forRoot({ connection }),
-      BullModule.registerQueue({ name: QUEUE }),
+      BullModule.registerQueue({ name: QUEUE }, { name: WAITING_QUEUE }),
     ],
-    providers: [Jobs],
+    providers: [Jobs, WaitingJobs],
   })
   class AppModule {}
   app = await NestFactory.createApplicationContext(AppModule, { logger: false });
+  app.enableShutdownHooks();
   await app.init();
   queue = new Queue(QUEUE, { connection });
   events = new QueueEvents(QUEUE, { connection });
@@ -88,5 +107,24 @@ describe('@Locked on a BullMQ processor', () => {
     expect(calls.filter((c) => c === 'second').length).toBeGreaterThanOrEqual(2); // taken, put off, taken again
     expect(overlaps).toBe(0);
     expect(failed).toEqual([]);
+  });
+
+  it('puts a job back in the queue when the app shuts down while it waits for its lock, instead of completing it unrun', async () => {
+    // Another instance holds the order's lock for longer than this test lasts.
+    const other = new LockEngine({ redis: redis.url, keyPrefix: lockPrefix });
+    const held = await other.acquire('order:9', { leaseMs: 60_000 });
+    const waiting = new Queue(WAITING_QUEUE, { connection });
+    try {
+      const job = await waiting.add('waiting', { order: 9 }, { attempts: 1 });
+      while (!calls.includes('waiting')) await new Promise((r) => setTimeout(r, 5));
+      await app.close();
+      app = undefined as unknown as INestApplicationContext;
+      expect(runs).not.toContain('waiting');
+      expect(await job.getState()).toBe('delayed');
+    } finally {
+      await held.release();
+      await other.close();
+      await waiting.close();
+    }
   });
 });

@@ -198,10 +198,12 @@ export async function runLocked(
     handles = await engine.acquireAll(keys, request, meta.onBusy);
   } catch (err) {
     // A queue consumer's job that finds its lock busy goes back to the queue, put off by the
-    // retry hint, as a busy route answers 409 with Retry-After.
-    if (err instanceof LockTimeoutError && !route) {
+    // retry hint, as a busy route answers 409 with Retry-After; so does one whose wait the app
+    // shutting down cut short: it did not run, and another instance will run it.
+    const cutShort = err instanceof LockAbortedError && engine.shuttingDown;
+    if ((err instanceof LockTimeoutError || cutShort) && !route) {
       const job = queueJobOf(args);
-      if (job) return putOff(job, meta.retryAfterMs ?? DEFAULT_RETRY_AFTER_MS, err.key ?? keys[0]);
+      if (job) return putOff(job, meta.retryAfterMs ?? DEFAULT_RETRY_AFTER_MS, keys[0]);
     }
     // A job (a cron tick, a queue message) that cannot run because the app is stopping is
     // not an error: it did not run, as a skip. A route still answers 503.

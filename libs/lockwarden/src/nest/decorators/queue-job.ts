@@ -27,9 +27,10 @@ class JobPutOffError extends Error {
 }
 
 /**
- * A queue consumer's answer to a busy lock, as a route's is a 409 with Retry-After: the job
- * goes back to the queue, delayed by the retry hint, without spending one of its attempts, and
- * the worker is told so (it logs no failure and runs no backoff).
+ * A queue consumer's answer to a busy lock (or to a wait the app's shutdown cut short), as a
+ * route's is a 409 with Retry-After: the job goes back to the queue, delayed by the retry
+ * hint, without spending one of its attempts, and the worker is told so (it logs no failure
+ * and runs no backoff).
  */
 export async function putOff(
   target: { job: DelayableJob; token: string },
@@ -37,5 +38,5 @@ export async function putOff(
   key: string,
 ): Promise<never> {
   await target.job.moveToDelayed(Date.now() + retryAfterMs, target.token);
-  throw new JobPutOffError(`the lock "${key}" is busy: the job was put off by ${retryAfterMs} ms`);
+  throw new JobPutOffError(`the lock "${key}" was not to be had: the job was put off by ${retryAfterMs} ms`);
 }
