@@ -1,7 +1,8 @@
 // npm run acquire-path: which library files run during one warm, uncontended @Locked call on a
 // never-seen name (grant, method and release), counted with V8's precise coverage around that
 // one call. docs/how-it-works.md lists the files it prints. Starts a throwaway Redis unless
-// REDIS_URL is set.
+// REDIS_URL is set. `-- --no-otel` counts as an app without OpenTelemetry would run it: no
+// metrics, no traces (this repository has the OpenTelemetry API installed, so both are on).
 import 'reflect-metadata';
 import { Injectable, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
@@ -29,8 +30,15 @@ interface FunctionCoverage {
 async function main(): Promise<void> {
   const own = process.env.REDIS_URL ? undefined : await RedisProcess.start();
   const url = process.env.REDIS_URL ?? own!.url;
+  const otel = !process.argv.includes('--no-otel');
   @Module({
-    imports: [LockModule.forRoot({ redis: url, keyPrefix: `acquire-path:${Date.now()}:` })],
+    imports: [
+      LockModule.forRoot({
+        redis: url,
+        keyPrefix: `acquire-path:${Date.now()}:`,
+        ...(otel ? {} : { metrics: false, traces: false }),
+      }),
+    ],
     providers: [Draws],
   })
   class AppModule {}
@@ -63,7 +71,10 @@ async function main(): Promise<void> {
   const sorted = [...files.keys()].sort();
   for (const file of sorted)
     console.log(`${file}  (${files.get(file)!.length}: ${files.get(file)!.slice(0, 8).join(', ')})`);
-  console.log(`${sorted.length} library files ran during one warm, uncontended @Locked call`);
+  console.log(
+    `${sorted.length} library files ran during one warm, uncontended @Locked call` +
+      (otel ? ' (metrics and traces on)' : ' (no metrics, no traces)'),
+  );
   await app.close();
   await own?.stop();
 }

@@ -11,9 +11,10 @@ import { acquireLoop } from '../wait/acquire-loop';
 import type { AttemptSpec, LoopContext } from '../wait/acquire-loop';
 import type { ResolvedEngineOptions } from '../options/engine-options';
 import type { HeldLocks } from './held-locks';
-import { checkReadWriteOptions, resolveAcquire } from '../options/options';
-import type { AcquireOptions, ResolvedAcquire, RwAcquireOptions } from '../options/options';
+import { checkAcquireOptions, checkReadWriteOptions, defaultLockName, resolveAcquire } from '../options/options';
+import type { AcquireOptions, CheckedAcquire, ResolvedAcquire, RwAcquireOptions } from '../options/options';
 import { newOwnerToken } from '../backend/tokens';
+import { checkKey } from '../options/validate';
 
 /**
  * A waiter with a place on the server (a queued mutex waiter, fair or starving, or a waiting
@@ -44,6 +45,10 @@ const UNQUEUED = { fair: false, queueRefreshMs: undefined, handoffMs: Infinity, 
  * business: this always makes a new holder.
  */
 export class LeaseGranter {
+  /** Frozen options checked already, by kind (see resolve). */
+  private readonly mutexOptions = new WeakMap<object, CheckedAcquire>();
+  private readonly rwOptions = new WeakMap<object, CheckedAcquire>();
+
   constructor(
     private readonly options: ResolvedEngineOptions,
     private readonly store: LockStore,
@@ -57,7 +62,7 @@ export class LeaseGranter {
   ) {}
 
   resolveMutex(key: string, options: AcquireOptions | undefined): ResolvedAcquire {
-    const req = resolveAcquire(key, options, this.options);
+    const req = this.resolve(key, options, undefined, this.mutexOptions);
     if (req.fair && !this.store.fairQueue) {
       throw new LockConfigError(
         'fair is not available in quorum mode (each node would keep its own queue) nor with replicaAck ' +
@@ -69,10 +74,32 @@ export class LeaseGranter {
   }
 
   resolveRw(key: string, options: RwAcquireOptions | undefined): ResolvedAcquire {
-    const req = resolveAcquire(key, options, this.options, RW_OPTION_NAMES);
+    const req = this.resolve(key, options, RW_OPTION_NAMES, this.rwOptions);
     if (!this.store.readWrite) throw noReadWrite(req.key);
     checkReadWriteOptions(options, req.key);
     return req;
+  }
+
+  /**
+   * Resolves an acquire's options with this engine's defaults. Options that cannot change (a
+   * decorator freezes its own where it is applied) are checked once per engine and kind, and
+   * only the key is checked per call: a decorated method's options are resolved once.
+   */
+  private resolve(
+    key: string,
+    options: AcquireOptions | undefined,
+    extraNames: ReadonlySet<string> | undefined,
+    cache: WeakMap<object, CheckedAcquire>,
+  ): ResolvedAcquire {
+    if (options === undefined || !Object.isFrozen(options))
+      return resolveAcquire(key, options, this.options, extraNames);
+    let checked = cache.get(options);
+    if (!checked) {
+      checked = checkAcquireOptions(options, this.options, extraNames);
+      cache.set(options, checked);
+    }
+    const checkedKey = checkKey(key);
+    return { ...checked, key: checkedKey, name: checked.name ?? defaultLockName(checkedKey) };
   }
 
   /** The handle, or LockTimeoutError when the lock stayed busy for the whole wait. */

@@ -116,9 +116,19 @@ function acquireOne(
   }
 }
 
+/** The no-wait variant of options that cannot change, made once, frozen as they are. */
+const NO_WAIT = new WeakMap<object, object>();
+
 /** The options with no wait unless the call waits when busy. */
 function budget<O extends { waitMs?: number }>(options: O, onBusy: 'wait' | 'throw' | 'skip'): O {
-  return onBusy === 'wait' ? options : { ...options, waitMs: 0 };
+  if (onBusy === 'wait') return options;
+  if (!Object.isFrozen(options)) return { ...options, waitMs: 0 };
+  let noWait = NO_WAIT.get(options) as O | undefined;
+  if (!noWait) {
+    noWait = Object.freeze({ ...options, waitMs: 0 });
+    NO_WAIT.set(options, noWait);
+  }
+  return noWait;
 }
 
 /**

@@ -122,7 +122,10 @@ export function toMetadata(
   where: string,
 ): LockedMetadata {
   // Metrics label a decorated lock by its template, never by the keys it expands to.
-  const request = editOptions(checked.request, (o) => ({ ...o, name: o.name ?? templateName(spec, where) }));
+  // Frozen: nothing changes them after this, so the engine resolves them once (LeaseGranter.resolve).
+  const request = editOptions(checked.request, (o) =>
+    Object.freeze({ ...o, name: o.name ?? templateName(spec, where) }),
+  );
   return {
     kind: request.kind,
     spec,
