@@ -91,8 +91,10 @@ export class LeaseGranter {
     extraNames: ReadonlySet<string> | undefined,
     cache: WeakMap<object, CheckedAcquire>,
   ): ResolvedAcquire {
-    if (options === undefined || !Object.isFrozen(options))
+    // Only an object can be frozen options: anything else is for the checks to refuse.
+    if (typeof options !== 'object' || options === null || !Object.isFrozen(options)) {
       return resolveAcquire(key, options, this.options, extraNames);
+    }
     let checked = cache.get(options);
     if (!checked) {
       checked = checkAcquireOptions(options, this.options, extraNames);

@@ -122,7 +122,7 @@ const NO_WAIT = new WeakMap<object, object>();
 /** The options with no wait unless the call waits when busy. */
 function budget<O extends { waitMs?: number }>(options: O, onBusy: 'wait' | 'throw' | 'skip'): O {
   if (onBusy === 'wait') return options;
-  if (!Object.isFrozen(options)) return { ...options, waitMs: 0 };
+  if (typeof options !== 'object' || options === null || !Object.isFrozen(options)) return { ...options, waitMs: 0 };
   let noWait = NO_WAIT.get(options) as O | undefined;
   if (!noWait) {
     noWait = Object.freeze({ ...options, waitMs: 0 });
