@@ -48,7 +48,7 @@ export type { LockedMetadata, LockKind } from './nest/decorators/locked-metadata
 export { LockInterceptor } from './nest/interceptors/lock.interceptor';
 export { toHttpError } from './nest/interceptors/lock-http-errors';
 export { toContextError, toGraphqlError } from './nest/interceptors/lock-context-errors';
-export type { LockErrorReply } from './nest/interceptors/lock-context-errors';
+export type { LockErrorReply } from './nest/interceptors/lock-error-reply';
 export {
   LockError,
   LockTimeoutError,

@@ -1,7 +1,7 @@
 import { Inject, SetMetadata } from '@nestjs/common';
 import { Observable } from 'rxjs';
 import { LockAbortedError, LockConfigError, LockTimeoutError } from '../../errors';
-import { DEFAULT_RETRY_AFTER_MS } from '../interceptors/lock-http-errors';
+import { DEFAULT_RETRY_AFTER_MS } from '../interceptors/lock-error-reply';
 import { putOff, queueJobOf } from './queue-job';
 import { editOptions } from '../../core/engine/lease-paths';
 import type { LockEngine, LeaseHandle } from '../../core';

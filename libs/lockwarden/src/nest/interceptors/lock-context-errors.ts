@@ -1,26 +1,8 @@
 import * as common from '@nestjs/common';
 import type { LoggerService } from '@nestjs/common';
-import {
-  LockAbortedError,
-  LockBackendError,
-  LockConfigError,
-  LockError,
-  LockLostError,
-  LockTimeoutError,
-} from '../../errors';
-
-/**
- * What a microservice caller or a WebSocket client receives for a lock error: the error of
- * the `RpcException` or `WsException` the handler's lock error became.
- */
-export interface LockErrorReply {
-  readonly status: 'error';
-  /** `LOCK_BUSY` (retry later), `LOCK_LOST`, `LOCK_UNAVAILABLE` or `LOCK_ERROR`. */
-  readonly code: 'LOCK_BUSY' | 'LOCK_LOST' | 'LOCK_UNAVAILABLE' | 'LOCK_ERROR';
-  readonly message: string;
-  /** With LOCK_BUSY: when to try again, in ms, as a route's Retry-After says in seconds. */
-  readonly retryAfterMs?: number;
-}
+import { LockError } from '../../errors';
+import { lockErrorReply } from './lock-error-reply';
+import type { LockErrorReply } from './lock-error-reply';
 
 /** The exception class of one transport package: RpcException or WsException. */
 type ExceptionClass = new (error: object) => Error;
@@ -35,12 +17,7 @@ type ExceptionClass = new (error: object) => Error;
  * transport's package (an optional peer, present in any app that serves the context) cannot
  * be loaded. Resolves the error to throw: the package is loaded on first use.
  *
- * | error | code |
- * | --- | --- |
- * | LockTimeoutError | LOCK_BUSY, with `retryAfterMs` |
- * | LockLostError | LOCK_LOST |
- * | LockBackendError, LockAbortedError | LOCK_UNAVAILABLE (the message is logged as a warning) |
- * | LockConfigError, any other lock error | LOCK_ERROR (the message is logged as an error) |
+ * The codes are lockErrorReply's.
  *
  * @example
  * ```ts
@@ -51,6 +28,7 @@ type ExceptionClass = new (error: object) => Error;
  * });
  * ```
  */
+
 export async function toContextError(
   err: unknown,
   kind: 'rpc' | 'ws',
@@ -60,7 +38,7 @@ export async function toContextError(
   if (!(err instanceof LockError)) return err;
   const Exception = await exceptionOf(kind);
   if (!Exception) return err;
-  return new Exception(replyOf(err, logger, retryAfterMs));
+  return new Exception(lockErrorReply(err, logger, retryAfterMs));
 }
 
 const PEERS = {
@@ -87,30 +65,6 @@ function exceptionOf(kind: 'rpc' | 'ws'): Promise<ExceptionClass | undefined> {
     loading.set(kind, found);
   }
   return found;
-}
-
-function replyOf(err: LockError, logger: LoggerService, retryAfterMs: number): LockErrorReply {
-  if (err instanceof LockTimeoutError) {
-    return {
-      status: 'error',
-      code: 'LOCK_BUSY',
-      message: 'The resource is busy with other requests. Retry later.',
-      retryAfterMs,
-    };
-  }
-  if (err instanceof LockLostError) {
-    return {
-      status: 'error',
-      code: 'LOCK_LOST',
-      message: 'The lock protecting this request was lost before the work finished. Retry.',
-    };
-  }
-  if (err instanceof LockBackendError || err instanceof LockAbortedError) {
-    logger.warn?.(err.message);
-    return { status: 'error', code: 'LOCK_UNAVAILABLE', message: 'Locking is unavailable right now. Retry later.' };
-  }
-  logger.error(err instanceof LockConfigError ? err.message : `Unexpected lock error: ${err.message}`);
-  return { status: 'error', code: 'LOCK_ERROR', message: 'Internal server error' };
 }
 
 /**
@@ -151,5 +105,5 @@ class LockGraphqlError extends Quiet {
  * ```
  */
 export function toGraphqlError(err: unknown, logger: LoggerService, retryAfterMs: number): unknown {
-  return err instanceof LockError ? new LockGraphqlError(replyOf(err, logger, retryAfterMs)) : err;
+  return err instanceof LockError ? new LockGraphqlError(lockErrorReply(err, logger, retryAfterMs)) : err;
 }

@@ -1,20 +1,7 @@
 import { ConflictException, InternalServerErrorException, ServiceUnavailableException } from '@nestjs/common';
 import type { ArgumentsHost, LoggerService } from '@nestjs/common';
-import {
-  LockAbortedError,
-  LockBackendError,
-  LockConfigError,
-  LockError,
-  LockLostError,
-  LockTimeoutError,
-} from '../../errors';
-
-/**
- * The Retry-After a busy route answers with when nothing more specific was set. The lease
- * the holder has left is no guide: a live holder renews it, so a 300 ms job would send a
- * client away for the whole lease.
- */
-export const DEFAULT_RETRY_AFTER_MS = 1_000;
+import { LockError } from '../../errors';
+import { DEFAULT_RETRY_AFTER_MS, lockErrorReply } from './lock-error-reply';
 
 interface HeaderTarget {
   header?: (name: string, value: string) => unknown;
@@ -33,7 +20,9 @@ interface HeaderTarget {
  * | LockTimeoutError | 409, with Retry-After (`retryAfterMs`, default 1 s, in whole seconds) |
  * | LockLostError | 409 |
  * | LockBackendError, LockAbortedError | 503 |
- * | LockConfigError | 500 (the message is logged) |
+ * | LockConfigError, any other lock error | 500 (the message is logged) |
+ *
+ * Which error is which, and what is logged, is lockErrorReply's.
  */
 export function toHttpError(
   err: unknown,
@@ -42,21 +31,20 @@ export function toHttpError(
   retryAfterMs = DEFAULT_RETRY_AFTER_MS,
 ): unknown {
   if (host.getType() !== 'http' || !(err instanceof LockError)) return err;
-  if (err instanceof LockTimeoutError) {
-    const seconds = Math.max(1, Math.ceil(retryAfterMs / 1_000));
-    setHeader(host.switchToHttp().getResponse<HeaderTarget>(), 'Retry-After', String(seconds));
-    return new ConflictException('The resource is busy with other requests. Retry later.');
+  const reply = lockErrorReply(err, logger, retryAfterMs);
+  switch (reply.code) {
+    case 'LOCK_BUSY': {
+      const seconds = Math.max(1, Math.ceil(retryAfterMs / 1_000));
+      setHeader(host.switchToHttp().getResponse<HeaderTarget>(), 'Retry-After', String(seconds));
+      return new ConflictException(reply.message);
+    }
+    case 'LOCK_LOST':
+      return new ConflictException(reply.message);
+    case 'LOCK_UNAVAILABLE':
+      return new ServiceUnavailableException(reply.message);
+    default:
+      return new InternalServerErrorException();
   }
-  if (err instanceof LockLostError) {
-    return new ConflictException('The lock protecting this request was lost before the work finished. Retry.');
-  }
-  if (err instanceof LockBackendError || err instanceof LockAbortedError) {
-    logger.warn?.(err.message);
-    return new ServiceUnavailableException('Locking is unavailable right now. Retry later.');
-  }
-  if (err instanceof LockConfigError) logger.error(err.message);
-  else logger.error(`Unexpected lock error: ${err.message}`);
-  return new InternalServerErrorException();
 }
 
 function setHeader(res: HeaderTarget, name: string, value: string): void {

@@ -4,7 +4,8 @@ import type { CallHandler, ContextType, ExecutionContext, NestInterceptor } from
 import { Observable, catchError, concat, defer, EMPTY, from, mergeMap, throwError } from 'rxjs';
 import { getLockedMetadata } from '../decorators/locked-metadata.accessor';
 import { RequestLockScope } from '../request-lock-scope';
-import { DEFAULT_RETRY_AFTER_MS, toHttpError } from './lock-http-errors';
+import { DEFAULT_RETRY_AFTER_MS } from './lock-error-reply';
+import { toHttpError } from './lock-http-errors';
 import { toContextError, toGraphqlError } from './lock-context-errors';
 import { checkRetryAfter } from '../decorators/locked-options';
 import { LOCK_MODULE_OPTIONS } from '../lock.module-definition';

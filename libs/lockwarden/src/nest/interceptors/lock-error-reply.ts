@@ -1,0 +1,66 @@
+import type { LoggerService } from '@nestjs/common';
+import { LockAbortedError, LockBackendError, LockConfigError, LockLostError, LockTimeoutError } from '../../errors';
+import type { LockError } from '../../errors';
+
+/**
+ * The Retry-After a busy handler answers with when nothing more specific was set. The lease
+ * the holder has left is no guide: a live holder renews it, so a 300 ms job would send a
+ * client away for the whole lease.
+ */
+export const DEFAULT_RETRY_AFTER_MS = 1_000;
+
+/**
+ * What a microservice caller or a WebSocket client receives for a lock error: the error of
+ * the `RpcException` or `WsException` the handler's lock error became.
+ */
+export interface LockErrorReply {
+  readonly status: 'error';
+  /** `LOCK_BUSY` (retry later), `LOCK_LOST`, `LOCK_UNAVAILABLE` or `LOCK_ERROR`. */
+  readonly code: 'LOCK_BUSY' | 'LOCK_LOST' | 'LOCK_UNAVAILABLE' | 'LOCK_ERROR';
+  readonly message: string;
+  /** With LOCK_BUSY: when to try again, in ms, as a route's Retry-After says in seconds. */
+  readonly retryAfterMs?: number;
+}
+
+/**
+ * What a lock error tells the caller, in every context (an HTTP status is chosen from the
+ * code): a code it can act on, a message that names no key and no Redis detail (those are for
+ * logs), and, when busy, when to try again. Logs what the operator must see: a warning when
+ * Redis or shutdown stood in the way, an error for a misconfiguration or an unexpected error.
+ *
+ * | error | code |
+ * | --- | --- |
+ * | LockTimeoutError | LOCK_BUSY, with `retryAfterMs` |
+ * | LockLostError | LOCK_LOST |
+ * | LockBackendError, LockAbortedError | LOCK_UNAVAILABLE (the message is logged as a warning) |
+ * | LockConfigError, any other lock error | LOCK_ERROR (the message is logged as an error) |
+ *
+ * @example
+ * ```ts
+ * const reply = lockErrorReply(new LockTimeoutError('order:1', 0), logger, 1_000);
+ * // { status: 'error', code: 'LOCK_BUSY', message: 'The resource is busy ...', retryAfterMs: 1000 }
+ * ```
+ */
+export function lockErrorReply(err: LockError, logger: LoggerService, retryAfterMs: number): LockErrorReply {
+  if (err instanceof LockTimeoutError) {
+    return {
+      status: 'error',
+      code: 'LOCK_BUSY',
+      message: 'The resource is busy with other requests. Retry later.',
+      retryAfterMs,
+    };
+  }
+  if (err instanceof LockLostError) {
+    return {
+      status: 'error',
+      code: 'LOCK_LOST',
+      message: 'The lock protecting this request was lost before the work finished. Retry.',
+    };
+  }
+  if (err instanceof LockBackendError || err instanceof LockAbortedError) {
+    logger.warn?.(err.message);
+    return { status: 'error', code: 'LOCK_UNAVAILABLE', message: 'Locking is unavailable right now. Retry later.' };
+  }
+  logger.error(err instanceof LockConfigError ? err.message : `Unexpected lock error: ${err.message}`);
+  return { status: 'error', code: 'LOCK_ERROR', message: 'Internal server error' };
+}
