@@ -10,16 +10,3 @@ import { join } from 'node:path';
 export function appRequire(): NodeJS.Require {
   return typeof require === 'function' ? require : createRequire(join(process.cwd(), 'index.js'));
 }
-
-/**
- * The optional peer `name` when the application has it, else undefined. `T` is the caller's
- * own view of the few parts it uses, declared locally so that the package's declarations
- * never mention the peer.
- */
-export function loadPeer<T>(name: string): T | undefined {
-  try {
-    return appRequire()(name) as T;
-  } catch {
-    return undefined;
-  }
-}
