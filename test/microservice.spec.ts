@@ -2,12 +2,13 @@
 // service and its caller talk. A busy lock answers the caller with an RpcException that
 // carries a code and the retry hint a route's 409 carries, and logs no ERROR.
 import { Controller, Module } from '@nestjs/common';
-import type { INestMicroservice, LoggerService } from '@nestjs/common';
+import type { INestMicroservice } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { ClientProxyFactory, MessagePattern, Transport } from '@nestjs/microservices';
 import type { ClientProxy } from '@nestjs/microservices';
 import { firstValueFrom } from 'rxjs';
-import { LockEngine, Locked, LockModule, LockService, ReadLocked, Semaphore, WriteLocked } from 'lockwarden';
+import { Locked, LockModule, LockService, ReadLocked, Semaphore, WriteLocked } from 'lockwarden';
+import { Gates, mutexHeld, recordingLogger, Runs } from './harness/handler-runs';
 import { freePort } from './harness/free-port';
 import { startRedis, uniquePrefix } from './harness/redis';
 import type { RedisTarget } from './harness/redis';
@@ -16,23 +17,20 @@ let redis: RedisTarget;
 let service: INestMicroservice;
 let client: ClientProxy;
 let servicePort = 0;
-const logged: { level: string; message: string }[] = [];
-/** Work the handler waits for, per job id: the test decides when each run ends. */
-const gates = new Map<number, { open: () => void; opened: Promise<void> }>();
+const gates = new Gates();
+const runs = new Runs();
+const { logger, errors } = recordingLogger();
+const prefix = uniquePrefix('microservice');
 const entered: number[] = [];
 let inside = 0;
 let overlaps = 0;
 
-function gate(id: number): { open: () => void; opened: Promise<void> } {
-  let open!: () => void;
-  const opened = new Promise<void>((resolve) => (open = resolve));
-  const g = { open, opened };
-  gates.set(id, g);
-  return g;
+/** A handler's work: it says it entered, then waits for its gate. */
+async function enterAndWait(id: number): Promise<number> {
+  entered.push(id);
+  await gates.passed(id);
+  return id;
 }
-
-/** The signal of each watched run's lock, and a promise that settles when its handler returns. */
-const watched = new Map<number, { signal: AbortSignal; done: Promise<void> }>();
 
 @Controller()
 class Jobs {
@@ -41,32 +39,27 @@ class Jobs {
   @MessagePattern('work-watched')
   @Locked('job:{0.id}')
   work3(data: { id: number }): Promise<number> {
-    const signal = this.locks.current(`job:${data.id}`)!.signal;
-    let finish!: () => void;
-    watched.set(data.id, { signal, done: new Promise<void>((resolve) => (finish = resolve)) });
-    entered.push(data.id);
+    const finish = runs.start(data.id, this.locks.current(`job:${data.id}`)!.signal);
     // Ignores its signal and keeps working: the worst case for the lock.
-    return (gates.get(data.id)?.opened ?? Promise.resolve()).then(() => {
+    return enterAndWait(data.id).then((id) => {
       finish();
-      return data.id;
+      return id;
     });
   }
+
   @MessagePattern('work')
   @Locked('job:{0.id}')
   async work(data: { id: number }): Promise<number> {
     if (++inside > 1) overlaps++;
-    entered.push(data.id);
-    await gates.get(data.id)?.opened;
+    await enterAndWait(data.id);
     inside--;
     return data.id;
   }
 
   @MessagePattern('write-or-busy')
   @WriteLocked('report:{0.id}', { onBusy: 'throw' })
-  async write(data: { id: number }): Promise<number> {
-    entered.push(data.id);
-    await gates.get(data.id)?.opened;
-    return data.id;
+  write(data: { id: number }): Promise<number> {
+    return enterAndWait(data.id);
   }
 
   @MessagePattern('read-or-busy')
@@ -77,32 +70,22 @@ class Jobs {
 
   @MessagePattern('permit-or-busy')
   @Semaphore('exports', { limit: 1, onBusy: 'throw' })
-  async permit(data: { id: number }): Promise<number> {
-    entered.push(data.id);
-    await gates.get(data.id)?.opened;
-    return data.id;
+  permit(data: { id: number }): Promise<number> {
+    return enterAndWait(data.id);
   }
 
   @MessagePattern('work-or-busy')
   @Locked('job:{0.id}', { onBusy: 'throw' })
-  async workOrBusy(data: { id: number }): Promise<number> {
-    entered.push(data.id);
-    await gates.get(data.id)?.opened;
-    return data.id;
+  workOrBusy(data: { id: number }): Promise<number> {
+    return enterAndWait(data.id);
   }
 }
-
-const logger: LoggerService = {
-  log: (message: unknown) => logged.push({ level: 'log', message: String(message) }),
-  error: (message: unknown) => logged.push({ level: 'error', message: String(message) }),
-  warn: (message: unknown) => logged.push({ level: 'warn', message: String(message) }),
-};
 
 beforeAll(async () => {
   redis = await startRedis();
   const port = (servicePort = await freePort());
   @Module({
-    imports: [LockModule.forRoot({ redis: redis.url, keyPrefix: uniquePrefix('microservice') })],
+    imports: [LockModule.forRoot({ redis: redis.url, keyPrefix: prefix })],
     controllers: [Jobs],
   })
   class AppModule {}
@@ -124,7 +107,7 @@ afterAll(async () => {
 
 beforeEach(() => {
   entered.length = 0;
-  logged.length = 0;
+  errors.length = 0;
 });
 
 describe('@Locked on a @MessagePattern handler over TCP', () => {
@@ -132,37 +115,37 @@ describe('@Locked on a @MessagePattern handler over TCP', () => {
     const port = servicePort;
     const caller = ClientProxyFactory.create({ transport: Transport.TCP, options: { host: '127.0.0.1', port } });
     await caller.connect();
-    const run = gate(3);
+    const run = gates.close(3);
     const sent = firstValueFrom(caller.send<number>('work-watched', { id: 3 })).catch((e: unknown) => e);
-    while (!watched.has(3)) await new Promise((r) => setImmediate(r));
-    const { signal, done } = watched.get(3)!;
+    const { signal, done } = await runs.started(3);
     expect(signal.aborted).toBe(false);
     const aborted = new Promise<unknown>((resolve) => signal.addEventListener('abort', () => resolve(signal.reason)));
     await caller.close();
     expect(String(await aborted)).toMatch(/caller went away/);
     // The handler still runs: its lock is still held, by Redis's own account.
-    const engine = service.get(LockEngine);
-    expect((await engine.inspect('job:3')).held).toBe(true);
+    const admin = redis.client();
+    expect(await mutexHeld(admin, prefix, 'job:3')).toBe(true);
     run.open();
     await done;
     await sent;
-    while ((await engine.inspect('job:3')).held) await new Promise((r) => setTimeout(r, 5));
+    while (await mutexHeld(admin, prefix, 'job:3')) await new Promise((r) => setTimeout(r, 5));
+    admin.disconnect();
   });
 
   it('runs two messages for one id one after the other', async () => {
-    const first = gate(1);
+    const first = gates.close(1);
     const a = firstValueFrom(client.send<number>('work', { id: 1 }));
     const b = firstValueFrom(client.send<number>('work', { id: 1 }));
     while (entered.length < 1) await new Promise((r) => setImmediate(r));
     first.open(); // the second one enters only now, and runs without waiting (no gate left)
-    gates.delete(1);
+    gates.remove(1);
     expect(await Promise.all([a, b])).toEqual([1, 1]);
     expect(overlaps).toBe(0);
     expect(entered).toEqual([1, 1]);
   });
 
   it("answers a busy lock with onBusy: 'throw' by an RpcException with a code and a retry hint, and logs no error", async () => {
-    const held = gate(2);
+    const held = gates.close(2);
     const holder = firstValueFrom(client.send<number>('work-or-busy', { id: 2 }));
     while (entered.length < 1) await new Promise((r) => setImmediate(r));
     const busy = await firstValueFrom(client.send<number>('work-or-busy', { id: 2 })).catch((e: unknown) => e);
@@ -175,7 +158,7 @@ describe('@Locked on a @MessagePattern handler over TCP', () => {
     held.open();
     expect(await holder).toBe(2);
     expect(entered).toEqual([2]); // the busy one never ran
-    expect(logged.filter((l) => l.level === 'error')).toEqual([]);
+    expect(errors).toEqual([]);
   });
 
   it('answers LOCK_BUSY the same way for @WriteLocked, @ReadLocked and @Semaphore', async () => {
@@ -185,7 +168,7 @@ describe('@Locked on a @MessagePattern handler over TCP', () => {
       message: 'The resource is busy with other requests. Retry later.',
       retryAfterMs: 1_000,
     };
-    const writing = gate(4);
+    const writing = gates.close(4);
     const writer = firstValueFrom(client.send<number>('write-or-busy', { id: 4 }));
     while (!entered.includes(4)) await new Promise((r) => setImmediate(r));
     expect(await firstValueFrom(client.send<number>('read-or-busy', { id: 4 })).catch((e: unknown) => e)).toEqual(busy);
@@ -196,7 +179,7 @@ describe('@Locked on a @MessagePattern handler over TCP', () => {
     expect(await writer).toBe(4);
     expect(await firstValueFrom(client.send<number>('read-or-busy', { id: 4 }))).toBe(4);
 
-    const holding = gate(5);
+    const holding = gates.close(5);
     const holder = firstValueFrom(client.send<number>('permit-or-busy', { id: 5 }));
     while (!entered.includes(5)) await new Promise((r) => setImmediate(r));
     expect(await firstValueFrom(client.send<number>('permit-or-busy', { id: 6 })).catch((e: unknown) => e)).toEqual(
@@ -204,6 +187,6 @@ describe('@Locked on a @MessagePattern handler over TCP', () => {
     );
     holding.open();
     expect(await holder).toBe(5);
-    expect(logged.filter((l) => l.level === 'error')).toEqual([]);
+    expect(errors).toEqual([]);
   });
 });
