@@ -66,3 +66,29 @@ export function recordingLogger(): { logger: LoggerService; errors: string[] } {
 export async function mutexHeld(client: Redis, prefix: string, key: string): Promise<boolean> {
   return (await client.exists(mutexKeys(prefix, key).lock)) === 1;
 }
+
+/**
+ * The rule for a caller that goes away while its handler runs, checked from outside: once
+ * `goAway()` cut the caller off, the run's lock signal aborts saying the caller went away,
+ * while the lock's Redis key stays until the test lets the run end (`gate.open()`); then it
+ * goes. `run` is the run's record (Runs.started), and the run must be waiting on `gate`.
+ */
+export async function expectHeldUntilReturn(
+  run: { signal: AbortSignal; done: Promise<void> },
+  gate: { open: () => void },
+  goAway: () => unknown,
+  admin: Redis,
+  prefix: string,
+  key: string,
+): Promise<void> {
+  const { signal, done } = run;
+  expect(signal.aborted).toBe(false);
+  const aborted = new Promise<unknown>((resolve) => signal.addEventListener('abort', () => resolve(signal.reason)));
+  await goAway();
+  expect(String(await aborted)).toMatch(/caller went away/);
+  // The handler still runs: its lock is still held, by Redis's own account.
+  expect(await mutexHeld(admin, prefix, key)).toBe(true);
+  gate.open();
+  await done;
+  while (await mutexHeld(admin, prefix, key)) await new Promise((r) => setTimeout(r, 5));
+}
