@@ -3,12 +3,16 @@
 // one call. docs/how-it-works.md lists the files it prints. Starts a throwaway Redis unless
 // REDIS_URL is set. `-- --no-otel` counts as an app without OpenTelemetry would run it: no
 // metrics, no traces (this repository has the OpenTelemetry API installed, so both are on).
+// It then counts the bounces on the way in, from the call into the method wrapper until the
+// lock is granted (LockEngine.runLocked then runs the method): a call from file B back into file A while A's call into B is still under way
+// (A → B → A), read from the call chains of a second such call (tools/call-tracer.cjs).
 import 'reflect-metadata';
 import { Injectable, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { Session } from 'node:inspector/promises';
 import { relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { Worker } from 'node:worker_threads';
 import { Locked, LockModule } from '../libs/lockwarden/src';
 import { RedisProcess } from '../test/harness/redis-process';
 
@@ -24,7 +28,76 @@ class Draws {
 
 interface FunctionCoverage {
   readonly functionName: string;
-  readonly ranges: readonly { readonly count: number }[];
+  readonly ranges: readonly { readonly count: number; readonly startOffset: number }[];
+}
+interface ScriptCoverage {
+  readonly scriptId: string;
+  readonly url: string;
+  readonly functions: FunctionCoverage[];
+}
+type Frame = { readonly url: string; readonly name: string };
+
+function pathOf(url: string): string {
+  return url.startsWith('file:') ? fileURLToPath(url) : url;
+}
+
+/** The library file of a frame, 'app' for this file, undefined for anything else (Node, Nest). */
+function fileOf(frame: Frame): string | undefined {
+  const path = pathOf(frame.url);
+  if (path.startsWith(LIB)) return relative(LIB, path);
+  return path === __filename ? 'app' : undefined;
+}
+
+/**
+ * Runs `call` with a breakpoint on every function that ran in `scripts`, and returns the call
+ * chain of each entry, innermost first.
+ */
+async function traceEntries(scripts: ScriptCoverage[], call: () => Promise<unknown>): Promise<Frame[][]> {
+  const functions = scripts.flatMap((s) =>
+    s.functions
+      .filter((f) => f.ranges[0].count > 0 && f.ranges[0].startOffset > 0)
+      .map((f) => ({ scriptId: s.scriptId, startOffset: f.ranges[0].startOffset })),
+  );
+  const worker = new Worker(resolve(__dirname, 'call-tracer.cjs'));
+  const next = (): Promise<unknown> => new Promise((done) => worker.once('message', done));
+  worker.postMessage({ functions });
+  await next();
+  await call();
+  worker.postMessage('stop');
+  const { entries } = (await next()) as { entries: Frame[][] };
+  await worker.terminate();
+  return entries;
+}
+
+/**
+ * The bounces on the way in: each distinct A → B → A, where a function of A is entered from B
+ * while A is still further down the chain (synchronous or awaiting). Counted between library
+ * files, and between the library's two layers (nest → core → nest: the engine calling back
+ * into the Nest layer), the way a reader following the call would meet them.
+ */
+function bouncesOnTheWayIn(entries: Frame[][]): string[] {
+  const bounces: string[] = [];
+  const note = (chain: Frame[], names: string[]): void => {
+    const [a, b] = names;
+    if (a === undefined || b === undefined || a === 'app' || b === 'app' || !names.slice(2).includes(a)) return;
+    const bounce = `${a} → ${b} → ${a}`;
+    if (!bounces.some((x) => x.startsWith(bounce + ' '))) bounces.push(`${bounce} (${chain[0].name || '(anonymous)'})`);
+  };
+  for (const chain of entries) {
+    const files = collapse(chain.map(fileOf));
+    // LockEngine.runLocked, the one way back, runs the method as the holder: the way in has ended.
+    if (files[0] === 'core/engine/lock-engine.ts' && chain[0].name === 'runLocked') break;
+    note(chain, files);
+    note(chain, collapse(files.map((f) => (f === 'app' ? f : f.split('/')[0]))));
+  }
+  return bounces;
+}
+
+/** The names in order, without the undefined ones, and each run of one name as one. */
+function collapse(names: (string | undefined)[]): string[] {
+  const out: string[] = [];
+  for (const name of names) if (name !== undefined && name !== out[out.length - 1]) out.push(name);
+  return out;
 }
 
 async function main(): Promise<void> {
@@ -53,13 +126,13 @@ async function main(): Promise<void> {
   await session.post('Profiler.takePreciseCoverage'); // resets the counts
   await draws.run('never-seen');
   const { result } = (await session.post('Profiler.takePreciseCoverage')) as {
-    result: { url: string; functions: FunctionCoverage[] }[];
+    result: ScriptCoverage[];
   };
   await session.post('Profiler.stopPreciseCoverage');
   session.disconnect();
   const files = new Map<string, string[]>();
   for (const script of result) {
-    const path = script.url.startsWith('file:') ? fileURLToPath(script.url) : script.url;
+    const path = pathOf(script.url);
     if (!path.startsWith(LIB)) continue;
     const ran = script.functions.filter((f) => f.ranges[0].count > 0);
     if (ran.length > 0)
@@ -75,6 +148,10 @@ async function main(): Promise<void> {
     `${sorted.length} library files ran during one warm, uncontended @Locked call` +
       (otel ? ' (metrics and traces on)' : ' (no metrics, no traces)'),
   );
+  const traced = result.filter((s) => pathOf(s.url).startsWith(LIB) || pathOf(s.url) === __filename);
+  const bounces = bouncesOnTheWayIn(await traceEntries(traced, () => draws.run('never-seen-too')));
+  for (const bounce of bounces) console.log(`  bounce: ${bounce}`);
+  console.log(`${bounces.length} bounces on the way in`);
   await app.close();
   await own?.stop();
 }

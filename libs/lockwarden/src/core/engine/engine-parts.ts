@@ -2,8 +2,7 @@ import type { LeaseHandle } from '../lease/lease';
 import type { LockContext } from '../lease/lease';
 import { Watchdog } from '../lease/watchdog';
 import type { EventHub } from '../observe/event-hub';
-import { otelMetricsListener } from '../observe/metrics';
-import { otelLockTracer } from '../observe/traces';
+import { otelLockTracer, otelMetricsListener } from '../observe/telemetry';
 import type { JobHost } from '../schedule/scheduled-job';
 import type { Topology } from '../backend/lock-backend';
 import { SETTLE_GRACE_MS } from '../wait/acquire-loop';
@@ -15,7 +14,6 @@ import { LeasePaths } from './lease-paths';
 import { LockAdmin } from './lock-admin';
 import { defaultLockName } from '../options/options';
 import { PermitGranter } from './permit-granter';
-import { Reentrancy } from './lease-paths';
 
 /**
  * What a framework hooks into an engine it makes, given once at construction (the Nest
@@ -64,6 +62,7 @@ export function buildEngineParts(
   const held = new HeldLocks(store, watchdog, context, logger, emit, handOffTarget, bus.waitedOn);
   const stop = new EngineShutdown(held, watchdog, topology);
   const loop = {
+    store,
     bus,
     gates: stop.gates,
     stopping: stop.signal,
@@ -74,10 +73,10 @@ export function buildEngineParts(
     connectionDown: () => topology.connectionDown?.(),
   };
   const tracer = options.traces ? otelLockTracer() : undefined;
-  const granter = new LeaseGranter(options, store, held, loop, emit, tracer, hooks.onGrant);
+  const granter = new LeaseGranter(options, store, held, context, loop, emit, tracer, hooks.onGrant);
   const admin = new LockAdmin(store, options.keyPrefix, watchdog, held, topology);
   const permits = new PermitGranter(options, store, granter, held);
-  const paths = new LeasePaths(granter, new Reentrancy(context), permits, held, async (key, name) => {
+  const paths = new LeasePaths(granter, permits, held, async (key, name) => {
     emit?.({ type: 'skipped', key, name: name ?? defaultLockName(key) });
     logger.debug(`Skipped "${key}": it is held by ${await admin.holderOf(key)}.`);
   });

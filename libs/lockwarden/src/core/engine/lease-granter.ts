@@ -1,33 +1,22 @@
-import { LockConfigError, LockTimeoutError } from '../../errors';
+import { LockConfigError, LockLostError, LockTimeoutError, LockUpgradeError } from '../../errors';
 import { Lease, LeaseHandle } from '../lease/lease';
-import type { LeasedLock } from '../lease/lease';
+import type { LeasedLock, LockContext } from '../lease/lease';
 import type { LockEvent } from '../observe/events';
-import type { LockTracer } from '../observe/traces';
+import type { LockTracer } from '../observe/telemetry';
 import { mutexKeys, rwKeys } from '../backend/lock-keys';
 import type { SemKeys } from '../backend/lock-keys';
 import { noReadWrite, UNMINTED } from '../backend/lock-store';
-import type { LockStore } from '../backend/lock-store';
+import type { LockKind, LockStore } from '../backend/lock-store';
 import { acquireLoop } from '../wait/acquire-loop';
-import type { AttemptSpec, LoopContext } from '../wait/acquire-loop';
+import type { LoopContext } from '../wait/acquire-loop';
+import { mutexAttempt, permitAttempt, rwAttempt } from '../wait/attempts';
+import type { Attempt } from '../wait/attempts';
 import type { ResolvedEngineOptions } from '../options/engine-options';
 import type { HeldLocks } from './held-locks';
 import { checkAcquireOptions, checkReadWriteOptions, defaultLockName, resolveAcquire } from '../options/options';
 import type { AcquireOptions, CheckedAcquire, ResolvedAcquire, RwAcquireOptions } from '../options/options';
-import { newOwnerToken } from '../backend/tokens';
 import { checkKey } from '../options/validate';
 
-/**
- * A waiter with a place on the server (a queued mutex waiter, fair or starving, or a waiting
- * writer) checks back this often and keeps its place this long; a release hands a queued
- * mutex waiter the lock for at most HANDOFF_LEASE_MS until it confirms. So a waiter that
- * dies holds the others up by at most about one second: its place lapses, or the lock it
- * was handed does.
- */
-const QUEUE_REFRESH_MS = 300;
-const QUEUE_PLACE_TTL_MS = 1_000;
-const HANDOFF_LEASE_MS = 1_000;
-/** A non-fair waiter waiting longer than this joins the FIFO queue (see AttemptSpec.starvationMs). */
-const STARVATION_MS = 5;
 const RW_OPTION_NAMES: ReadonlySet<string> = new Set(['writerPreference']);
 
 /** The margin for one lease: never more than a third of it, so renewal always gets a chance. */
@@ -36,13 +25,10 @@ function safetyMarginFor(leaseMs: number, configured: number | undefined): numbe
   return Math.min(margin, Math.floor(leaseMs / 3));
 }
 
-/** What read/write waiters and semaphore waiters share: no place in a server-side queue, so nothing handed to them by id. */
-const UNQUEUED = { fair: false, queueRefreshMs: undefined, handoffMs: Infinity, starvationMs: undefined } as const;
-
 /**
- * Turns a checked request into a new lease: one attempt when the lock is free, the wait
- * loop when it is busy, then a lease handed to the held locks. Reentrancy is the engine's
- * business: this always makes a new holder.
+ * The acquirer: resolves an acquire's options, re-enters a lock the calling flow already
+ * holds (by its LockContext), or makes a new lease: one attempt when the lock is free, the
+ * wait loop when it is busy, then a lease handed to the held locks.
  */
 export class LeaseGranter {
   /** Frozen options checked already, by kind (see resolve). */
@@ -53,6 +39,7 @@ export class LeaseGranter {
     private readonly options: ResolvedEngineOptions,
     private readonly store: LockStore,
     private readonly held: HeldLocks,
+    private readonly context: LockContext,
     private readonly loop: LoopContext,
     private readonly emit: ((event: LockEvent) => void) | undefined,
     /** Spans of each acquisition and hold; undefined when traces are off or OpenTelemetry is absent. */
@@ -61,6 +48,48 @@ export class LeaseGranter {
     private readonly onGrant: ((handle: LeaseHandle) => void) | undefined,
   ) {}
 
+  /** A mutex: re-entered, or a new lease; LockTimeoutError when it stayed busy for the whole wait. */
+  async acquire(key: string, options?: AcquireOptions): Promise<LeaseHandle> {
+    const req = this.resolveMutex(key, options);
+    return this.again(req.key, 'mutex') ?? this.orThrow(req, this.mutex(req));
+  }
+
+  /** A mutex in one attempt: re-entered, a new lease, or null when it is busy. */
+  async tryAcquire(key: string, options?: AcquireOptions): Promise<LeaseHandle | null> {
+    const req = this.resolveMutex(key, options);
+    const reentered = this.again(req.key, 'mutex');
+    if (reentered) return reentered;
+    const got = await this.mutex({ ...req, waitMs: 0 });
+    return typeof got === 'number' ? null : got;
+  }
+
+  /** A shared hold: re-entered, a downgrade of the write hold this flow has, or a new lease. */
+  async acquireRead(key: string, options?: RwAcquireOptions): Promise<LeaseHandle> {
+    const req = this.resolveRw(key, options);
+    const enclosing = this.rwEnclosing(req.key, 'read');
+    if (enclosing instanceof LeaseHandle) return enclosing;
+    const preference = options?.writerPreference !== false;
+    const keys = rwKeys(this.options.keyPrefix, req.key);
+    const attempt = rwAttempt(keys, req, 'read', enclosing?.ownerToken ?? '', preference);
+    return this.orThrow(req, this.grant(req, attempt, { kind: 'read', keys }));
+  }
+
+  /** An exclusive hold: re-entered, or a new lease; LockUpgradeError inside a read hold. */
+  async acquireWrite(key: string, options?: RwAcquireOptions): Promise<LeaseHandle> {
+    const req = this.resolveRw(key, options);
+    const enclosing = this.rwEnclosing(req.key, 'write');
+    if (enclosing instanceof LeaseHandle) return enclosing;
+    const keys = rwKeys(this.options.keyPrefix, req.key);
+    return this.orThrow(req, this.grant(req, rwAttempt(keys, req, 'write', '', true), { kind: 'write', keys }));
+  }
+
+  /** A new holder of `permits` of a semaphore, or how many ms until its earliest holder's lease ends. */
+  permits(req: ResolvedAcquire, keys: SemKeys, permits: number, initialLimit: number): Promise<LeaseHandle | number> {
+    const attempt = permitAttempt(keys, req, permits, initialLimit, this.store);
+    return this.grant(req, attempt, { kind: 'permit', keys });
+  }
+
+  /** Checks a mutex's key and options as an acquire would, asking Redis nothing. */
   resolveMutex(key: string, options: AcquireOptions | undefined): ResolvedAcquire {
     const req = this.resolve(key, options, undefined, this.mutexOptions);
     if (req.fair && !this.store.fairQueue) {
@@ -73,7 +102,7 @@ export class LeaseGranter {
     return req;
   }
 
-  resolveRw(key: string, options: RwAcquireOptions | undefined): ResolvedAcquire {
+  private resolveRw(key: string, options: RwAcquireOptions | undefined): ResolvedAcquire {
     const req = this.resolve(key, options, RW_OPTION_NAMES, this.rwOptions);
     if (!this.store.readWrite) throw noReadWrite(req.key);
     checkReadWriteOptions(options, req.key);
@@ -104,6 +133,31 @@ export class LeaseGranter {
     return { ...checked, key: checkedKey, name: checked.name ?? defaultLockName(checkedKey) };
   }
 
+  /** Another handle on the lease of `key` this flow holds as `kind`, if it holds one. */
+  private again(key: string, kind: LockKind): LeaseHandle | undefined {
+    const frame = this.context.find(key, kind);
+    return frame ? reenter(frame.lease) : undefined;
+  }
+
+  /**
+   * Reentrancy of read/write locks: read in read and write in write re-enter; read in write
+   * is a downgrade (a real read hold, proved by the write token, that outlives the write);
+   * write in read is refused. Returns the reentrant handle, or the write lease a read may
+   * downgrade from.
+   */
+  private rwEnclosing(key: string, kind: 'read' | 'write'): LeaseHandle | Lease | undefined {
+    const write = this.context.find(key, 'write');
+    if (kind === 'write') {
+      if (write) return reenter(write.lease);
+      if (this.context.find(key, 'read')) throw new LockUpgradeError(key);
+      return undefined;
+    }
+    const read = this.context.find(key, 'read');
+    if (read) return reenter(read.lease);
+    if (write && write.lease.state === 'lost') return reenter(write.lease);
+    return write?.lease;
+  }
+
   /** The handle, or LockTimeoutError when the lock stayed busy for the whole wait. */
   async orThrow(req: ResolvedAcquire, got: Promise<LeaseHandle | number>): Promise<LeaseHandle> {
     const started = performance.now();
@@ -116,106 +170,29 @@ export class LeaseGranter {
   }
 
   /** A new mutex lease, or how many ms the lock stays busy. */
-  mutex(req: ResolvedAcquire): Promise<LeaseHandle | number> {
+  private mutex(req: ResolvedAcquire): Promise<LeaseHandle | number> {
     const keys = mutexKeys(this.options.keyPrefix, req.key);
-    const ownerToken = newOwnerToken();
-    const store = this.store;
-    const handoffMs = Math.min(req.leaseMs, HANDOFF_LEASE_MS);
-    const spec: AttemptSpec = {
-      key: req.key,
-      channel: keys.channel,
-      fair: req.fair,
-      refreshMs: undefined,
-      queueRefreshMs: QUEUE_REFRESH_MS,
-      handoffMs,
-      starvationMs: store.fairQueue ? STARVATION_MS : undefined,
-      attempt: (fair, waiterId, waited) =>
-        store.acquire({
-          keys,
-          ownerToken,
-          leaseMs: req.leaseMs,
-          fair,
-          waiterId,
-          placeMs: QUEUE_PLACE_TTL_MS,
-          handoffMs,
-          waited,
-          fenced: req.fenced,
-        }),
-      withdraw: () => store.release(keys, ownerToken),
-    };
-    return this.grantOrBusy(req, spec, { kind: 'mutex', keys }, ownerToken);
+    return this.grant(req, mutexAttempt(keys, req, this.store), { kind: 'mutex', keys });
   }
 
-  /** A new read or write lease, or how many ms the lock stays busy. */
-  readWrite(
-    req: ResolvedAcquire,
-    kind: 'read' | 'write',
-    heldWriteToken: string,
-    writerPreference: boolean,
-  ): Promise<LeaseHandle | number> {
-    const keys = rwKeys(this.options.keyPrefix, req.key);
-    const ownerToken = newOwnerToken();
-    const store = this.store;
-    const spec: AttemptSpec = {
-      key: req.key,
-      channel: keys.channel,
-      ...UNQUEUED,
-      refreshMs: kind === 'write' ? QUEUE_REFRESH_MS : undefined,
-      attempt: () =>
-        store.rwAcquire({
-          keys,
-          ownerToken,
-          leaseMs: req.leaseMs,
-          kind: kind,
-          heldWriteToken,
-          writerPreference,
-          placeMs: QUEUE_PLACE_TTL_MS,
-        }),
-      withdraw: () => store.rwRelease(keys, ownerToken, kind),
-    };
-    return this.grantOrBusy(req, spec, { kind, keys }, ownerToken);
+  /** A new lease, or how many ms the lock stays busy, under the acquisition's span when traces are on. */
+  private async grant(req: ResolvedAcquire, attempt: Attempt, lock: LeasedLock): Promise<LeaseHandle | number> {
+    // Opened before anything is awaited: its parent is the span active where the caller asked.
+    const trace = this.tracer?.start(req, lock.kind);
+    let got: LeaseHandle | number;
+    try {
+      got = await this.lease(req, attempt, lock);
+    } catch (err) {
+      trace?.failed(err);
+      throw err;
+    }
+    trace?.settled(got);
+    return got;
   }
 
-  /**
-   * A new holder of `permits` of a semaphore, or how many ms until its earliest holder's
-   * lease ends. Waiters have no place on the server: a release passes its permits to a
-   * parked waiter of its own process (HeldLocks.releasePermits) or wakes one waiter per
-   * process for each permit, a raised limit wakes them all, and those that fit take their
-   * permits.
-   */
-  permits(req: ResolvedAcquire, keys: SemKeys, permits: number, initialLimit: number): Promise<LeaseHandle | number> {
-    const ownerToken = newOwnerToken();
-    const store = this.store;
-    const spec: AttemptSpec = {
-      key: req.key,
-      channel: keys.channel,
-      ...UNQUEUED,
-      refreshMs: undefined,
-      attempt: () => store.semAcquire({ keys, ownerToken, leaseMs: req.leaseMs, permits, initialLimit }),
-      withdraw: () => store.semRelease(keys, ownerToken),
-      handOff: store.permitHandOff ? { ownerToken, permits, leaseMs: req.leaseMs } : undefined,
-    };
-    return this.grantOrBusy(req, spec, { kind: 'permit', keys }, ownerToken);
-  }
-
-  private grantOrBusy(
-    req: ResolvedAcquire,
-    spec: AttemptSpec,
-    lock: LeasedLock,
-    ownerToken: string,
-  ): Promise<LeaseHandle | number> {
-    if (!this.tracer) return this.grant(req, spec, lock, ownerToken);
-    return this.tracer.acquire(req, lock.kind, () => this.grant(req, spec, lock, ownerToken));
-  }
-
-  private async grant(
-    req: ResolvedAcquire,
-    spec: AttemptSpec,
-    lock: LeasedLock,
-    ownerToken: string,
-  ): Promise<LeaseHandle | number> {
+  private async lease(req: ResolvedAcquire, attempt: Attempt, lock: LeasedLock): Promise<LeaseHandle | number> {
     const started = performance.now();
-    const result = await acquireLoop(this.loop, spec, req.waitMs, req.signal, req.leaseMs);
+    const result = await acquireLoop(this.loop, attempt, req.waitMs, req.signal, req.leaseMs);
     if (!result.granted) return result.busyMs;
     // Quorum: the holder must stop before the validity Redlock promises, which allows for clock drift.
     const margin = safetyMarginFor(req.leaseMs, this.options.safetyMarginMs) + this.store.clockDriftMs(req.leaseMs);
@@ -223,7 +200,7 @@ export class LeaseGranter {
       this.held,
       lock,
       req.key,
-      ownerToken,
+      attempt.ownerToken,
       result.fencingToken === UNMINTED ? undefined : result.fencingToken,
       req.leaseMs,
       req.renew,
@@ -247,4 +224,11 @@ export class LeaseGranter {
     this.onGrant?.(handle);
     return handle;
   }
+}
+
+/** Another hold on a lease this flow already has. */
+function reenter(lease: Lease): LeaseHandle {
+  if (lease.state === 'lost') throw new LockLostError(lease.key, 'the enclosing hold of this key was already lost');
+  lease.handles++;
+  return new LeaseHandle(lease);
 }

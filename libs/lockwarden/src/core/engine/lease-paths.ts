@@ -1,17 +1,13 @@
-import { LockLostError, LockTimeoutError, LockUpgradeError } from '../../errors';
-import { LeaseHandle } from '../lease/lease';
-import type { Lease } from '../lease/lease';
-import type { LockContext } from '../lease/lease';
-import type { LockKind } from '../backend/lock-store';
+import { LockTimeoutError } from '../../errors';
+import type { LeaseHandle } from '../lease/lease';
 import type { HeldLocks } from './held-locks';
 import type { LeaseGranter } from './lease-granter';
 import type { AcquireOptions, RwAcquireOptions } from '../options/options';
 import type { PermitOptions } from '../options/permit-options';
 import type { PermitGranter } from './permit-granter';
 
-// Every way a key is acquired, in one place: the request a decorated call makes
-// (LockRequest), several keys at once (acquireAll), and one key, reentrant first, then a new
-// lease from the LeaseGranter (LeasePaths).
+// Every way a key is acquired: the request a decorated call makes (LockRequest), several keys
+// at once (acquireAll), and one key (LeasePaths), which the LeaseGranter re-enters or grants.
 
 /**
  * What one decorated call asks of the engine for each of its keys: the kind of lock, the
@@ -44,6 +40,16 @@ export function editOptions(
     case 'permit':
       return { kind: 'permit', limit: request.limit, options: edit(request.options) };
   }
+}
+
+/**
+ * The same request, cancelled also by `signal` (a route's, once its client has gone). Options
+ * that are not an object are left as they are, for the options check to name.
+ */
+export function withSignal(request: LockRequest, signal: AbortSignal): LockRequest {
+  const options: unknown = request.options;
+  if (options !== undefined && (typeof options !== 'object' || options === null)) return request;
+  return editOptions(request, (o) => ({ ...o, signal: o.signal ? AbortSignal.any([o.signal, signal]) : signal }));
 }
 
 /** What taking several locks asks of the engine: its paths that give the internal handle. */
@@ -132,54 +138,14 @@ function budget<O extends { waitMs?: number }>(options: O, onBusy: 'wait' | 'thr
 }
 
 /**
- * Reentrancy, by the calling flow's ancestry (its LockContext): a flow that already holds a
- * key takes another hold on the same lease instead of asking Redis again.
- */
-export class Reentrancy {
-  constructor(private readonly context: LockContext) {}
-
-  /** Another handle on the lease of `key` this flow holds as `kind`, if it holds one. */
-  again(key: string, kind: LockKind): LeaseHandle | undefined {
-    const frame = this.context.find(key, kind);
-    return frame ? reenter(frame.lease) : undefined;
-  }
-
-  /**
-   * Reentrancy of read/write locks: read in read and write in write re-enter; read in write
-   * is a downgrade (a real read hold, proved by the write token, that outlives the write);
-   * write in read is refused. Returns the reentrant handle, or the write lease a read may
-   * downgrade from.
-   */
-  rw(key: string, kind: 'read' | 'write'): LeaseHandle | Lease | undefined {
-    const write = this.context.find(key, 'write');
-    if (kind === 'write') {
-      if (write) return reenter(write.lease);
-      if (this.context.find(key, 'read')) throw new LockUpgradeError(key);
-      return undefined;
-    }
-    const read = this.context.find(key, 'read');
-    if (read) return reenter(read.lease);
-    if (write && write.lease.state === 'lost') return reenter(write.lease);
-    return write?.lease;
-  }
-}
-
-/** Another hold on a lease this flow already has. */
-function reenter(lease: Lease): LeaseHandle {
-  if (lease.state === 'lost') throw new LockLostError(lease.key, 'the enclosing hold of this key was already lost');
-  lease.handles++;
-  return new LeaseHandle(lease);
-}
-
-/**
- * The engine's acquire paths that give the internal handle: reentrancy first, then a new
- * lease from the LeaseGranter. The engine's public methods widen them to LockHandle; its
- * own callers (withLock, acquireAll, scheduled jobs) keep the LeaseHandle they hold work with.
+ * The engine's acquire paths that give the internal handle, each a single call into the
+ * LeaseGranter (locks) or the PermitGranter (permits). The engine's public methods widen them
+ * to LockHandle; its own callers (withLock, acquireAll, scheduled jobs) keep the LeaseHandle
+ * they hold work with.
  */
 export class LeasePaths implements MultiLockHost {
   constructor(
     private readonly granter: LeaseGranter,
-    private readonly reentrancy: Reentrancy,
     private readonly permits: PermitGranter,
     private readonly held: HeldLocks,
     /** Reports a call skipped because `key` was busy (event and log line). */
@@ -191,32 +157,20 @@ export class LeasePaths implements MultiLockHost {
     this.granter.resolveMutex(key, options);
   }
 
-  async acquire(key: string, options?: AcquireOptions): Promise<LeaseHandle> {
-    const req = this.granter.resolveMutex(key, options);
-    return this.reentrancy.again(req.key, 'mutex') ?? this.granter.orThrow(req, this.granter.mutex(req));
+  acquire(key: string, options?: AcquireOptions): Promise<LeaseHandle> {
+    return this.granter.acquire(key, options);
   }
 
-  async tryAcquire(key: string, options?: AcquireOptions): Promise<LeaseHandle | null> {
-    const req = this.granter.resolveMutex(key, options);
-    const reentered = this.reentrancy.again(req.key, 'mutex');
-    if (reentered) return reentered;
-    const got = await this.granter.mutex({ ...req, waitMs: 0 });
-    return typeof got === 'number' ? null : got;
+  tryAcquire(key: string, options?: AcquireOptions): Promise<LeaseHandle | null> {
+    return this.granter.tryAcquire(key, options);
   }
 
-  async acquireRead(key: string, options?: RwAcquireOptions): Promise<LeaseHandle> {
-    const req = this.granter.resolveRw(key, options);
-    const enclosing = this.reentrancy.rw(req.key, 'read');
-    if (enclosing instanceof LeaseHandle) return enclosing;
-    const preference = options?.writerPreference !== false;
-    return this.granter.orThrow(req, this.granter.readWrite(req, 'read', enclosing?.ownerToken ?? '', preference));
+  acquireRead(key: string, options?: RwAcquireOptions): Promise<LeaseHandle> {
+    return this.granter.acquireRead(key, options);
   }
 
-  async acquireWrite(key: string, options?: RwAcquireOptions): Promise<LeaseHandle> {
-    const req = this.granter.resolveRw(key, options);
-    const enclosing = this.reentrancy.rw(req.key, 'write');
-    if (enclosing instanceof LeaseHandle) return enclosing;
-    return this.granter.orThrow(req, this.granter.readWrite(req, 'write', '', true));
+  acquireWrite(key: string, options?: RwAcquireOptions): Promise<LeaseHandle> {
+    return this.granter.acquireWrite(key, options);
   }
 
   permit(key: string, limit: number, options: PermitOptions, once: boolean): Promise<LeaseHandle | null> {

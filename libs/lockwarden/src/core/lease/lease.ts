@@ -2,7 +2,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { LockLostError } from '../../errors';
 import type { LockError } from '../../errors';
 import type { LockHandle } from './lock-handle';
-import type { HoldTrace } from '../observe/traces';
+import type { HoldTrace } from '../observe/telemetry';
 import type { MutexKeys, RwKeys, SemKeys } from '../backend/lock-keys';
 import type { LockKind } from '../backend/lock-store';
 

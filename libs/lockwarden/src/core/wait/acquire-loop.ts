@@ -1,42 +1,14 @@
 import { LockAbortedError, LockBackendError, LockError } from '../../errors';
-import { withdraw } from './withdraw';
+import { newWaiterId, send, withdraw } from './attempts';
+import type { Attempt } from './attempts';
 import type { LockEvent } from '../observe/events';
 import type { LockLogger } from '../observe/logger';
-import { newWaiterId } from '../backend/tokens';
-import type { PermitHandOff } from '../backend/lock-store';
+import type { LockStore } from '../backend/lock-store';
 import type { WakeBus } from '../backend/wake-bus';
 import { Waiter } from '../wake/waiter';
 
-/** One kind of lock attempt, as the wait loop needs it. */
-export interface AttemptSpec {
-  readonly key: string;
-  readonly channel: string;
-  /** Grants arrive by waiter id (fair mutex) instead of as wake-ups. */
-  readonly fair: boolean;
-  /** How often a waiter that always holds a place on the server (a waiting writer) checks back. */
-  readonly refreshMs: number | undefined;
-  /** How often a waiter checks back once it is queued (fair or starving), so its place does not lapse. */
-  readonly queueRefreshMs: number | undefined;
-  /** The longest a release hands a queued waiter the lock for before it confirms (Infinity: no hand-off). */
-  readonly handoffMs: number;
-  /**
-   * Non-fair waiters that have waited this long join the server's FIFO queue,
-   * so the next release hands them the lock (Go's mutex "starvation mode"):
-   * barging stays cheap, while no waiter starves behind luckier processes.
-   */
-  readonly starvationMs: number | undefined;
-  /**
-   * One attempt, queued (fair) or not: the fencing token (>= 0) when granted, else -(ms worth
-   * waiting). `waited`: an earlier attempt found the lock busy.
-   */
-  attempt(queued: boolean, waiterId: string, waited: boolean): Promise<number>;
-  /** Undoes a server-side place, or a grant that landed as the caller gave up. */
-  withdraw(): Promise<unknown>;
-  /** Semaphores: lets a release of this process pass its permits to this waiter. */
-  readonly handOff?: PermitHandOff;
-}
-
 export interface LoopContext {
+  readonly store: LockStore;
   readonly bus: WakeBus;
   readonly gates: Set<AcquireGate>;
   /** Aborted, with the reason, once the engine shuts down. */
@@ -80,7 +52,7 @@ export type LoopResult =
  */
 export async function acquireLoop(
   ctx: LoopContext,
-  spec: AttemptSpec,
+  attempt: Attempt,
   waitMs: number,
   signal: AbortSignal | undefined,
   leaseMs: number,
@@ -88,9 +60,9 @@ export async function acquireLoop(
   const started = performance.now();
   const deadline = started + waitMs;
   const settleBy = deadline + ctx.settleGraceMs;
-  let queued = spec.fair;
+  let queued = attempt.fair;
   let waiterId = queued ? newWaiterId() : '';
-  const gate = new AcquireGate(spec.key, signal);
+  const gate = new AcquireGate(attempt.key, signal);
   if (ctx.stopping.aborted) gate.abort(ctx.stopping.reason);
   ctx.gates.add(gate);
   let waiter: Waiter | undefined;
@@ -99,19 +71,19 @@ export async function acquireLoop(
   let granted = false;
   let handedOff = false;
   try {
-    if (spec.handOff) {
+    if (attempt.handOff) {
       // Semaphores, where a new caller usually finds every permit taken: on a channel already
       // subscribed, wait for messages from before the first attempt, so that a failed attempt
       // parks at once instead of trying a second time to cover a release in between.
-      const early = new Waiter(spec.channel, false, '');
-      early.handOff = spec.handOff;
+      const early = new Waiter(attempt.channel, false, '');
+      early.handOff = attempt.handOff;
       if (ctx.bus.joinIfLive(early)) waiter = early;
     }
     for (;;) {
       gate.check();
       const sentAt = performance.now();
       sent = true;
-      if (!queued && spec.starvationMs !== undefined && sentAt - started >= spec.starvationMs && waiter) {
+      if (!queued && attempt.starvationMs !== undefined && sentAt - started >= attempt.starvationMs && waiter) {
         queued = true;
         waiter.fair = true;
         waiter.waiterId = waiterId = newWaiterId();
@@ -119,9 +91,9 @@ export async function acquireLoop(
       const reply = await ask(
         ctx,
         gate,
-        spec.key,
+        attempt.key,
         'acquire',
-        spec.attempt(queued, waiterId, waiter !== undefined),
+        send(ctx.store, attempt, queued, waiterId, waiter !== undefined),
         settleBy - sentAt,
       );
       if (reply >= 0) {
@@ -133,22 +105,22 @@ export async function acquireLoop(
       const now = performance.now();
       if (now >= deadline) return { granted: false, busyMs: -reply };
       if (!waiter) {
-        waiter = new Waiter(spec.channel, queued, waiterId);
-        waiter.handoffMs = spec.handoffMs;
-        waiter.handOff = spec.handOff;
-        await ask(ctx, gate, spec.key, 'subscribe to', ctx.bus.join(waiter), settleBy - now);
+        waiter = new Waiter(attempt.channel, queued, waiterId);
+        waiter.handoffMs = attempt.handoffMs;
+        waiter.handOff = attempt.handOff;
+        await ask(ctx, gate, attempt.key, 'subscribe to', ctx.bus.join(waiter), settleBy - now);
         continue;
       }
       // A waiter not yet queued that may starve checks back as a queued one does: a wake-up
       // reaches one waiter per process, so one that is never woken would otherwise sleep for
       // the holder's whole lease while newer waiters elsewhere take the lock. Its next attempt
       // takes a place in the FIFO queue (it has waited past starvationMs by then).
-      const mayStarve = !queued && spec.starvationMs !== undefined;
-      const refresh = (queued || mayStarve ? spec.queueRefreshMs : spec.refreshMs) ?? Infinity;
+      const mayStarve = !queued && attempt.starvationMs !== undefined;
+      const refresh = (queued || mayStarve ? attempt.queueRefreshMs : attempt.refreshMs) ?? Infinity;
       const cap = Math.min(-reply, deadline - now, refresh);
       if (!parked) {
         parked = true;
-        ctx.emit?.({ type: 'waiting', key: spec.key });
+        ctx.emit?.({ type: 'waiting', key: attempt.key });
       }
       gate.whenAborted(() => waiter?.interrupt());
       const woke = await waiter.park(cap);
@@ -171,7 +143,7 @@ export async function acquireLoop(
     ctx.gates.delete(gate);
     gate.dispose();
     if (waiter) ctx.bus.leave(waiter, granted);
-    if (!granted && sent) await withdraw(ctx, spec, settleBy, performance.now() + leaseMs + ctx.commandTimeoutMs);
+    if (!granted && sent) await withdraw(ctx, attempt, settleBy, performance.now() + leaseMs + ctx.commandTimeoutMs);
   }
 }
 

@@ -3,7 +3,7 @@ import { Observable } from 'rxjs';
 import { LockAbortedError, LockConfigError, LockTimeoutError } from '../../errors';
 import { DEFAULT_RETRY_AFTER_MS } from '../interceptors/lock-error-reply';
 import { putOff, queueJobOf } from './queue-job';
-import { editOptions } from '../../core/engine/lease-paths';
+import { editOptions, withSignal } from '../../core/engine/lease-paths';
 import type { LockEngine, LeaseHandle } from '../../core';
 import { compileKeySpec } from './key-template';
 import type { KeyResolver, KeySpec } from './key-template';
@@ -18,7 +18,7 @@ import { getLockedMetadata } from './locked-metadata.accessor';
 import type { LockedMetadata } from './locked-metadata.accessor';
 import { checkLockedOptions } from './locked-options';
 import type { CheckedLockedOptions, LockedOptions } from './locked-options';
-import { RequestLockScope, withRequestSignal } from '../request-lock-scope';
+import { RequestLockScope } from '../request-lock-scope';
 
 /**
  * What a lock decorator may wrap: a method that returns a promise. The decorated method
@@ -197,7 +197,7 @@ export async function runLocked(
   const route = scope?.claim(wrapper) ? scope : undefined;
   let handles: LeaseHandle[] | null;
   try {
-    const request = editOptions(meta.request, (o) => withRequestSignal(o) ?? o);
+    const request = scope ? withSignal(meta.request, scope.signal) : meta.request;
     handles = await engine.acquireAll(keys, request, meta.onBusy);
   } catch (err) {
     // A queue consumer's job that finds its lock busy goes back to the queue, put off by the
