@@ -17,7 +17,7 @@ import { Semaphore as SemaphoreObject } from '../libs/lockwarden/src/core';
 import { semKeys } from '../libs/lockwarden/src/core/backend/lock-keys';
 import { MAX_HANDOFFS } from '../libs/lockwarden/src/core/engine/permit-release';
 import { WIRE } from '../libs/lockwarden/src/core/scripts/wire';
-import { checkSemaphoreDecoratorOptions } from '../libs/lockwarden/src/nest/decorators/semaphore-options';
+import { checkSemaphoreDecoratorOptions } from '../libs/lockwarden/src/core/options/semaphore-decorator-options';
 import { runWorker } from './harness/child';
 import type { ChildScript } from './harness/child';
 import { EventLog } from './harness/event-log';

@@ -1,6 +1,6 @@
 import { LockConfigError } from '../../errors';
 import type { LockEngine } from '../engine/lock-engine';
-import { checkKey, describe } from '../options/options';
+import { checkLeadershipName } from '../options/leadership-options';
 import type { LockBackend } from '../backend/lock-backend';
 import { Leadership } from './leadership';
 import { termKeys } from '../backend/lock-keys';
@@ -49,12 +49,9 @@ export class LeadershipRegistry {
    * ```
    */
   leadership(name: string): Leadership {
-    if (typeof name !== 'string' || name.length === 0) {
-      throw new LockConfigError(`A leadership name must be a non-empty string, got ${describe(name)}.`);
-    }
     const found = this.byName.get(name);
     if (found) return found;
-    const key = checkKey(`leader:${name}`, 'leadership lock key');
+    const key = checkLeadershipName(name, 'leadership()');
     if (this.closed) throw new LockConfigError(`Leadership ${JSON.stringify(key)} was asked for after shutdown.`, key);
     const leadership = new Leadership(name, {
       engine: this.engine,

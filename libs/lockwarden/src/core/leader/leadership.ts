@@ -1,6 +1,6 @@
-import { LockBackendError, LockConfigError, LockError, LockLostError } from '../../errors';
+import { LockBackendError, LockError, LockLostError } from '../../errors';
 import type { LockEngine } from '../engine/lock-engine';
-import { describe } from '../options/options';
+import { checkFunction } from '../options/validate';
 import { Campaign } from './campaign';
 import { watchLeader } from './leader-changes';
 import { LeadershipListeners } from './leadership-listeners';
@@ -235,8 +235,7 @@ export class Leadership {
    * ```
    */
   async runIfLeader<T>(fn: () => T | Promise<T>): Promise<T | undefined> {
-    if (typeof fn !== 'function')
-      throw new LockConfigError(`runIfLeader needs a function, got ${describe(fn)}.`, this.key);
+    checkFunction('runIfLeader', fn, '', this.key);
     return this.terms.run(fn);
   }
 
@@ -250,9 +249,7 @@ export class Leadership {
    * ```
    */
   onChange(listener: LeadershipListener): () => void {
-    if (typeof listener !== 'function') {
-      throw new LockConfigError(`onChange needs a function, got ${describe(listener)}.`, this.key);
-    }
+    checkFunction('onChange', listener, '', this.key);
     return this.listeners.add(listener);
   }
 }

@@ -164,6 +164,7 @@ export function resolveEngineOptions(
   if (!backendGiven && !quorum && (o.redis === undefined || o.redis === null)) {
     throw new LockConfigError('The redis option is required: a redis:// URL, ioredis options or an ioredis client.');
   }
+  if (!quorum && o.redis !== undefined && o.redis !== null) checkRedisSpec(o.redis, 'redis');
   const keyPrefix = o.keyPrefix === undefined ? 'lock:' : o.keyPrefix;
   if (typeof keyPrefix !== 'string' || keyPrefix.length > 256) {
     throw new LockConfigError(`keyPrefix must be a string of at most 256 characters, got ${describe(keyPrefix)}.`);
@@ -230,9 +231,37 @@ function resolveQuorum(raw: unknown): ResolvedQuorum {
         'Each quorum node must be one Redis master (a URL, ioredis options or a client), not a Cluster.',
       );
     }
+    checkRedisSpec(node, 'each quorum node');
   }
   return {
     nodes: q.nodes as RedisSpec[],
     nodeTimeoutMs: integerOr('quorum.nodeTimeoutMs', q.nodeTimeoutMs, 500, 1, MAX_MS),
   };
+}
+
+/**
+ * Where to find Redis (the `redis` option, a quorum node): a client the caller owns (anything
+ * with `duplicate` and `evalsha`), a redis:// or rediss:// URL, `{ cluster: [nodes] }` with
+ * at least one node, or a client options object. `what` names the option in the error.
+ */
+export function checkRedisSpec(spec: unknown, what: string): void {
+  if (typeof spec === 'string') {
+    if (!/^rediss?:\/\//.test(spec)) {
+      throw new LockConfigError(`${what} must be a redis:// or rediss:// URL, got "${spec.slice(0, 60)}".`);
+    }
+    return;
+  }
+  if (typeof spec !== 'object' || spec === null || Array.isArray(spec)) {
+    throw new LockConfigError(
+      `${what} must be a redis:// URL, an ioredis options object, or an ioredis Redis/Cluster instance, got ${describe(spec)}.`,
+    );
+  }
+  // A client of the caller's own is theirs to have set up.
+  if (typeof (spec as { duplicate?: unknown }).duplicate === 'function') return;
+  if ('cluster' in spec) {
+    const nodes = (spec as { cluster: unknown }).cluster;
+    if (!Array.isArray(nodes) || nodes.length === 0) {
+      throw new LockConfigError(`${what}.cluster must be a non-empty list of cluster nodes, e.g. [{ host, port }].`);
+    }
+  }
 }

@@ -1,5 +1,5 @@
 import { LockConfigError } from '../../errors';
-import { checkKnownNames, checkOptionsObject, describe } from './options';
+import { checkKey, checkKnownNames, checkOptionsObject, describe } from './options';
 import type { LeaderTerm } from '../leader/term-log';
 
 /**
@@ -53,4 +53,15 @@ function checkSignal(signal: unknown, key: string): AbortSignal | undefined {
     throw new LockConfigError(`signal must be an AbortSignal, got ${describe(signal)}.`, key);
   }
   return signal;
+}
+
+/**
+ * A leadership's name: a non-empty string whose lock key (`leader:<name>`) is a valid key.
+ * Returns that key. `what` names the caller: `leadership()`, or a decorator where it is applied.
+ */
+export function checkLeadershipName(name: unknown, what: string): string {
+  if (typeof name !== 'string' || name.length === 0) {
+    throw new LockConfigError(`${what} needs a leadership name, a non-empty string, got ${describe(name)}.`);
+  }
+  return checkKey(`leader:${name}`, `lock key of ${what.replace(/\(\)$/, '')}('${name.slice(0, 40)}')`);
 }

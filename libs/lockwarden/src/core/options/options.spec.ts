@@ -96,6 +96,13 @@ describe('bad input', () => {
   const settings: [string, Record<string, unknown>, RegExp][] = [
     ['missing redis', {}, /redis option is required/],
     ['non-URL string', { redis: 'localhost:6380' }, /redis:\/\/ or rediss:\/\/ URL/],
+    ['a number for redis', { redis: 6380 }, /redis must be a redis:\/\/ URL, an ioredis options object.*got 6380/],
+    ['an empty cluster', { redis: { cluster: [] } }, /redis\.cluster must be a non-empty list/],
+    [
+      'a non-URL quorum node',
+      { quorum: { nodes: ['redis://127.0.0.1:1', 'redis://127.0.0.1:2', 'localhost:3'] } },
+      /each quorum node must be a redis:\/\/ or rediss:\/\/ URL/,
+    ],
     ['leaseMs below 10', { redis: 'redis://127.0.0.1:1', leaseMs: 5 }, /leaseMs must be an integer from 10/],
     ['negative waitMs', { redis: 'redis://127.0.0.1:1', waitMs: -5 }, /waitMs must be an integer from 0/],
     ['misspelt option', { redis: 'redis://127.0.0.1:1', leaseMS: 100 }, /Unknown lock module option "leaseMS"/],

@@ -85,3 +85,11 @@ export function checkScheduledOptions(
   }
   return { acquire: rest as AcquireOptions, onOverrun, onMissed, keepTicksMs };
 }
+
+/** A fixed schedule's period (`schedule.everyMs`, `@Interval`): a whole number of ms a timer can wait. */
+export function checkPeriod(value: unknown, where: string, what: string): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > MAX_MS) {
+    throw new LockConfigError(`${where}: ${what} must be a whole number of ms, got ${describe(value)}.`);
+  }
+  return value;
+}

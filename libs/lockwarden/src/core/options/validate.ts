@@ -137,11 +137,19 @@ function isArray(value: object): boolean {
   }
 }
 
-/** A `with…Lock` call's work must be a function: refused before anything touches Redis. */
-export function checkCallback(method: string, key: unknown, fn: unknown): void {
+/**
+ * A callback argument (the work of `withLock`, `withPermit` or `runIfLeader`, a listener)
+ * must be a function: refused before anything touches Redis. `purpose` says what it is for.
+ */
+export function checkFunction(method: string, fn: unknown, purpose = '', key?: string): void {
   if (typeof fn !== 'function') {
-    throw new LockConfigError(`${method} needs a function to run under lock ${describeKey(key)}.`);
+    throw new LockConfigError(`${method} needs a function${purpose}, got ${describe(fn)}.`, key);
   }
+}
+
+/** A `with…Lock` call's work must be a function (checkFunction), named with its lock. */
+export function checkCallback(method: string, key: unknown, fn: unknown): void {
+  checkFunction(method, fn, ` to run under lock ${describeKey(key)}`);
 }
 
 /** An optional integer option: `fallback` when it was not given, else checked as checkInteger does. */

@@ -1,5 +1,4 @@
 import { Redis, Cluster, type ClusterNode, type ClusterOptions, type RedisOptions } from 'ioredis';
-import { LockConfigError } from '../../errors';
 import type { RedisClient } from '../backend/lock-backend';
 
 /**
@@ -51,28 +50,16 @@ export function isRedisClient(value: unknown): value is RedisClient {
 
 export function openClient(spec: RedisSpec): ClientLease {
   if (isRedisClient(spec)) return { client: spec, owned: false };
-  if (typeof spec === 'string') {
-    if (!/^rediss?:\/\//.test(spec)) {
-      throw new LockConfigError(`redis must be a redis:// or rediss:// URL, got "${spec.slice(0, 60)}".`);
-    }
-    return { client: new Redis(spec, OWNED_DEFAULTS), owned: true };
-  }
-  if (typeof spec === 'object' && spec !== null && 'cluster' in spec) {
-    if (!Array.isArray(spec.cluster) || spec.cluster.length === 0) {
-      throw new LockConfigError('redis.cluster must be a non-empty list of cluster nodes, e.g. [{ host, port }].');
-    }
+  // The spec was checked with the engine's options (checkRedisSpec).
+  if (typeof spec === 'string') return { client: new Redis(spec, OWNED_DEFAULTS), owned: true };
+  if ('cluster' in spec) {
     const options = spec.clusterOptions ?? {};
     return {
       client: new Cluster(spec.cluster, { ...options, redisOptions: { ...OWNED_DEFAULTS, ...options.redisOptions } }),
       owned: true,
     };
   }
-  if (typeof spec === 'object' && spec !== null && !Array.isArray(spec)) {
-    return { client: new Redis({ ...OWNED_DEFAULTS, ...spec }), owned: true };
-  }
-  throw new LockConfigError(
-    'redis must be a redis:// URL, an ioredis options object, or an ioredis Redis/Cluster instance.',
-  );
+  return { client: new Redis({ ...OWNED_DEFAULTS, ...spec }), owned: true };
 }
 
 /**

@@ -1,8 +1,8 @@
-import { LockBackendError, LockConfigError, LockError } from '../../errors';
+import { LockBackendError, LockError } from '../../errors';
 import { resolvePermitAcquire } from '../options/permit-options';
 import type { PermitOptions } from '../options/permit-options';
 import type { PermitHost } from './permit-host';
-import { checkPermits, MAX_PERMITS } from '../options/validate';
+import { checkFunction, checkPermits, MAX_PERMITS } from '../options/validate';
 import type { LeaseHandle } from '../lease/lease';
 import type { LockHandle } from '../lease/lock-handle';
 import { semKeys } from '../backend/lock-keys';
@@ -129,9 +129,7 @@ export class Semaphore {
    * ```
    */
   async withPermit<T>(fn: (handle: LockHandle) => T | Promise<T>, options?: PermitOptions): Promise<T> {
-    if (typeof fn !== 'function') {
-      throw new LockConfigError('withPermit needs a function to run holding permits.', this.key);
-    }
+    checkFunction('withPermit', fn, ' to run holding permits', this.key);
     const handle = await this.take(this.scope ? this.scope.options(options) : options);
     return this.granter.runLocked(handle, () => fn(handle));
   }

@@ -1,5 +1,5 @@
 import { LockConfigError } from '../../errors';
-import { checkKey, describe } from '../../core';
+import { checkLeadershipName } from '../../core';
 import type { LockService } from '../lock.service';
 import { copyMethodMetadata } from './copy-method-metadata';
 import { LEADER_ONLY_METADATA } from './leadership.constants';
@@ -84,14 +84,6 @@ export function LeaderOnly(name: string): LeaderOnlyDecorator {
     injectLockService(target);
     return descriptor;
   }) as LeaderOnlyDecorator;
-}
-
-/** Checks a leadership name where a decorator is applied, so a bad one fails at startup. */
-export function checkLeadershipName(name: unknown, decorator: string): void {
-  if (typeof name !== 'string' || name.length === 0) {
-    throw new LockConfigError(`${decorator} needs a leadership name, a non-empty string; got ${describe(name)}.`);
-  }
-  checkKey(`leader:${name}`, `lock key of ${decorator}('${name.slice(0, 40)}')`);
 }
 
 function className(target: object): string {

@@ -16,8 +16,8 @@ import {
 } from './locked.constants';
 import { getLockedMetadata } from './locked-metadata.accessor';
 import type { LockedMetadata } from './locked-metadata.accessor';
-import { checkLockedOptions } from './locked-options';
-import type { CheckedLockedOptions, LockedOptions } from './locked-options';
+import { checkLockedOptions } from '../../core/options/locked-options';
+import type { CheckedLockedOptions, LockedOptions } from '../../core/options/locked-options';
 import { RequestLockScope } from '../request-lock-scope';
 
 /**

@@ -1,7 +1,7 @@
 import type { LockKind, AcquireOptions, LockRequest } from '../../core';
 import type { KeyResolver, KeySpec } from './key-template';
 import { LOCKED_METADATA } from './locked.constants';
-import type { OnBusy } from './locked-options';
+import type { OnBusy } from '../../core/options/locked-options';
 
 export type { LockKind };
 

@@ -1,7 +1,7 @@
 import { LockConfigError } from '../../errors';
 import { describe } from '../../core';
 import type { LeaderTerm } from '../../core';
-import { checkLeadershipName } from './leader-only.decorator';
+import { checkLeadershipName } from '../../core';
 import { getOnLeadership, ON_LEADERSHIP_METADATA } from './leadership.constants';
 
 /**

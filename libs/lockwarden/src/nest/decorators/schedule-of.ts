@@ -1,5 +1,5 @@
 import { LockConfigError } from '../../errors';
-import { describe, cronSchedule, everySchedule } from '../../core';
+import { checkPeriod, describe, cronSchedule, everySchedule } from '../../core';
 import type { CronSpec, TickSchedule } from '../../core';
 
 /**
@@ -45,13 +45,6 @@ export function scheduleFromMetadata(method: object, where: string): TickSchedul
   const interval = Reflect.getMetadata(INTERVAL_OPTIONS, method) as { timeout?: unknown } | undefined;
   if (interval) return everySchedule(checkPeriod(interval.timeout, where, '@Interval'));
   return undefined;
-}
-
-function checkPeriod(value: unknown, where: string, what: string): number {
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > 2 ** 31 - 1) {
-    throw new LockConfigError(`${where}: ${what} must be a whole number of ms, got ${describe(value)}.`);
-  }
-  return value;
 }
 
 /**

@@ -7,7 +7,7 @@ import { RequestLockScope } from '../request-lock-scope';
 import { DEFAULT_RETRY_AFTER_MS } from './lock-error-reply';
 import { toHttpError } from './lock-http-errors';
 import { toContextError, toGraphqlError } from './lock-context-errors';
-import { checkRetryAfter } from '../decorators/locked-options';
+import { checkRetryAfter } from '../../core/options/locked-options';
 import { LOCK_MODULE_OPTIONS } from '../lock.module-definition';
 import type { LockModuleOptions } from '../lock-options.interface';
 

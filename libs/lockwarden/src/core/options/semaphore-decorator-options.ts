@@ -1,6 +1,8 @@
 import { LockConfigError } from '../../errors';
-import { checkKnownNames, checkOptionsObject, resolvePermitAcquire, resolveSemaphore } from '../../core';
-import type { SemaphoreOptions } from '../../core';
+import { checkKnownNames, checkOptionsObject } from './validate';
+import { resolvePermitAcquire } from './permit-options';
+import { resolveSemaphore } from './semaphore-options';
+import type { SemaphoreOptions } from './semaphore-options';
 import { CHECK_DEFAULTS, checkOnBusy, checkRetryAfter } from './locked-options';
 import type { CheckedLockedOptions, OnBusy } from './locked-options';
 

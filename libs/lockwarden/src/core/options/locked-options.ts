@@ -1,7 +1,8 @@
 import { LockConfigError } from '../../errors';
-import { checkAcquireOptions, checkReadWriteOptions } from '../../core/options/options';
-import { describe } from '../../core/options/validate';
-import type { AcquireOptions, LockRequest } from '../../core';
+import { checkAcquireOptions, checkReadWriteOptions } from './options';
+import { describe } from './validate';
+import type { AcquireOptions } from './options';
+import type { LockRequest } from '../engine/lease-paths';
 
 /** What a decorated method does when its lock is held by someone else. */
 export type OnBusy = 'wait' | 'throw' | 'skip';
