@@ -3,7 +3,8 @@
 // observer Redis the library never sees, where a Lua counter records the most permits inside
 // at once. HOG=1 instead takes every permit, says "holding <fence>" and waits to be killed.
 // UNTIL_STOP=1 keeps the flows going until the observer has a `<PREFIX>stop` key, and
-// TWO_PERMIT_FLOWS=n makes the first n flows always ask 2 permits and the rest 1.
+// TWO_PERMIT_FLOWS=n makes the first n flows always ask 2 permits and the rest 1. LEASE_MS sets
+// the lease (1 000 ms by default, so that a killed holder's permits come back soon).
 //
 // The test that changes the limit under load records phases in the observer: a zset of
 // fencing-token floors, each with the limit every grant above that floor must respect. The
@@ -41,7 +42,8 @@ return n
 
 async function main(): Promise<void> {
   const { PREFIX, OBS, KEY = 'sem', PERMITS = '3', FLOWS = '3', OPS = '20', NAME = String(process.pid) } = process.env;
-  const engine = new LockEngine({ redis: lockRedis(), keyPrefix: PREFIX, leaseMs: 1_000, waitMs: 60_000 });
+  const leaseMs = Number(process.env.LEASE_MS ?? 1_000);
+  const engine = new LockEngine({ redis: lockRedis(), keyPrefix: PREFIX, leaseMs, waitMs: 60_000 });
   const semaphore = engine.semaphore(KEY, { limit: Number(PERMITS) });
   if (process.env.HOG === '1') {
     const permit = await semaphore.acquire({ permits: Number(PERMITS) });
