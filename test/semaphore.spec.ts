@@ -519,7 +519,10 @@ describe('multi-process', () => {
 
   it('4 processes with 3 flows each never hold more than 3 permits at once', async () => {
     const PREFIX = uniquePrefix('sem-mp');
-    const workers = Array.from({ length: 4 }, (_, i) => spawn({ PREFIX, FLOWS: '3', OPS: '15', NAME: `p${i}` }));
+    // A long lease, as in the setLimit test below: the bound checked is the limit's, not a lease's.
+    const workers = Array.from({ length: 4 }, (_, i) =>
+      spawn({ PREFIX, FLOWS: '3', OPS: '15', NAME: `p${i}`, LEASE_MS: '10000' }),
+    );
     await Promise.all(workers.map((w) => w.succeeded()));
     expect(Number(await obs.get(`${PREFIX}entries`))).toBe(4 * 3 * 15);
     expect(Number(await obs.get(`${PREFIX}max`))).toBeLessThanOrEqual(3);
