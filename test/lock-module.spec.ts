@@ -90,7 +90,7 @@ describe('LockModule', () => {
 
   it('uses a client it was given and never closes it', async () => {
     const client = redis.client();
-    const ctx = await app([LockModule.forRoot({ redis: client, keyPrefix: uniquePrefix('given') })]);
+    const ctx = await app([LockModule.forRoot({ client, keyPrefix: uniquePrefix('given') })]);
     expect(await ctx.get(ReportService).build()).toBeGreaterThan(0);
     await ctx.close();
     expect(await client.ping()).toBe('PONG');

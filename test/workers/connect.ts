@@ -2,7 +2,7 @@
 // cluster, QUORUM=<url>,<url>,... for Redlock across independent masters.
 import { Cluster, Redis } from 'ioredis';
 import type { LockEngineOptions } from '../../libs/lockwarden/src/core/options/engine-options';
-import type { RedisSpec } from '../../libs/lockwarden/src/core/redis/redis-client';
+import type { RedisTarget } from '../../libs/lockwarden/src/core/redis/redis-client';
 
 function clusterNodes(): { host: string; port: number }[] | undefined {
   return process.env.CLUSTER?.split(',').map((hp) => {
@@ -15,7 +15,7 @@ function quorumNodes(): string[] | undefined {
   return process.env.QUORUM?.split(',');
 }
 
-export function lockRedis(): RedisSpec {
+export function lockRedis(): RedisTarget {
   const nodes = clusterNodes();
   return nodes ? { cluster: nodes } : process.env.REDIS!;
 }

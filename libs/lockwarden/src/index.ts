@@ -12,7 +12,7 @@ export type { LockHealthReport } from './core/backend/lock-info';
 export type { AcquireOptions, RwAcquireOptions } from './core/options/options';
 export type { LockEngineOptions, QuorumOptions } from './core/options/engine-options';
 export type { ReplicaAckOptions } from './core/redis/replica-ack';
-export type { RedisSpec, ClusterSpec } from './core/redis/redis-client';
+export type { RedisSpec, RedisTarget, ClusterSpec } from './core/redis/redis-client';
 export type { RedisClient } from './core/backend/lock-backend';
 export { LockEngine } from './core/engine/lock-engine';
 // One name for two things: the type of what LockService.semaphore() returns, and the decorator.

@@ -3,7 +3,7 @@ export type { LockEngineOptions } from './options/engine-options';
 export type { LockHandle } from './lease/lock-handle';
 export type { AcquireOptions } from './options/options';
 export type { LockLogger } from './observe/logger';
-export type { RedisSpec } from './redis/redis-client';
+export type { RedisSpec, RedisTarget } from './redis/redis-client';
 export type { LockBackend, RedisClient, Topology } from './backend/lock-backend';
 export { Leadership } from './leader/leadership';
 export type { CampaignOptions, ChangesOptions, LeadershipListener } from './options/leadership-options';

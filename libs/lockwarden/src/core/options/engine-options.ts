@@ -16,7 +16,8 @@ import {
   MIN_LEASE_MS,
 } from './validate';
 import type { ResolvedQuorum } from '../redis/redis-backend';
-import type { RedisSpec } from '../redis/redis-client';
+import type { RedisSpec, RedisTarget } from '../redis/redis-client';
+import type { RedisClient } from '../backend/lock-backend';
 import type { ReplicaAckOptions } from '../redis/replica-ack';
 
 /**
@@ -29,11 +30,23 @@ import type { ReplicaAckOptions } from '../redis/replica-ack';
  */
 export interface LockEngineOptions {
   /**
-   * A redis:// URL, ioredis options (Sentinel included), `{ cluster: [...] }`, or an ioredis
-   * client you own (it is never closed for you). Required, unless `quorum` is given instead.
+   * Where to connect: a redis:// URL, ioredis options (Sentinel included), or
+   * `{ cluster: [...] }`. Lockwarden opens the connections and closes them. Give one of
+   * `redis`, `client` and `quorum`.
    */
-  redis?: RedisSpec;
-  /** Redlock across several independent Redis masters, instead of `redis`. */
+  redis?: RedisTarget;
+  /**
+   * A client you own, already set up: an ioredis `Redis` (one server, or Sentinel) or
+   * `Cluster`. Lockwarden opens what else it needs (a subscriber) from it, and never closes
+   * it: close it after the application.
+   *
+   * @example
+   * ```ts
+   * LockModule.forRoot({ client: new Redis(process.env.REDIS_URL!) });
+   * ```
+   */
+  client?: RedisClient;
+  /** Redlock across several independent Redis masters, instead of `redis` or `client`. */
   quorum?: QuorumOptions;
   /**
    * After taking a lock, WAIT until this many replicas have it; with fewer, give it back and
@@ -131,6 +144,7 @@ export interface ResolvedEngineOptions extends LockDefaults {
 
 export const ENGINE_OPTION_NAMES: ReadonlySet<string> = new Set([
   'redis',
+  'client',
   'quorum',
   'replicaAck',
   'keyPrefix',
@@ -158,13 +172,30 @@ export function resolveEngineOptions(
   const o = checkOptionsObject('Lock module', raw);
   checkKnownNames('lock module', o, ENGINE_OPTION_NAMES);
   const quorum = o.quorum === undefined ? undefined : resolveQuorum(o.quorum);
-  if (quorum && o.redis !== undefined) {
-    throw new LockConfigError('Give either redis or quorum, not both: quorum lists every Redis it uses.');
+  const given = ['redis', 'client', 'quorum'].filter((name) => o[name] !== undefined);
+  if (given.length > 1) {
+    throw new LockConfigError(
+      `Give one of redis, client and quorum, not ${given.join(' and ')}: each names every Redis the locks use.`,
+    );
   }
-  if (!backendGiven && !quorum && (o.redis === undefined || o.redis === null)) {
-    throw new LockConfigError('The redis option is required: a redis:// URL, ioredis options or an ioredis client.');
+  if (!backendGiven && given.length === 0) {
+    throw new LockConfigError(
+      'The redis option is required: a redis:// URL or ioredis options (or give client, a client you own).',
+    );
   }
-  if (!quorum && o.redis !== undefined && o.redis !== null) checkRedisSpec(o.redis, 'redis');
+  if (o.redis !== undefined) {
+    if (isClient(o.redis)) {
+      throw new LockConfigError(
+        'redis says where to connect (a URL, options or { cluster }); pass a client you own as client instead.',
+      );
+    }
+    checkRedisSpec(o.redis, 'redis');
+  }
+  if (o.client !== undefined && !isClient(o.client)) {
+    throw new LockConfigError(
+      `client must be an ioredis Redis or Cluster instance you own, got ${describe(o.client)}; give redis for a URL or options.`,
+    );
+  }
   const keyPrefix = o.keyPrefix === undefined ? 'lock:' : o.keyPrefix;
   if (typeof keyPrefix !== 'string' || keyPrefix.length > 256) {
     throw new LockConfigError(`keyPrefix must be a string of at most 256 characters, got ${describe(keyPrefix)}.`);
@@ -190,7 +221,7 @@ export function resolveEngineOptions(
   }
   const leaseMs = integerOr('leaseMs', o.leaseMs, 30_000, MIN_LEASE_MS, MAX_MS);
   return {
-    redis: quorum ? undefined : (o.redis as RedisSpec | undefined),
+    redis: quorum ? undefined : ((o.client ?? o.redis) as RedisSpec | undefined),
     quorum,
     replicaAck: o.replicaAck === undefined ? undefined : resolveReplicaAck(o.replicaAck),
     keyPrefix,
@@ -257,11 +288,17 @@ export function checkRedisSpec(spec: unknown, what: string): void {
     );
   }
   // A client of the caller's own is theirs to have set up.
-  if (typeof (spec as { duplicate?: unknown }).duplicate === 'function') return;
+  if (isClient(spec)) return;
   if ('cluster' in spec) {
     const nodes = (spec as { cluster: unknown }).cluster;
     if (!Array.isArray(nodes) || nodes.length === 0) {
       throw new LockConfigError(`${what}.cluster must be a non-empty list of cluster nodes, e.g. [{ host, port }].`);
     }
   }
+}
+
+/** Whether `value` is a client (it can be duplicated and run scripts), not where to find one. */
+function isClient(value: unknown): boolean {
+  const v = value as { duplicate?: unknown; evalsha?: unknown } | null;
+  return typeof v === 'object' && v !== null && typeof v.duplicate === 'function' && typeof v.evalsha === 'function';
 }

@@ -35,7 +35,7 @@ describe('bad input', () => {
 
   beforeAll(() => {
     client = new Redis({ host: '127.0.0.1', port: 1, lazyConnect: true });
-    engine = new LockEngine({ redis: client });
+    engine = new LockEngine({ client });
   });
 
   afterAll(async () => {
@@ -96,6 +96,21 @@ describe('bad input', () => {
   const settings: [string, Record<string, unknown>, RegExp][] = [
     ['missing redis', {}, /redis option is required/],
     ['non-URL string', { redis: 'localhost:6380' }, /redis:\/\/ or rediss:\/\/ URL/],
+    [
+      'redis and client both',
+      { redis: 'redis://127.0.0.1:1', client: {} },
+      /Give one of redis, client and quorum, not redis and client/,
+    ],
+    [
+      'a client as redis',
+      { redis: { duplicate: () => undefined, evalsha: () => undefined } },
+      /pass a client you own as client instead/,
+    ],
+    [
+      'a URL as client',
+      { client: 'redis://127.0.0.1:1' },
+      /client must be an ioredis Redis or Cluster instance you own, got "redis:/,
+    ],
     ['a number for redis', { redis: 6380 }, /redis must be a redis:\/\/ URL, an ioredis options object.*got 6380/],
     ['an empty cluster', { redis: { cluster: [] } }, /redis\.cluster must be a non-empty list/],
     [

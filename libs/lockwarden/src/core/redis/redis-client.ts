@@ -14,8 +14,11 @@ export interface ClusterSpec {
   clusterOptions?: ClusterOptions;
 }
 
-/** Where to find Redis: a URL, ioredis options (Sentinel included), cluster nodes, or a client the caller owns and closes. */
-export type RedisSpec = string | RedisOptions | ClusterSpec | Redis | Cluster;
+/** Where Lockwarden connects to Redis itself: a URL, ioredis options (Sentinel included), or cluster nodes. */
+export type RedisTarget = string | RedisOptions | ClusterSpec;
+
+/** Where to find Redis: where to connect (RedisTarget), or a client the caller owns and closes. */
+export type RedisSpec = RedisTarget | Redis | Cluster;
 
 /** A client together with whether Lockwarden created it (and so must close it). */
 export interface ClientLease {
