@@ -173,3 +173,12 @@ export function noReadWrite(key?: string): LockConfigError {
     key,
   );
 }
+
+/** A store without the FIFO queue (`fairQueue: false`: quorum, or replicaAck) refuses a fair acquire. */
+export function noFairQueue(key?: string): LockConfigError {
+  return new LockConfigError(
+    'fair is not available in quorum mode (each node would keep its own queue) nor with replicaAck ' +
+      '(a queued hand-off is not acknowledged by replicas).',
+    key,
+  );
+}

@@ -1,11 +1,11 @@
-import { LockConfigError, LockLostError, LockTimeoutError, LockUpgradeError } from '../../errors';
+import { LockLostError, LockTimeoutError, LockUpgradeError } from '../../errors';
 import { Lease, LeaseHandle } from '../lease/lease';
 import type { LeasedLock, LockContext } from '../lease/lease';
 import type { LockEvent } from '../observe/events';
 import type { LockTracer } from '../observe/telemetry';
 import { mutexKeys, rwKeys } from '../backend/lock-keys';
 import type { SemKeys } from '../backend/lock-keys';
-import { noReadWrite, UNMINTED } from '../backend/lock-store';
+import { noFairQueue, noReadWrite, UNMINTED } from '../backend/lock-store';
 import type { LockKind, LockStore } from '../backend/lock-store';
 import { acquireLoop } from '../wait/acquire-loop';
 import type { LoopContext } from '../wait/acquire-loop';
@@ -92,13 +92,7 @@ export class LeaseGranter {
   /** Checks a mutex's key and options as an acquire would, asking Redis nothing. */
   resolveMutex(key: string, options: AcquireOptions | undefined): ResolvedAcquire {
     const req = this.resolve(key, options, undefined, this.mutexOptions);
-    if (req.fair && !this.store.fairQueue) {
-      throw new LockConfigError(
-        'fair is not available in quorum mode (each node would keep its own queue) nor with replicaAck ' +
-          '(a queued hand-off is not acknowledged by replicas).',
-        req.key,
-      );
-    }
+    if (req.fair && !this.store.fairQueue) throw noFairQueue(req.key);
     return req;
   }
 

@@ -93,3 +93,16 @@ export function checkPeriod(value: unknown, where: string, what: string): number
   }
   return value;
 }
+
+/**
+ * A cron schedule's time: an expression (returned as it is, for the `cron` package to parse
+ * where the schedule is built), or a date (a `Date`, or a Luxon `DateTime` as `@Cron` allows).
+ */
+export function checkCronTime(value: unknown, where: string): string | Date {
+  if (typeof value === 'string' || value instanceof Date) return value;
+  const luxon = value as { toJSDate?: unknown } | null;
+  if (typeof luxon === 'object' && luxon !== null && typeof luxon.toJSDate === 'function') {
+    return (luxon as { toJSDate(): Date }).toJSDate();
+  }
+  throw new LockConfigError(`${where}: the cron schedule must be an expression or a date, got ${describe(value)}.`);
+}

@@ -1,6 +1,7 @@
 import { createRequire } from 'node:module';
 import { appRequire } from '../app-require';
 import { LockConfigError } from '../../errors';
+import { checkCronTime } from '../options/scheduled-options';
 import { latestBefore, onceSchedule } from './tick-schedule';
 import type { TickSchedule } from './tick-schedule';
 
@@ -48,14 +49,9 @@ function loadCronTime(): CronTimeClass {
 
 /** A cron expression's ticks, as the `cron` package (which @nestjs/schedule runs) fires them. */
 export function cronSchedule(spec: CronSpec, where: string): TickSchedule {
-  const { cronTime } = spec;
-  if (cronTime instanceof Date) return onceSchedule(cronTime.getTime());
-  if (typeof cronTime === 'object' && cronTime !== null && typeof cronTime.toJSDate === 'function') {
-    return onceSchedule(cronTime.toJSDate().getTime());
-  }
-  if (typeof cronTime !== 'string') {
-    throw new LockConfigError(`${where}: the cron schedule must be an expression or a date.`);
-  }
+  const cronTime = checkCronTime(spec.cronTime, where);
+  if (typeof cronTime !== 'string') return onceSchedule(cronTime.getTime());
+  // The expression's syntax is the parser's to check: the `cron` package, loaded here.
   const CronTime = loadCronTime();
   const offset = spec.utcOffset === undefined ? undefined : Number(spec.utcOffset);
   let time: CronTimeLike;
