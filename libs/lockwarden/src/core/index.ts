@@ -23,7 +23,7 @@ export type { RwAcquireOptions } from './options/options';
 export type { PermitScope } from './semaphore/semaphore';
 export { resolveSemaphore } from './options/semaphore-options';
 export { resolvePermitAcquire } from './options/permit-options';
-export { editOptions } from './engine/lease-paths';
+export { addSignal, editOptions } from './engine/lease-paths';
 export type { LockRequest } from './engine/lease-paths';
 export { currentTick } from './schedule/tick-context';
 export type { ScheduledTick } from './schedule/tick-context';

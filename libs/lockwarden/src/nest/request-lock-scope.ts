@@ -1,4 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { addSignal } from '../core';
 import type { LockHandle } from '../core';
 
 const scopes = new AsyncLocalStorage<RequestLockScope>();
@@ -117,8 +118,5 @@ export class RequestLockScope {
 /** The request's cancellation added to an acquire's own signal, when it runs inside a live request. */
 export function withRequestSignal<O extends { signal?: AbortSignal }>(options: O | undefined): O | undefined {
   const scope = RequestLockScope.current();
-  // Anything but an options object is left as it is, for the options check to name.
-  if (!scope || (options !== undefined && (typeof options !== 'object' || options === null))) return options;
-  const own = options?.signal;
-  return { ...options, signal: own ? AbortSignal.any([own, scope.signal]) : scope.signal } as O;
+  return scope ? addSignal(options, scope.signal) : options;
 }

@@ -170,18 +170,22 @@ export class LeaseGranter {
   }
 
   /** A new lease, or how many ms the lock stays busy, under the acquisition's span when traces are on. */
-  private async grant(req: ResolvedAcquire, attempt: Attempt, lock: LeasedLock): Promise<LeaseHandle | number> {
+  private grant(req: ResolvedAcquire, attempt: Attempt, lock: LeasedLock): Promise<LeaseHandle | number> {
     // Opened before anything is awaited: its parent is the span active where the caller asked.
     const trace = this.tracer?.start(req, lock.kind);
-    let got: LeaseHandle | number;
-    try {
-      got = await this.lease(req, attempt, lock);
-    } catch (err) {
-      trace?.failed(err);
-      throw err;
-    }
-    trace?.settled(got);
-    return got;
+    const got = this.lease(req, attempt, lock);
+    // Nothing records spans (the usual case): no promise of its own on the acquire path.
+    if (!trace) return got;
+    return got.then(
+      (handle) => {
+        trace.settled(handle);
+        return handle;
+      },
+      (err: unknown) => {
+        trace.failed(err);
+        throw err;
+      },
+    );
   }
 
   private async lease(req: ResolvedAcquire, attempt: Attempt, lock: LeasedLock): Promise<LeaseHandle | number> {

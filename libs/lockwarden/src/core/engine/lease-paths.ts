@@ -43,13 +43,22 @@ export function editOptions(
 }
 
 /**
- * The same request, cancelled also by `signal` (a route's, once its client has gone). Options
- * that are not an object are left as they are, for the options check to name.
+ * Acquire options cancelled also by `signal` (a request's, once its client has gone), beside
+ * their own. Options that are not an object are left as they are, for the options check to name.
  */
+export function addSignal<O extends { signal?: AbortSignal }>(
+  options: O | undefined,
+  signal: AbortSignal,
+): O | undefined {
+  const given: unknown = options;
+  if (given !== undefined && (typeof given !== 'object' || given === null)) return options;
+  const own = options?.signal;
+  return { ...options, signal: own ? AbortSignal.any([own, signal]) : signal } as O;
+}
+
+/** The same request, cancelled also by `signal` (addSignal). */
 export function withSignal(request: LockRequest, signal: AbortSignal): LockRequest {
-  const options: unknown = request.options;
-  if (options !== undefined && (typeof options !== 'object' || options === null)) return request;
-  return editOptions(request, (o) => ({ ...o, signal: o.signal ? AbortSignal.any([o.signal, signal]) : signal }));
+  return editOptions(request, (o) => addSignal(o, signal) ?? o);
 }
 
 /** What taking several locks asks of the engine: its paths that give the internal handle. */
