@@ -2,6 +2,7 @@ import { Redis } from 'ioredis';
 import { Redlock as SesameRedlock } from '@sesamecare-oss/redlock';
 import Redlock from 'redlock';
 import { Mutex } from 'redis-semaphore';
+import { createClient } from 'redis';
 import { LockEngine } from '../libs/lockwarden/src/core/engine/lock-engine';
 
 /** A held lock, whichever library took it. */
@@ -25,20 +26,28 @@ const TTL = 10_000;
 
 export function lockwarden(
   url: string,
-  options: { fair?: boolean; readToken?: boolean; fenced?: boolean } = {},
+  options: { fair?: boolean; readToken?: boolean; fenced?: boolean; nodeRedis?: boolean } = {},
 ): Adapter & { engine: LockEngine } {
-  const engine = new LockEngine({ redis: url, keyPrefix: 'bench:lw:', waitMs: 60_000 });
+  // Through node-redis: a client the application made, given as `client` (commands queue until it is connected).
+  const client = options.nodeRedis ? createClient({ url }) : undefined;
+  if (client) {
+    client.on('error', () => undefined);
+    void client.connect();
+  }
+  const engine = new LockEngine({ ...(client ? { client } : { redis: url }), keyPrefix: 'bench:lw:', waitMs: 60_000 });
   const fair = options.fair === true;
   // The peers' terms: a fixed 10 s lease, no renewal.
   const fenced = options.fenced === true;
   const acquireOptions = fair ? { fair, leaseMs: TTL, renew: false } : { leaseMs: TTL, renew: false, fenced };
-  const name = fair
-    ? 'lockwarden fair'
-    : options.readToken
-      ? fenced
-        ? 'lockwarden fenced'
-        : 'lockwarden token'
-      : 'lockwarden';
+  const name = options.nodeRedis
+    ? 'lockwarden node-redis'
+    : fair
+      ? 'lockwarden fair'
+      : options.readToken
+        ? fenced
+          ? 'lockwarden fenced'
+          : 'lockwarden token'
+        : 'lockwarden';
   return {
     name,
     peer: false,
@@ -51,7 +60,10 @@ export function lockwarden(
           return lock;
         }
       : (key) => engine.acquire(key, acquireOptions),
-    close: () => engine.close(),
+    close: async () => {
+      await engine.close();
+      await client?.close();
+    },
   };
 }
 
@@ -120,6 +132,7 @@ export const LIBRARIES: Record<string, (url: string) => Adapter> = {
   'lockwarden fair': (url) => lockwarden(url, { fair: true }),
   'lockwarden token': (url) => lockwarden(url, { readToken: true }),
   'lockwarden fenced': (url) => lockwarden(url, { readToken: true, fenced: true }),
+  'lockwarden node-redis': (url) => lockwarden(url, { nodeRedis: true }),
 };
 
 export function makeAdapter(name: string, url: string): Adapter {

@@ -92,7 +92,8 @@ async function main(): Promise<void> {
   const fair = makeAdapter('lockwarden fair', url);
   const tokenReader = makeAdapter('lockwarden token', url);
   const fencedReader = makeAdapter('lockwarden fenced', url);
-  steps = CFG.rounds * (MAIN.length * 5 + 6) + MULTI.length + 6;
+  const nodeRedis = makeAdapter('lockwarden node-redis', url);
+  steps = CFG.rounds * (MAIN.length * 5 + 8) + MULTI.length + 6;
   const admin = new Redis(url);
   try {
     for (let round = 0; round < CFG.rounds; round++) {
@@ -117,6 +118,11 @@ async function main(): Promise<void> {
       const sf = await serial(fencedReader, CFG.serialMs, () => admin.config('RESETSTAT'));
       record('s1f.redisUs', 'lockwarden', (await serverMicros(admin)) / sf.cycles);
       record('s1f.ops', 'lockwarden', sf.opsPerSec);
+      progress(`round ${round + 1}/${CFG.rounds} · serial, through node-redis · lockwarden`);
+      const sn = await serial(nodeRedis, CFG.serialMs, () => admin.config('RESETSTAT'));
+      record('s1n.redisUs', 'lockwarden', (await serverMicros(admin)) / sn.cycles);
+      record('s1n.ops', 'lockwarden', sn.opsPerSec);
+      record('s1n.p50', 'lockwarden', sn.p50);
       for (const lib of order) {
         progress(`round ${round + 1}/${CFG.rounds} · never-seen names · ${lib}`);
         const f = await freshNames(adapters.get(lib)!, CFG.freshNames, admin);
@@ -129,6 +135,8 @@ async function main(): Promise<void> {
         progress(`round ${round + 1}/${CFG.rounds} · 64 flows · ${lib}`);
         record('s2.ops', lib, await distinct(adapters.get(lib)!, CFG.distinctMs));
       }
+      progress(`round ${round + 1}/${CFG.rounds} · 64 flows, through node-redis · lockwarden`);
+      record('s2n.ops', 'lockwarden', await distinct(nodeRedis, CFG.distinctMs));
       for (const lib of order) {
         progress(`round ${round + 1}/${CFG.rounds} · 64 flows, never-seen names · ${lib}`);
         record('s2f.ops', lib, await distinct(adapters.get(lib)!, CFG.distinctMs, 64, true));
@@ -181,7 +189,7 @@ async function main(): Promise<void> {
     process.stderr.write('\n');
   } finally {
     admin.disconnect();
-    await Promise.all([...adapters.values(), fair, tokenReader, fencedReader].map((a) => a.close()));
+    await Promise.all([...adapters.values(), fair, tokenReader, fencedReader, nodeRedis].map((a) => a.close()));
     await own?.destroy();
   }
 
@@ -221,6 +229,8 @@ interface Row {
   readonly metric: string;
   readonly higherIsBetter: boolean;
   readonly unit: 'k/s' | 'ms' | 'x' | '%' | 'n' | 'µs';
+  /** The peers' figures to show and compare with, when ours is a variant of their row. */
+  readonly peers?: string;
 }
 
 const ROWS: Row[] = [
@@ -233,7 +243,23 @@ const ROWS: Row[] = [
   { label: '1t Redis CPU per cycle, reading the token, µs', metric: 's1t.redisUs', higherIsBetter: false, unit: 'µs' },
   { label: '1f serial, token minted with the grant (fenced)', metric: 's1f.ops', higherIsBetter: true, unit: 'k/s' },
   { label: '1f Redis CPU per cycle, fenced, µs', metric: 's1f.redisUs', higherIsBetter: false, unit: 'µs' },
+  { label: '1n serial, through node-redis', metric: 's1n.ops', peers: 's1.ops', higherIsBetter: true, unit: 'k/s' },
+  {
+    label: '1n latency p50, through node-redis',
+    metric: 's1n.p50',
+    peers: 's1.p50',
+    higherIsBetter: false,
+    unit: 'ms',
+  },
+  {
+    label: '1n Redis CPU per cycle, through node-redis, µs',
+    metric: 's1n.redisUs',
+    peers: 's1.redisUs',
+    higherIsBetter: false,
+    unit: 'µs',
+  },
   { label: '2 64 flows, distinct keys', metric: 's2.ops', higherIsBetter: true, unit: 'k/s' },
+  { label: '2n 64 flows, through node-redis', metric: 's2n.ops', peers: 's2.ops', higherIsBetter: true, unit: 'k/s' },
   { label: '2 64 flows, never-seen names', metric: 's2f.ops', higherIsBetter: true, unit: 'k/s' },
   { label: '11 serial, never-seen names', metric: 's11.ops', higherIsBetter: true, unit: 'k/s' },
   { label: '11 Redis CPU per cycle, never-seen names, µs', metric: 's11.redisUs', higherIsBetter: false, unit: 'µs' },
@@ -285,7 +311,7 @@ function fmt(value: number | undefined, unit: Row['unit']): string {
 function bestPeer(row: Row): { lib: string; value: number } | undefined {
   let best: { lib: string; value: number } | undefined;
   for (const lib of MAIN.slice(1)) {
-    const v = med(row.metric, lib);
+    const v = med(row.peers ?? row.metric, lib);
     if (v === undefined || Number.isNaN(v)) continue;
     if (!best || (row.higherIsBetter ? v > best.value : v < best.value)) best = { lib, value: v };
   }
@@ -307,7 +333,7 @@ function renderTable(): string {
   const headers = ['scenario', ...MAIN, 'best peer', 'ours vs best peer'];
   const rows = ROWS.map((row) => [
     `${row.label} (${row.higherIsBetter ? 'higher' : 'lower'} is better)`,
-    ...MAIN.map((lib) => fmt(med(row.metric, lib), row.unit)),
+    ...MAIN.map((lib) => fmt(med(lib === 'lockwarden' ? row.metric : (row.peers ?? row.metric), lib), row.unit)),
     bestPeer(row)?.lib ?? '—',
     ratio(row),
   ]);

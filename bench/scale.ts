@@ -102,7 +102,7 @@ export async function readWrite(
     for (let i = 0; i < 30; i++) {
       const readers = await Promise.all([1, 2, 3, 4].map(() => engine.acquireRead('h')));
       const writer = engine.acquireWrite('h', { waitMs: 10_000 });
-      await engine.client.ping(); // the writer's first attempt has queued it by now
+      await (engine.client as Redis).ping(); // the writer's first attempt has queued it by now
       for (const r of readers.slice(0, 3)) await r.release();
       const t0 = performance.now();
       await readers[3].release();

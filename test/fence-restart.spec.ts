@@ -103,7 +103,7 @@ describe('fencing tokens across a Redis restart without persistence', () => {
     const before = [await mutexRounds(), await writeLockRounds()];
     expect(await admin.exists(`${keyPrefix}{ledger}:fence`, `${keyPrefix}{catalog}:rw:fence`)).toBe(2);
 
-    const ready = nextReady(e.client);
+    const ready = nextReady(e.client as Redis);
     await redis.process!.stop();
     await redis.process!.restart();
     await ready;
@@ -173,7 +173,7 @@ describe('fencing tokens across a Redis restart without persistence', () => {
     expect(rising([fresh, ...tokens])).toBe(true);
 
     // A restart wipes the counter: the next grant, plain again, seeds from the server clock.
-    const ready = nextReady(e.client);
+    const ready = nextReady(e.client as Redis);
     await redis.process!.stop();
     await redis.process!.restart();
     await ready;

@@ -3,6 +3,7 @@ import { runWorker } from './harness/child';
 import type { ChildScript } from './harness/child';
 import { checkHistory, type Section } from './harness/history';
 import { RedisCluster } from './harness/redis-cluster';
+import { CLIENT_KINDS } from './harness/clients';
 import { hasValkey, startRedis, uniquePrefix } from './harness/redis';
 import { RedisProcess } from './harness/redis-process';
 
@@ -68,15 +69,28 @@ describe('history check: 10 000 sections over 4 processes', () => {
     180_000,
   );
 
-  it('on a 3-master Cluster', async () => {
-    const cluster = await RedisCluster.start({ masters: 3 });
+  it('on a single Redis, through a node-redis client', async () => {
+    const redis = await startRedis();
     try {
-      const CLUSTER = cluster.startupNodes.map((n) => `${n.host}:${n.port}`).join(',');
-      expectClean(await runHistory({ CLUSTER }));
+      expectClean(await runHistory({ REDIS: redis.url, CLIENT: 'node-redis' }));
     } finally {
-      await cluster.stop();
+      await redis.stop();
     }
   }, 180_000);
+
+  it.each(CLIENT_KINDS)(
+    'on a 3-master Cluster, through %s',
+    async (kind) => {
+      const cluster = await RedisCluster.start({ masters: 3 });
+      try {
+        const CLUSTER = cluster.startupNodes.map((n) => `${n.host}:${n.port}`).join(',');
+        expectClean(await runHistory({ CLUSTER, CLIENT: kind }));
+      } finally {
+        await cluster.stop();
+      }
+    },
+    180_000,
+  );
 
   it('on a Redlock quorum of 5 masters', async () => {
     const masters = await Promise.all(Array.from({ length: 5 }, () => RedisProcess.start()));

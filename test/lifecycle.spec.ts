@@ -314,13 +314,18 @@ describe('maxHoldMs', () => {
   it('stops renewal and aborts the signal once reached; the lock then lapses on its own', async () => {
     const events = new EventLog();
     const keyPrefix = uniquePrefix('maxhold');
-    const engine = new LockEngine({ redis: redis.url, keyPrefix, leaseMs: 200, onEvent: events.listener });
+    // A lease counts from when its first command was sent, so on a cold engine it includes
+    // connecting. Under a loaded suite that took more than a 200 ms lease's 160 ms once, and
+    // the lock was (rightly) lost before the test read its token: warm up first, and give
+    // the lease room.
+    const engine = new LockEngine({ redis: redis.url, keyPrefix, leaseMs: 500, onEvent: events.listener });
     const other = new LockEngine({ redis: redis.url, keyPrefix });
     closers.push(
       () => closeNow(engine),
       () => closeNow(other),
     );
-    const lock = await engine.acquire('capped', { maxHoldMs: 500 });
+    await (await engine.acquire('warm-up')).release();
+    const lock = await engine.acquire('capped', { maxHoldMs: 1_500 });
     const lockToken = await lock.fencingToken();
     const reason = await aborted(lock.signal);
     expect(reason).toBeInstanceOf(LockLostError);

@@ -209,6 +209,30 @@ async function runUsersJest(dir: string, kind: AppKind): Promise<void> {
   );
 }
 
+/**
+ * An app that brings node-redis never loads ioredis, from either build: a lock taken with a
+ * node-redis client leaves no ioredis module in the require cache (the one `createRequire`
+ * shares with the library's lazy load), and one taken from a URL does load it.
+ */
+async function nodeRedisOnly(dir: string): Promise<void> {
+  await runAsync('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error', 'redis@^6'], join(dir, '..'));
+  const lock = (setup: string, cjs = false): string =>
+    (cjs
+      ? `const { createClient } = require('redis'); const { LockEngine } = require('lockwarden');`
+      : `const { createClient } = await import('redis'); const { LockEngine } = await import('lockwarden');`) +
+    `${setup} const h = await e.acquire('only'); const t = await h.fencingToken(); await h.release(); await e.close();` +
+    `if (typeof c !== 'undefined') await c.close();` +
+    `const { createRequire } = await import('node:module'); const cache = createRequire(process.cwd() + '/x.js').cache;` +
+    `console.log(t > 0, Object.keys(cache).some((k) => k.includes('/node_modules/ioredis/')));`;
+  const withClient = `const c = await createClient({ url: '${redis.url}' }).on('error', () => {}).connect(); const e = new LockEngine({ client: c });`;
+  const withUrl = `const e = new LockEngine({ redis: '${redis.url}' });`;
+  for (const type of ['module', 'commonjs']) {
+    const script = type === 'module' ? lock(withClient) : `(async () => { ${lock(withClient, true)} })()`;
+    expect(run('node', [`--input-type=${type}`, '-e', script], dir)).toBe('true false\n');
+  }
+  expect(run('node', ['--input-type=module', '-e', lock(withUrl)], dir)).toBe('true true\n');
+}
+
 function nestMajor(dir: string): string {
   return run('node', ['-p', "require('@nestjs/core/package.json').version"], dir);
 }
@@ -310,6 +334,7 @@ describe('the packed library', () => {
       join(dir, '..'),
     );
     await typeCheckEntries(dir, kind);
+    await nodeRedisOnly(dir);
     expect(
       run(
         'node',

@@ -94,7 +94,7 @@ async function contendThroughFailover(replicaAck: LockEngineOptions['replicaAck'
       try {
         await e.withLock(key, async (lock) => {
           const entry = performance.now();
-          await e.client.ping().catch(() => undefined); // a probe: during the failover it may fail
+          await (e.client as Redis).ping().catch(() => undefined); // a probe: during the failover it may fail
           sections.push({
             key,
             token: await lock.fencingToken(),

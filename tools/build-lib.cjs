@@ -20,6 +20,21 @@ for (const config of ['tsconfig.lib.json', 'tsconfig.esm.json']) {
 const esm = join(lib, 'dist', 'esm');
 writeFileSync(join(esm, 'package.json'), JSON.stringify({ type: 'module' }, null, 2) + '\n');
 
+// The ES build's `require` for dependencies loaded only when used (see core/own-require.ts):
+// one resolving from the package itself, which only an ES module can name (import.meta.url).
+writeFileSync(
+  join(esm, 'core', 'own-require.js'),
+  [
+    "import { createRequire } from 'node:module';",
+    'const own = createRequire(import.meta.url);',
+    '/** `require` resolving from this package (see the source, core/own-require.ts). */',
+    'export function ownRequire() {',
+    '  return own;',
+    '}',
+    '',
+  ].join('\n'),
+);
+
 /** `./x` becomes `./x.js` or `./x/index.js`, whichever the build holds. */
 function fullSpecifier(file, spec) {
   if (!spec.startsWith('.') || /\.(c|m)?js$/.test(spec)) return spec;

@@ -2,6 +2,8 @@ import { LockEngine } from '../../libs/lockwarden/src/core/engine/lock-engine';
 import type { LockEngineOptions } from '../../libs/lockwarden/src/core/options/engine-options';
 import type { EventLog } from './event-log';
 import { uniquePrefix } from './redis';
+import { clientMaker } from './clients';
+import type { ClientKind, Where } from './clients';
 
 /**
  * Closes an engine once its test is over, without the shutdown grace. A test may end with
@@ -17,12 +19,19 @@ export async function closeNow(engine: Pick<LockEngine, 'drain' | 'close'>): Pro
 /**
  * Makes lock engines for one test file and closes them all after each test.
  * `pair()` gives two engines on separate connections sharing one key prefix:
- * two "processes" in one.
+ * two "processes" in one. `kind` says which client they are given (clients.ts).
  */
-export function engineFactory(url: () => string, name: string) {
+export function engineFactory(where: () => Where, name: string, kind: ClientKind = 'ioredis') {
   const engines: LockEngine[] = [];
+  const clients = clientMaker(kind);
   const engine = (options: Partial<LockEngineOptions> = {}, events?: EventLog): LockEngine => {
-    const e = new LockEngine({ redis: url(), keyPrefix: uniquePrefix(name), onEvent: events?.listener, ...options });
+    const topology = options.redis === undefined && options.client === undefined ? clients.topology(where()) : {};
+    const e = new LockEngine({
+      ...topology,
+      keyPrefix: uniquePrefix(name),
+      onEvent: events?.listener,
+      ...options,
+    });
     engines.push(e);
     return e;
   };
@@ -32,6 +41,7 @@ export function engineFactory(url: () => string, name: string) {
   };
   afterEach(async () => {
     await Promise.all(engines.splice(0).map(closeNow));
+    await clients.closeClients();
   });
-  return { engine, pair };
+  return { engine, pair, topology: clients.topology };
 }

@@ -1,6 +1,9 @@
 // How a worker process reaches Redis: REDIS=<url> for one server, CLUSTER=host:port,... for a
-// cluster, QUORUM=<url>,<url>,... for Redlock across independent masters.
+// cluster, QUORUM=<url>,<url>,... for Redlock across independent masters. CLIENT=node-redis
+// gives the engine a node-redis client the worker made (one server or Cluster), instead of
+// letting Lockwarden connect with ioredis.
 import { Cluster, Redis } from 'ioredis';
+import { createClient, createCluster } from 'redis';
 import type { LockEngineOptions } from '../../libs/lockwarden/src/core/options/engine-options';
 import type { RedisTarget } from '../../libs/lockwarden/src/core/redis/redis-client';
 
@@ -20,10 +23,27 @@ export function lockRedis(): RedisTarget {
   return nodes ? { cluster: nodes } : process.env.REDIS!;
 }
 
+/** The node-redis client lockTopology made, if any: the worker closes it after its engine. */
+let made: { destroy(): unknown; isOpen: boolean } | undefined;
+
 /** The engine's topology options, whichever of the three the environment names. */
-export function lockTopology(): Pick<LockEngineOptions, 'redis' | 'quorum'> {
+export async function lockTopology(): Promise<Pick<LockEngineOptions, 'redis' | 'quorum' | 'client'>> {
   const quorum = quorumNodes();
-  return quorum ? { quorum: { nodes: quorum } } : { redis: lockRedis() };
+  if (quorum) return { quorum: { nodes: quorum } };
+  if (process.env.CLIENT !== 'node-redis') return { redis: lockRedis() };
+  const nodes = clusterNodes();
+  const client = nodes
+    ? createCluster({ rootNodes: nodes.map((n) => ({ url: `redis://${n.host}:${n.port}` })) })
+    : createClient({ url: process.env.REDIS! });
+  client.on('error', () => undefined);
+  await client.connect();
+  made = client;
+  return { client };
+}
+
+/** Closes the node-redis client lockTopology made (after the engine closed). */
+export async function closeTopology(): Promise<void> {
+  if (made?.isOpen) await made.destroy();
 }
 
 /** A client for data and server time: the cluster, the first quorum node, or the one server. */

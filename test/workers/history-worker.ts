@@ -1,12 +1,12 @@
 // Runs SECTIONS critical sections in each of FLOWS flows, on KEYS keys, and prints each one
 // as a line "section <json>" for the history checker: key, fencing token, Redis server time
 // just after acquiring and just before releasing, and whether the signal had aborted.
-import { dataClient, lockTopology } from './connect';
+import { closeTopology, dataClient, lockTopology } from './connect';
 import { LockEngine } from '../../libs/lockwarden/src/core';
 
 async function main(): Promise<void> {
   const { PREFIX, KEYS = '4', FLOWS = '2', SECTIONS = '100' } = process.env;
-  const engine = new LockEngine({ ...lockTopology(), keyPrefix: PREFIX, leaseMs: 5_000, waitMs: 60_000 });
+  const engine = new LockEngine({ ...(await lockTopology()), keyPrefix: PREFIX, leaseMs: 5_000, waitMs: 60_000 });
   const clock = dataClient();
   const now = async (): Promise<number> => {
     const [s, us] = await clock.time();
@@ -26,6 +26,7 @@ async function main(): Promise<void> {
   await Promise.all(Array.from({ length: Number(FLOWS) }, (_, f) => flow(f)));
   process.stdout.write(out.map((line) => `section ${line}\n`).join(''));
   await engine.close();
+  await closeTopology();
   clock.disconnect();
 }
 

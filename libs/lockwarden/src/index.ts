@@ -12,8 +12,8 @@ export type { LockHealthReport } from './core/backend/lock-info';
 export type { AcquireOptions, RwAcquireOptions } from './core/options/options';
 export type { LockEngineOptions, QuorumOptions } from './core/options/engine-options';
 export type { ReplicaAckOptions } from './core/redis/replica-ack';
-export type { RedisSpec, RedisTarget, ClusterSpec } from './core/redis/redis-client';
-export type { RedisClient } from './core/backend/lock-backend';
+export type { RedisClient, RedisSpec, RedisTarget, ClusterSpec } from './core/redis/redis-client';
+export type { NodeRedisClient, NodeRedisCluster, NodeRedisSentinel } from './core/redis/node-redis-connection';
 export { LockEngine } from './core/engine/lock-engine';
 // One name for two things: the type of what LockService.semaphore() returns, and the decorator.
 export { Semaphore } from './nest/decorators/semaphore.decorator';

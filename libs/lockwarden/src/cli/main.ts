@@ -1,5 +1,5 @@
 import { Redis } from 'ioredis';
-import { forceUnlockKey, inspectLock, semKeys, inspectSemaphore, checkKey } from '../core';
+import { connectionOf, forceUnlockKey, inspectLock, semKeys, inspectSemaphore, checkKey } from '../core';
 import type { LockInfo } from '../core';
 import { parseArgs, UsageError, USAGE } from './args';
 import type { CliArgs } from './args';
@@ -72,21 +72,21 @@ function checkCommand(args: CliArgs): void {
 async function dispatch(args: CliArgs, redis: Redis, io: Io): Promise<number> {
   switch (args.command) {
     case 'inspect': {
-      const info = await inspectLock(redis, args.prefix, args.positional[0]);
+      const info = await inspectLock(connectionOf(redis), args.prefix, args.positional[0]);
       io.out(args.json ? `${JSON.stringify(info)}\n` : renderTable([info]));
       if (!info.held) await noteElsewhere(redis, args, 'lock', io);
       return info.held ? EXIT.ok : EXIT.negative;
     }
     case 'semaphore': {
       const key = args.positional[0];
-      const info = await inspectSemaphore(redis, semKeys(args.prefix, key), key);
+      const info = await inspectSemaphore(connectionOf(redis), semKeys(args.prefix, key), key);
       io.out(args.json ? `${JSON.stringify(info)}\n` : renderSemaphore(info));
       // A stored limit says the prefix is right, even with no permit held now.
       if (info.limit === null) await noteElsewhere(redis, args, 'semaphore', io);
       return info.holders.length > 0 ? EXIT.ok : EXIT.negative;
     }
     case 'unlock': {
-      const removed = await forceUnlockKey(redis, args.prefix, args.positional[0]);
+      const removed = await forceUnlockKey(connectionOf(redis), args.prefix, args.positional[0]);
       io.out(
         args.json
           ? `${JSON.stringify({ key: args.positional[0], removed })}\n`
@@ -118,7 +118,7 @@ async function noteElsewhere(redis: Redis, args: CliArgs, kind: NameKind, io: Io
 
 async function listLocks(redis: Redis, args: CliArgs): Promise<LockInfo[]> {
   const names = await scanLockNames(redis, args.prefix, args.positional[0] ?? '*');
-  return Promise.all(names.map((name) => inspectLock(redis, args.prefix, name)));
+  return Promise.all(names.map((name) => inspectLock(connectionOf(redis), args.prefix, name)));
 }
 
 function format(args: CliArgs, infos: LockInfo[]): string {

@@ -51,6 +51,17 @@ function say(err: unknown): Said {
   if (e.name === 'MaxRetriesPerRequestError') {
     return { text: `${DOWN}; the call was dropped while reconnecting`, short: 'connection down', failure: 'refused' };
   }
+  // node-redis's words for the same (its errors keep the name Error): a closed client, an
+  // offline one with its queue off, a cut socket, a cluster with no node to ask.
+  if (message === 'The client is closed' || message === 'The client is offline') {
+    return { text: DOWN, short: 'connection down', failure: 'refused' };
+  }
+  if (message === 'Socket closed unexpectedly') {
+    return { text: 'the connection to Redis was cut', short: 'connection cut', failure: 'refused' };
+  }
+  if (message === 'All the root nodes are unavailable') {
+    return { text: 'no node of the Redis Cluster could be reached', short: 'no node reachable', failure: 'refused' };
+  }
   if (message === 'Connection is closed.' || message.startsWith("Stream isn't writeable")) {
     return { text: DOWN, short: 'connection down', failure: 'refused' };
   }

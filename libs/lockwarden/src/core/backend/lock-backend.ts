@@ -1,13 +1,9 @@
-import type { Cluster, Redis } from 'ioredis';
 import type { LockLogger } from '../observe/logger';
 import type { LockSurvey, SurveyOptions } from './lock-survey';
 import type { TermLogs } from './term-log';
 import type { WakeBus } from './wake-bus';
 import type { LockStore } from './lock-store';
 import type { TickStore } from './tick-store';
-
-/** A connected ioredis client: a single node (also through Sentinel) or a Cluster. */
-export type RedisClient = Redis | Cluster;
 
 /** What one engine works on once its backend is open. */
 export interface Topology {
@@ -17,8 +13,8 @@ export interface Topology {
   readonly ticks: TickStore;
   /** How waiters hear of releases and hand-offs. */
   readonly bus: WakeBus;
-  /** The Redis client (in quorum mode, the first node's); none in memory. */
-  readonly client: RedisClient | undefined;
+  /** The Redis client object, whichever client it is (in quorum mode, the first node's); none in memory. */
+  readonly client: object | undefined;
   /**
    * One bounded look at every lock, semaphore and leadership under `prefix`. A backend
    * without it (the in-memory one) has nothing to scan: the engine gives an empty survey.

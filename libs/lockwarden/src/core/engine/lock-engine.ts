@@ -8,7 +8,8 @@ import { EventHub } from '../observe/event-hub';
 import type { LockSurvey, SurveyOptions } from '../backend/lock-survey';
 import type { LockLogger } from '../observe/logger';
 import type { LockHealthReport, LockInfo } from '../backend/lock-info';
-import type { LockBackend, RedisClient, Topology } from '../backend/lock-backend';
+import type { LockBackend, Topology } from '../backend/lock-backend';
+import type { RedisClient } from '../redis/redis-client';
 import type { TermLogs } from '../backend/term-log';
 import { acquireAll } from './lease-paths';
 import { buildEngineParts } from './engine-parts';
@@ -108,11 +109,14 @@ export class LockEngine {
     return this.admin.survey(options);
   }
 
-  /** The Redis client (in quorum mode, the first node's). There is none on the in-memory test backend. */
+  /**
+   * The Redis client (in quorum mode, the first node's): the one given as `client`, or the
+   * ioredis client Lockwarden made. There is none on the in-memory test backend.
+   */
   get client(): RedisClient {
     if (!this.topology.client)
       throw new LockConfigError('This lock engine runs in memory (LockTestingModule): it has no Redis client.');
-    return this.topology.client;
+    return this.topology.client as RedisClient;
   }
 
   /** @internal The term logs of one leadership registry; none when the backend does not keep them. */

@@ -16,8 +16,8 @@ import {
   MIN_LEASE_MS,
 } from './validate';
 import type { ResolvedQuorum } from '../redis/redis-backend';
-import type { RedisSpec, RedisTarget } from '../redis/redis-client';
-import type { RedisClient } from '../backend/lock-backend';
+import type { RedisClient, RedisSpec, RedisTarget } from '../redis/redis-client';
+import { isRedisClient } from '../redis/client-kind';
 import type { ReplicaAckOptions } from '../redis/replica-ack';
 
 /**
@@ -36,13 +36,16 @@ export interface LockEngineOptions {
    */
   redis?: RedisTarget;
   /**
-   * A client you own, already set up: an ioredis `Redis` (one server, or Sentinel) or
-   * `Cluster`. Lockwarden opens what else it needs (a subscriber) from it, and never closes
-   * it: close it after the application.
+   * A client you own, already connected: ioredis (`Redis`, one server or Sentinel, or
+   * `Cluster`) or node-redis, `redis` 5 or 6 (`createClient()`, `createCluster()`,
+   * `createSentinel()`). Lockwarden opens what else it needs (a subscriber) from it, and
+   * never closes it: close it after the application. With node-redis, ioredis is never loaded.
    *
    * @example
    * ```ts
    * LockModule.forRoot({ client: new Redis(process.env.REDIS_URL!) });
+   * // or, with node-redis:
+   * LockModule.forRoot({ client: await createClient({ url: process.env.REDIS_URL }).on('error', console.error).connect() });
    * ```
    */
   client?: RedisClient;
@@ -184,16 +187,16 @@ export function resolveEngineOptions(
     );
   }
   if (o.redis !== undefined) {
-    if (isClient(o.redis)) {
+    if (isRedisClient(o.redis)) {
       throw new LockConfigError(
         'redis says where to connect (a URL, options or { cluster }); pass a client you own as client instead.',
       );
     }
     checkRedisSpec(o.redis, 'redis');
   }
-  if (o.client !== undefined && !isClient(o.client)) {
+  if (o.client !== undefined && !isRedisClient(o.client)) {
     throw new LockConfigError(
-      `client must be an ioredis Redis or Cluster instance you own, got ${describe(o.client)}; give redis for a URL or options.`,
+      `client must be a Redis client you own (ioredis Redis or Cluster, node-redis createClient, createCluster or createSentinel), got ${describe(o.client)}; give redis for a URL or options.`,
     );
   }
   const keyPrefix = o.keyPrefix === undefined ? 'lock:' : o.keyPrefix;
@@ -257,7 +260,9 @@ function resolveQuorum(raw: unknown): ResolvedQuorum {
     );
   }
   for (const node of q.nodes as unknown[]) {
-    if (node === null || node === undefined || (typeof node === 'object' && 'cluster' in node)) {
+    const clusterClient =
+      isRedisClient(node) && ('masters' in node || (node as { isCluster?: unknown }).isCluster === true);
+    if (node === null || node === undefined || clusterClient || (typeof node === 'object' && 'cluster' in node)) {
       throw new LockConfigError(
         'Each quorum node must be one Redis master (a URL, ioredis options or a client), not a Cluster.',
       );
@@ -284,21 +289,15 @@ export function checkRedisSpec(spec: unknown, what: string): void {
   }
   if (typeof spec !== 'object' || spec === null || Array.isArray(spec)) {
     throw new LockConfigError(
-      `${what} must be a redis:// URL, an ioredis options object, or an ioredis Redis/Cluster instance, got ${describe(spec)}.`,
+      `${what} must be a redis:// URL, an ioredis options object, or a Redis client (ioredis or node-redis), got ${describe(spec)}.`,
     );
   }
   // A client of the caller's own is theirs to have set up.
-  if (isClient(spec)) return;
+  if (isRedisClient(spec)) return;
   if ('cluster' in spec) {
     const nodes = (spec as { cluster: unknown }).cluster;
     if (!Array.isArray(nodes) || nodes.length === 0) {
       throw new LockConfigError(`${what}.cluster must be a non-empty list of cluster nodes, e.g. [{ host, port }].`);
     }
   }
-}
-
-/** Whether `value` is a client (it can be duplicated and run scripts), not where to find one. */
-function isClient(value: unknown): boolean {
-  const v = value as { duplicate?: unknown; evalsha?: unknown } | null;
-  return typeof v === 'object' && v !== null && typeof v.duplicate === 'function' && typeof v.evalsha === 'function';
 }

@@ -109,7 +109,7 @@ describe('bad input', () => {
     [
       'a URL as client',
       { client: 'redis://127.0.0.1:1' },
-      /client must be an ioredis Redis or Cluster instance you own, got "redis:/,
+      /client must be a Redis client you own \(ioredis Redis or Cluster, node-redis createClient.*got "redis:/,
     ],
     ['a number for redis', { redis: 6380 }, /redis must be a redis:\/\/ URL, an ioredis options object.*got 6380/],
     ['an empty cluster', { redis: { cluster: [] } }, /redis\.cluster must be a non-empty list/],

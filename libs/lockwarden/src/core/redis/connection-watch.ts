@@ -1,9 +1,8 @@
-import type { Redis } from 'ioredis';
 import { connectionFailure, redisReasonShort } from '../../errors/redis-reason';
 import type { LockLogger } from '../observe/logger';
-import type { RedisClient } from '../backend/lock-backend';
+import type { RedisConnection } from './connection';
 
-const watches = new WeakMap<RedisClient, ConnectionWatch>();
+const watches = new WeakMap<RedisConnection, ConnectionWatch>();
 
 /** While Redis stays down, one debug line per this many ms at most (the client retries twice a second). */
 const DEBUG_EVERY_MS = 30_000;
@@ -23,10 +22,10 @@ export class ConnectionWatch {
   readonly server: string;
 
   constructor(
-    private readonly client: RedisClient,
+    private readonly client: RedisConnection,
     private readonly logger: LockLogger,
   ) {
-    this.server = describeServer(client);
+    this.server = client.describe();
     client.on('error', this.onError);
     client.on('ready', this.onReady);
     watches.set(client, this);
@@ -47,7 +46,7 @@ export class ConnectionWatch {
     this.debugThrottled(err);
     // An error on a working connection (a reset the client recovers from at once) is no outage;
     // the failed reconnections after it, if Redis is really gone, are.
-    if (this.client.status === 'ready') return;
+    if (this.client.state() === 'ready') return;
     this.lastError = err;
     if (this.down) return;
     this.down = true;
@@ -84,15 +83,6 @@ export class ConnectionWatch {
 }
 
 /** Why `client`'s connection is down, when Lockwarden watches it and it is. */
-export function connectionFailureOf(client: RedisClient): Error | undefined {
+export function connectionFailureOf(client: RedisConnection): Error | undefined {
   return watches.get(client)?.failure;
-}
-
-/** "Redis at 10.0.0.5:6379", "Redis \"orders\" (through Sentinel)", "the Redis Cluster". */
-export function describeServer(client: RedisClient): string {
-  if (client.isCluster) return 'the Redis Cluster';
-  const o = (client as Redis).options;
-  if (o.sentinels && o.sentinels.length > 0) return `Redis "${o.name ?? ''}" (through Sentinel)`;
-  if (o.path) return `Redis at ${o.path}`;
-  return `Redis at ${o.host ?? 'localhost'}:${o.port ?? 6379}`;
 }

@@ -1,8 +1,7 @@
-import type { Cluster, Redis } from 'ioredis';
 import { connectionFailure, redisReason } from '../../errors/redis-reason';
 import type { ConnectionFailure } from '../../errors/redis-reason';
 import { connectionFailureOf } from './connection-watch';
-import type { RedisClient } from '../backend/lock-backend';
+import type { RedisConnection, ServerConnection } from './connection';
 import { SCRIPTS } from './lua-script';
 import type { ServerProbe } from '../backend/lock-info';
 
@@ -13,12 +12,15 @@ const SHAS = [...new Set(Object.values(SCRIPTS).map((s) => s.sha))];
  * cached. Reachable when at least `needed` servers answer (all, unless given).
  */
 export async function probeServers(
-  clients: readonly RedisClient[],
+  clients: readonly RedisConnection[],
   timeoutMs: number,
   needed?: number,
 ): Promise<ServerProbe> {
-  const servers = clients.flatMap((c) => (c.isCluster ? (c as Cluster).nodes('master') : [c as Redis]));
-  const results = await Promise.all(servers.map((s) => probeOne(s, timeoutMs)));
+  // What the connection watch knows of a server's failure is known per client, not per Cluster node.
+  const servers = clients.flatMap((c) =>
+    c.servers().map((server) => ({ server, failure: () => (c.cluster ? undefined : connectionFailureOf(c)) })),
+  );
+  const results = await Promise.all(servers.map((s) => probeOne(s.server, s.failure, timeoutMs)));
   const up = results.filter((r) => r.ok);
   const failed: Probe | undefined =
     servers.length === 0 ? down(new Error('None of startup nodes is available')) : results.find((r) => !r.ok);
@@ -42,11 +44,16 @@ interface Probe {
 
 const NO_ANSWER = Symbol('no answer');
 
-async function probeOne(server: Redis, timeoutMs: number): Promise<Probe> {
+async function probeOne(
+  server: ServerConnection,
+  failureOf: () => Error | undefined,
+  timeoutMs: number,
+): Promise<Probe> {
   // Between reconnection attempts a PING would only wait in the client's queue for the whole
   // timeout, and then read as "no answer" although the server turned the connection away.
-  if (server.status === 'reconnecting' || server.status === 'close' || server.status === 'end') {
-    return down(connectionFailureOf(server) ?? new Error('Connection is closed.'));
+  const state = server.state();
+  if (state === 'reconnecting' || state === 'closed') {
+    return down(failureOf() ?? new Error('Connection is closed.'));
   }
   const started = performance.now();
   let timer: NodeJS.Timeout | undefined;
@@ -56,12 +63,12 @@ async function probeOne(server: Redis, timeoutMs: number): Promise<Probe> {
   try {
     await Promise.race([server.ping(), timeout]);
     const pingMs = performance.now() - started;
-    const cached = (await Promise.race([server.script('EXISTS', ...SHAS), timeout])) as number[];
-    return { ok: true, pingMs: Math.round(pingMs * 100) / 100, scripts: cached.every((n) => Number(n) === 1) };
+    const cached = await Promise.race([server.scriptExists(SHAS), timeout]);
+    return { ok: true, pingMs: Math.round(pingMs * 100) / 100, scripts: cached.every((n) => n === 1) };
   } catch (err) {
     if (err !== NO_ANSWER) return down(err);
     // Still connecting when time ran out: what the last attempt met says more than the silence.
-    const known = server.status === 'ready' ? undefined : connectionFailureOf(server);
+    const known = server.state() === 'ready' ? undefined : failureOf();
     if (known) return down(known);
     return { ok: false, pingMs: 0, scripts: false, error: `no answer within ${timeoutMs} ms`, failure: 'no-answer' };
   } finally {

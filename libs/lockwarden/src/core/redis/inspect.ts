@@ -1,11 +1,11 @@
 import { mutexKeys, rwKeys } from '../backend/lock-keys';
-import type { RedisClient } from '../backend/lock-backend';
+import type { RedisConnection } from './connection';
 import { SCRIPTS } from './lua-script';
 import { lockHolder } from '../backend/lock-info';
 import type { LockHolderInfo, LockInfo } from '../backend/lock-info';
 
 /** Reads one lock's state in one script call. */
-export async function inspectLock(client: RedisClient, prefix: string, key: string): Promise<LockInfo> {
+export async function inspectLock(client: RedisConnection, prefix: string, key: string): Promise<LockInfo> {
   const m = mutexKeys(prefix, key);
   const rw = rwKeys(prefix, key);
   const reply = (await SCRIPTS.inspect.run(client, [m.lock, m.fence, m.queue, rw.lock, rw.writers, rw.fence], [])) as (
@@ -30,13 +30,13 @@ export async function inspectLock(client: RedisClient, prefix: string, key: stri
 }
 
 /** Deletes one key's mutex and read/write lock, whoever holds them; true when one was held. */
-export async function forceUnlockKey(client: RedisClient, prefix: string, key: string): Promise<boolean> {
+export async function forceUnlockKey(client: RedisConnection, prefix: string, key: string): Promise<boolean> {
   const m = mutexKeys(prefix, key);
   const rw = rwKeys(prefix, key);
   const reply = await SCRIPTS.forceUnlock.run(
     client,
     [m.lock, m.queue, m.waiters, m.channel, rw.lock, rw.writers, rw.channel],
-    [client.isCluster ? 'spublish' : 'publish'],
+    [client.cluster ? 'spublish' : 'publish'],
   );
   return Number(reply) > 0;
 }

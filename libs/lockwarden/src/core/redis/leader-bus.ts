@@ -1,35 +1,29 @@
-import type { Cluster, Redis } from 'ioredis';
 import type { LockLogger } from '../observe/logger';
-import { closeClient, resubscribe, subscriberOf } from './redis-client';
-import type { RedisClient } from '../backend/lock-backend';
 import type { ChannelListener } from '../backend/wake-bus';
 import { redisReason } from '../../errors/redis-reason';
+import type { RedisConnection, SubscriberConnection } from './connection';
 
 /**
- * Hears leadership announcements on one subscriber connection of its own (a duplicate of
- * the engine's client, sharded pub/sub on a Cluster), made on first use. Kept apart from
+ * Hears leadership announcements on one subscriber connection of its own (made from the
+ * engine's connection, sharded pub/sub on a Cluster), made on first use. Kept apart from
  * the wake-up bus of waiting acquires, whose channels come and go with every wait.
  * Messages sent while the connection was down are lost, so every listener is woken after
  * a reconnect and re-reads the log.
  */
 export class LeaderBus implements ChannelListener {
-  private sub: Redis | Cluster | undefined;
+  private sub: SubscriberConnection | undefined;
   private readonly channels = new Map<string, { wakers: Set<() => void>; ready: Promise<unknown> }>();
   private closed = false;
-  private readonly sharded: boolean;
 
   constructor(
-    private readonly main: RedisClient,
+    private readonly main: RedisConnection,
     private readonly logger: LockLogger,
-  ) {
-    this.sharded = main.isCluster;
-  }
+  ) {}
 
   async listen(channel: string, wake: () => void): Promise<() => void> {
     let state = this.channels.get(channel);
     if (!state) {
-      const sub = this.connection();
-      const ready = this.sharded ? sub.ssubscribe(channel) : sub.subscribe(channel);
+      const ready = this.connection().subscribe(channel);
       state = { wakers: new Set(), ready };
       this.channels.set(channel, state);
       // A failed subscribe is reported to the listener that awaits it; forget it so the next one retries.
@@ -42,9 +36,7 @@ export class LeaderBus implements ChannelListener {
       if (joined.wakers.size > 0 || this.channels.get(channel) !== joined) return;
       this.channels.delete(channel);
       const sub = this.sub;
-      if (sub && !this.closed) {
-        (this.sharded ? sub.sunsubscribe(channel) : sub.unsubscribe(channel)).catch(() => undefined);
-      }
+      if (sub && !this.closed) sub.unsubscribe(channel).catch(() => undefined);
     };
     try {
       await joined.ready;
@@ -61,29 +53,22 @@ export class LeaderBus implements ChannelListener {
     this.channels.clear();
     const sub = this.sub;
     this.sub = undefined;
-    if (sub) {
-      sub.removeAllListeners('ready');
-      await closeClient(sub);
-    }
+    if (sub) await sub.close();
   }
 
-  private connection(): Redis | Cluster {
+  private connection(): SubscriberConnection {
     if (this.sub) return this.sub;
-    const sub = subscriberOf(this.main);
-    sub.on('error', (err: Error) => this.logger.debug(`Leadership subscriber: ${redisReason(err)}`));
-    sub.on(this.sharded ? 'smessage' : 'message', (channel: string) => {
-      for (const wake of this.channels.get(channel)?.wakers ?? []) wake();
-    });
-    let first = true;
-    sub.on('ready', () => {
-      if (first) {
-        first = false;
-        return;
-      }
+    const sub = this.main.subscriber();
+    sub.listen({
+      message: (channel) => {
+        for (const wake of this.channels.get(channel)?.wakers ?? []) wake();
+      },
+      channels: () => [...this.channels.keys()],
       // Listeners re-read the log once the channels are subscribed again, so nothing after it is missed.
-      void resubscribe(sub, [...this.channels.keys()]).then(() => {
+      resubscribed: () => {
         for (const state of this.channels.values()) for (const wake of state.wakers) wake();
-      });
+      },
+      error: (err) => this.logger.debug(`Leadership subscriber: ${redisReason(err)}`),
     });
     this.sub = sub;
     return sub;

@@ -1,4 +1,4 @@
-import type { RedisClient } from '../backend/lock-backend';
+import type { RedisConnection } from './connection';
 import { termKeys } from '../backend/lock-keys';
 import type { LeadershipInfo, SurveyedTerm } from '../backend/lock-survey';
 
@@ -11,7 +11,7 @@ const LOG_ENTRIES = RECENT_TERMS * 2;
  * from the term log (a hash, a GET-like EXISTS and one XREVRANGE per name).
  */
 export async function surveyLeaderships(
-  client: RedisClient,
+  client: RedisConnection,
   prefix: string,
   names: readonly string[],
 ): Promise<LeadershipInfo[]> {
@@ -21,7 +21,7 @@ export async function surveyLeaderships(
       const [fields, held, rows] = await Promise.all([
         client.hgetall(keys.term),
         client.exists(keys.lock),
-        client.xrevrange(keys.log, '+', '-', 'COUNT', LOG_ENTRIES),
+        client.xrevrange(keys.log, '+', '-', LOG_ENTRIES),
       ]);
       const recent = termsFromLog(rows);
       const latestTerm = fields.fencingToken

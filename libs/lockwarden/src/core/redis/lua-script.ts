@@ -1,14 +1,13 @@
 import { createHash } from 'node:crypto';
 import { LUA_SOURCES, type LuaScriptName } from '../scripts/lua-sources.generated';
-import type { Cluster, Redis } from 'ioredis';
-import type { RedisClient } from '../backend/lock-backend';
+import type { RedisConnection, ScriptSource } from './connection';
 
 /**
  * One named Lua operation. Runs by EVALSHA and falls back to EVAL once per
  * connection that has not seen it (after a restart or on a new cluster node),
- * which loads it into that server's script cache.
+ * which loads it into that server's script cache (RedisConnection.run).
  */
-export class LuaScript {
+export class LuaScript implements ScriptSource {
   readonly sha: string;
 
   constructor(
@@ -18,18 +17,9 @@ export class LuaScript {
     this.sha = createHash('sha1').update(this.source).digest('hex');
   }
 
-  async run(client: RedisClient, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
-    try {
-      return await client.evalsha(this.sha, keys.length, ...keys, ...args);
-    } catch (err) {
-      if (!isNoScript(err)) throw err;
-      return client.eval(this.source, keys.length, ...keys, ...args);
-    }
+  run(connection: RedisConnection, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
+    return connection.run(this, keys, args);
   }
-}
-
-function isNoScript(err: unknown): boolean {
-  return err instanceof Error && err.message.startsWith('NOSCRIPT');
 }
 
 /** Every script, created (and hashed) once per process. */
@@ -62,8 +52,7 @@ export const SCRIPTS = {
  * checks can report them loaded and the first lock needs no EVAL fallback.
  * Run again after each reconnect: a restarted server has an empty cache.
  */
-export async function loadScripts(client: RedisClient): Promise<void> {
-  const servers = client.isCluster ? (client as Cluster).nodes('master') : [client as Redis];
+export async function loadScripts(connection: RedisConnection): Promise<void> {
   const sources = [...new Set(Object.values(SCRIPTS).map((s) => s.source))];
-  await Promise.all(servers.flatMap((server) => sources.map((source) => server.script('LOAD', source))));
+  await Promise.all(connection.servers().flatMap((server) => sources.map((source) => server.scriptLoad(source))));
 }

@@ -1,9 +1,9 @@
 import type { LockLogger } from '../observe/logger';
 import { loadScripts } from './lua-script';
-import type { LockBackend, RedisClient, Topology } from '../backend/lock-backend';
+import type { LockBackend, Topology } from '../backend/lock-backend';
 import { QuorumLockStore } from './quorum-store';
 import { ConnectionWatch, connectionFailureOf } from './connection-watch';
-import { closeClient, openClient } from './redis-client';
+import { openConnection } from './redis-client';
 import type { RedisSpec } from './redis-client';
 import { RedisLockStore } from './redis-store';
 import { ReplicaAck } from './replica-ack';
@@ -37,14 +37,17 @@ export class RedisBackend implements LockBackend {
 
   open(instanceId: string, logger: LockLogger): Topology {
     const { redis, quorum, replicaAck } = this.options;
-    const connections = (quorum ? quorum.nodes : [redis as RedisSpec]).map((spec) => openClient(spec));
-    // A client the user gave is theirs to watch: listening to its errors would silence ioredis's own report.
-    const watches = connections.filter((c) => c.owned).map((c) => new ConnectionWatch(c.client, logger));
-    const clients = connections.map((c) => c.client);
-    for (const client of clients) {
+    const leases = (quorum ? quorum.nodes : [redis as RedisSpec]).map((spec) => openConnection(spec));
+    // A client the user gave is theirs to watch: listening to its errors would silence the client's own report.
+    const watches = leases.filter((c) => c.owned).map((c) => new ConnectionWatch(c.connection, logger));
+    const clients = leases.map((c) => c.connection);
+    const preloads = clients.map((client) => {
+      // Best effort: a script missing from the cache still runs, through the EVAL fallback.
+      const preload = (): void => void loadScripts(client).catch(() => undefined);
       client.on('ready', preload);
-      if (client.status === 'ready') preload.call(client);
-    }
+      if (client.state() === 'ready') preload();
+      return preload;
+    });
     const stores = clients.map(
       (client) =>
         new RedisLockStore(
@@ -61,7 +64,7 @@ export class RedisBackend implements LockBackend {
       // In quorum mode tick records live on the first node, as leadership terms do.
       ticks: new RedisTickStore(clients[0], instanceId),
       bus,
-      client: clients[0],
+      client: clients[0].client,
       // In quorum mode the survey and the leadership terms use the first node, as tick records do.
       survey: (prefix, options) => surveyLocks(clients[0], prefix, options),
       termLogs: () => redisTermLogs(clients[0], logger),
@@ -69,16 +72,10 @@ export class RedisBackend implements LockBackend {
       connectionDown: () => (quorum ? undefined : connectionFailureOf(clients[0])),
       close: async () => {
         await bus.close();
-        for (const client of clients) client.off('ready', preload);
-        await Promise.all(connections.filter((c) => c.owned).map((c) => closeClient(c.client)));
+        clients.forEach((client, i) => client.off('ready', preloads[i]));
+        await Promise.all(leases.filter((c) => c.owned).map((c) => c.connection.close()));
         for (const watch of watches) watch.detach();
       },
     };
   }
-}
-
-/** A 'ready' listener: (re)load the scripts into the server(s) the client just connected to. */
-function preload(this: RedisClient): void {
-  // Best effort: a script missing from the cache still runs, through the EVAL fallback.
-  loadScripts(this).catch(() => undefined);
 }

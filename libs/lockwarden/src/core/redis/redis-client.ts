@@ -1,5 +1,10 @@
-import { Redis, Cluster, type ClusterNode, type ClusterOptions, type RedisOptions } from 'ioredis';
-import type { RedisClient } from '../backend/lock-backend';
+import type { Cluster, ClusterNode, ClusterOptions, Redis, RedisOptions } from 'ioredis';
+import { ownRequire } from '../own-require';
+import type { RedisConnection } from './connection';
+import { IoRedisConnection } from './ioredis-connection';
+import { NodeRedisConnection } from './node-redis-connection';
+import { isIoRedis, isRedisClient } from './client-kind';
+import type { AnyNodeRedis } from './node-redis-connection';
 
 /**
  * A Redis Cluster Lockwarden connects to (and closes) itself.
@@ -14,15 +19,28 @@ export interface ClusterSpec {
   clusterOptions?: ClusterOptions;
 }
 
-/** Where Lockwarden connects to Redis itself: a URL, ioredis options (Sentinel included), or cluster nodes. */
+/** Where Lockwarden connects to Redis itself (with ioredis): a URL, ioredis options (Sentinel included), or cluster nodes. */
 export type RedisTarget = string | RedisOptions | ClusterSpec;
 
-/** Where to find Redis: where to connect (RedisTarget), or a client the caller owns and closes. */
-export type RedisSpec = RedisTarget | Redis | Cluster;
+/**
+ * A client the application made, connected, and closes: ioredis (`Redis`, `Cluster`) or
+ * node-redis (`createClient()`, `createCluster()`, `createSentinel()`, `redis` 5 or 6).
+ *
+ * @example
+ * ```ts
+ * import { createClient } from 'redis';
+ * const client = await createClient({ url: process.env.REDIS_URL }).on('error', console.error).connect();
+ * LockModule.forRoot({ client });
+ * ```
+ */
+export type RedisClient = Redis | Cluster | AnyNodeRedis;
 
-/** A client together with whether Lockwarden created it (and so must close it). */
-export interface ClientLease {
-  client: RedisClient;
+/** Where to find Redis: where to connect (RedisTarget), or a client the caller owns and closes. */
+export type RedisSpec = RedisTarget | RedisClient;
+
+/** A connection together with whether Lockwarden created it (and so must close it). */
+export interface ConnectionLease {
+  connection: RedisConnection;
   owned: boolean;
 }
 
@@ -42,69 +60,35 @@ export const OWNED_DEFAULTS: RedisOptions = {
   retryStrategy: (times: number) => Math.min(times * 50, 500),
 };
 
-export function isRedisClient(value: unknown): value is RedisClient {
-  return (
-    typeof value === 'object' &&
-    value !== null &&
-    typeof (value as { duplicate?: unknown }).duplicate === 'function' &&
-    typeof (value as { evalsha?: unknown }).evalsha === 'function'
-  );
+const wrapped = new WeakMap<object, RedisConnection>();
+
+/** The connection for a client, one per client object (an engine and the CLI share it). */
+export function connectionOf(client: RedisClient): RedisConnection {
+  let connection = wrapped.get(client);
+  if (!connection) {
+    connection = isIoRedis(client) ? new IoRedisConnection(client) : new NodeRedisConnection(client);
+    wrapped.set(client, connection);
+  }
+  return connection;
 }
 
-export function openClient(spec: RedisSpec): ClientLease {
-  if (isRedisClient(spec)) return { client: spec, owned: false };
+/**
+ * The connection for a spec: the application's client as it is, or an ioredis client of our
+ * own. ioredis is loaded here, only when Lockwarden connects by itself, so an application
+ * that brings node-redis never loads it.
+ */
+export function openConnection(spec: RedisSpec): ConnectionLease {
+  if (isRedisClient(spec)) return { connection: connectionOf(spec), owned: false };
+  const io = ownRequire()('ioredis') as typeof import('ioredis');
   // The spec was checked with the engine's options (checkRedisSpec).
-  if (typeof spec === 'string') return { client: new Redis(spec, OWNED_DEFAULTS), owned: true };
-  if ('cluster' in spec) {
+  let client: Redis | Cluster;
+  if (typeof spec === 'string') client = new io.Redis(spec, OWNED_DEFAULTS);
+  else if ('cluster' in spec) {
     const options = spec.clusterOptions ?? {};
-    return {
-      client: new Cluster(spec.cluster, { ...options, redisOptions: { ...OWNED_DEFAULTS, ...options.redisOptions } }),
-      owned: true,
-    };
-  }
-  return { client: new Redis({ ...OWNED_DEFAULTS, ...spec }), owned: true };
-}
-
-/**
- * Closes a client we own, politely (QUIT) when it is connected and at once
- * otherwise, and resolves only when its socket is gone, so nothing of ours
- * keeps the process alive after shutdown.
- */
-/**
- * A connection of the library's own for subscribing, made from `main` (a Cluster's with
- * sharded subscribers). ioredis resubscribes a connection that came back with a SUBSCRIBE
- * whose failure nothing handles: when the connection closes right after it came back (an app
- * shutting down while Redis restarts), that rejection would end the process. So on one server
- * its resubscription is off, and `resubscribe` (below) does it with the failure handled. A
- * Cluster's subscriber group resubscribes by itself, handling its failures.
- */
-export function subscriberOf(main: RedisClient): Redis | Cluster {
-  return main.isCluster
-    ? (main as Cluster).duplicate(undefined, { shardedSubscribers: true })
-    : (main as Redis).duplicate({ disconnectTimeout: 0, autoResubscribe: false });
-}
-
-/**
- * Subscribes `sub` (made by subscriberOf) again to `channels` after it came back; settles once
- * that is done or failed, never rejecting: a connection closing meanwhile has nothing to hear.
- */
-export async function resubscribe(sub: Redis | Cluster, channels: readonly string[]): Promise<void> {
-  if (sub.isCluster || channels.length === 0) return;
-  await sub.subscribe(...channels).catch(() => undefined);
-}
-
-export async function closeClient(client: RedisClient): Promise<void> {
-  if (client.status === 'end') return;
-  // Only a client with a socket emits 'end'; one between reconnects just drops its retry timer.
-  const hasSocket = client.status === 'ready' || client.status === 'connect' || client.status === 'connecting';
-  const ended = hasSocket ? new Promise<void>((resolve) => client.once('end', () => resolve())) : undefined;
-  if (client.status === 'ready') {
-    await client.quit().catch(() => client.disconnect());
-  } else {
-    client.disconnect();
-  }
-  await ended;
-  // ioredis arms a destroy timer even for a socket already gone (disconnectTimeout, 0 for our
-  // clients); let it fire so nothing of ours outlives close().
-  if (!hasSocket) await new Promise<void>((resolve) => setTimeout(resolve, 0));
+    client = new io.Cluster(spec.cluster, {
+      ...options,
+      redisOptions: { ...OWNED_DEFAULTS, ...options.redisOptions },
+    });
+  } else client = new io.Redis({ ...OWNED_DEFAULTS, ...spec });
+  return { connection: connectionOf(client), owned: true };
 }

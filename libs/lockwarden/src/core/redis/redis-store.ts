@@ -4,7 +4,7 @@ import { forceUnlockKey, inspectLock } from './inspect';
 import { inspectSemaphore } from './sem-inspect';
 import type { LockInfo, SemaphoreInfo, ServerProbe } from '../backend/lock-info';
 import type { MutexKeys, RwKeys, SemKeys } from '../backend/lock-keys';
-import type { RedisClient } from '../backend/lock-backend';
+import type { RedisConnection } from './connection';
 import type { ReplicaAck } from './replica-ack';
 import { SCRIPTS } from './lua-script';
 import type { LuaScript } from './lua-script';
@@ -38,7 +38,7 @@ export class RedisLockStore implements LockStore {
   private readonly releases: TurnBatch<HeldRelease, boolean> | undefined;
 
   constructor(
-    readonly client: RedisClient,
+    readonly client: RedisConnection,
     private readonly instanceId: string,
     private readonly ack?: ReplicaAck,
     /**
@@ -47,8 +47,8 @@ export class RedisLockStore implements LockStore {
      */
     private readonly plainGrants = true,
   ) {
-    this.publishCommand = client.isCluster ? 'spublish' : 'publish';
-    if (!client.isCluster) {
+    this.publishCommand = client.cluster ? 'spublish' : 'publish';
+    if (!client.cluster) {
       this.releases = new TurnBatch(
         (item) => this.releaseHeldMany([item]).then((done) => done[0]),
         (items) => this.releaseHeldMany(items),
@@ -77,14 +77,8 @@ export class RedisLockStore implements LockStore {
     // script from here instead would put a second grant on the wire after any withdrawal the
     // loop sent meanwhile (an abort): an attempt must be one call.
     if (this.plainGrants && !this.ack && !req.fair && !req.waited && !req.fenced) {
-      const reply = await this.client.set(
-        req.keys.lock,
-        `${req.ownerToken}||${this.instanceId}`,
-        'PX',
-        req.leaseMs,
-        'NX',
-      );
-      return reply === 'OK' ? UNMINTED : BUSY_FOR_UNKNOWN;
+      const set = await this.client.setNxPx(req.keys.lock, `${req.ownerToken}||${this.instanceId}`, req.leaseMs);
+      return set ? UNMINTED : BUSY_FOR_UNKNOWN;
     }
     const plain = [req.ownerToken, req.leaseMs, this.instanceId];
     // A plain attempt sends two keys and three arguments: the fewer bytes and Lua table
@@ -243,7 +237,7 @@ export class RedisLockStore implements LockStore {
 
   /** Every script call of the store goes through here. */
   private run(script: LuaScript, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
-    return script.run(this.client, keys, args);
+    return this.client.run(script, keys, args);
   }
 
   /**

@@ -1,8 +1,7 @@
-import type { Cluster, Redis } from 'ioredis';
 import { SCRIPTS } from './lua-script';
 import { inspectLock } from './inspect';
 import { escapeGlob, mutexKeys, semKeys } from '../backend/lock-keys';
-import type { RedisClient } from '../backend/lock-backend';
+import type { RedisConnection } from './connection';
 import type { LockSurvey, QueuedWaiterInfo, SurveyOptions, SurveyedLock } from '../backend/lock-survey';
 import { inspectSemaphore } from './sem-inspect';
 import { surveyLeaderships } from './leader-survey';
@@ -35,14 +34,14 @@ const NAME = /^\{(.*)\}(|:rw|:sem:limit|:sem:holders|:term)$/s;
  * ```
  */
 export async function surveyLocks(
-  client: RedisClient,
+  client: RedisConnection,
   prefix: string,
   options: SurveyOptions = {},
 ): Promise<LockSurvey> {
   const at = Date.now();
   const limit = options.limit ?? 100;
   const budget = options.scanBudget ?? 10_000;
-  const masters = client.isCluster ? (client as Cluster).nodes('master') : [client as Redis];
+  const masters = client.servers();
   let [node, cursor] = parseCursor(options.cursor, masters.length);
   const found = { mutex: new Set<string>(), rw: new Set<string>(), sem: new Set<string>(), leader: new Set<string>() };
   const room = (): number => limit - Math.max(...Object.values(found).map((names) => names.size));
@@ -52,7 +51,7 @@ export async function surveyLocks(
     // A page ends where a SCAN call ends, so every name of a call is kept (the next page
     // starts after it); asking for fewer keys as the page fills keeps it near the cap.
     const count = Math.min(SCAN_COUNT, Math.max(MIN_SCAN_COUNT, room()));
-    const [next, keys] = await masters[node].scan(cursor, 'MATCH', match, 'COUNT', count);
+    const [next, keys] = await masters[node].scan(cursor, match, count);
     scanned += count;
     for (const key of keys) {
       const m = NAME.exec(key.slice(prefix.length));
@@ -84,7 +83,7 @@ export async function surveyLocks(
 
 /** Held mutexes and read/write locks, each with its queue head; free ones are left out. */
 async function surveyMutexes(
-  client: RedisClient,
+  client: RedisConnection,
   prefix: string,
   mutexes: Set<string>,
   rws: Set<string>,

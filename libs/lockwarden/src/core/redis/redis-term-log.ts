@@ -1,6 +1,6 @@
 import type { LockLogger } from '../observe/logger';
 import type { TermKeys } from '../backend/lock-keys';
-import type { RedisClient } from '../backend/lock-backend';
+import type { RedisConnection } from './connection';
 import type { LeaderTerm, RecordedTerm, TermEntry, TermLog, TermLogs } from '../backend/term-log';
 import { TERM_LOG_LENGTH } from '../backend/term-log';
 import type { ChannelListener } from '../backend/wake-bus';
@@ -8,7 +8,7 @@ import { LeaderBus } from './leader-bus';
 import { SCRIPTS } from './lua-script';
 
 /** The term logs of one leadership registry on Redis, sharing one `LeaderBus` made on first use. */
-export function redisTermLogs(client: RedisClient, logger: LockLogger): TermLogs {
+export function redisTermLogs(client: RedisConnection, logger: LockLogger): TermLogs {
   let bus: LeaderBus | undefined;
   return {
     log: (keys) => new RedisTermLog(client, keys, (bus ??= new LeaderBus(client, logger))),
@@ -23,11 +23,11 @@ export class RedisTermLog implements TermLog {
   private readonly publish: string;
 
   constructor(
-    private readonly client: RedisClient,
+    private readonly client: RedisConnection,
     private readonly keys: TermKeys,
     private readonly bus: ChannelListener,
   ) {
-    this.publish = client.isCluster ? 'spublish' : 'publish';
+    this.publish = client.cluster ? 'spublish' : 'publish';
   }
 
   async elect(instanceId: string, fencingToken: number): Promise<LeaderTerm | null> {
@@ -66,12 +66,12 @@ export class RedisTermLog implements TermLog {
   }
 
   async after(cursor: string, count: number): Promise<TermEntry[]> {
-    const rows = await this.client.xrange(this.keys.log, nextId(cursor), '+', 'COUNT', count);
+    const rows = await this.client.xrange(this.keys.log, nextId(cursor), '+', count);
     return rows.map(([id, fields]) => toEntry(id, fields));
   }
 
   async lastId(): Promise<string> {
-    const rows = await this.client.xrevrange(this.keys.log, '+', '-', 'COUNT', 1);
+    const rows = await this.client.xrevrange(this.keys.log, '+', '-', 1);
     return rows[0]?.[0] ?? '0-0';
   }
 

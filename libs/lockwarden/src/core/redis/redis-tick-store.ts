@@ -1,4 +1,4 @@
-import type { RedisClient } from '../backend/lock-backend';
+import type { RedisConnection } from './connection';
 import { parsePointer, pointerOf } from '../backend/tick-store';
 import type { ClaimState, TickClaim, TickKeys, TickOutcome, TickStart, TickStore } from '../backend/tick-store';
 import { SCRIPTS } from './lua-script';
@@ -6,7 +6,7 @@ import { SCRIPTS } from './lua-script';
 /** The tick store on Redis: three small scripts, each touching one job's keys. */
 export class RedisTickStore implements TickStore {
   constructor(
-    private readonly client: RedisClient,
+    private readonly client: RedisConnection,
     private readonly instanceId: string,
   ) {}
 

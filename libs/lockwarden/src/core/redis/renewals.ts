@@ -1,6 +1,6 @@
 import { groupBySlot } from './cluster-slots';
 import { semPermitsKey } from '../backend/lock-keys';
-import type { RedisClient } from '../backend/lock-backend';
+import type { RedisConnection } from './connection';
 import type { LockKind, RenewItem } from '../backend/lock-store';
 import { SCRIPTS } from './lua-script';
 import type { LuaScript } from './lua-script';
@@ -20,11 +20,11 @@ type RunScript = (script: LuaScript, keys: readonly string[], args: readonly (st
  * batch is in flight at once.
  */
 export async function renewLeases(
-  client: RedisClient,
+  client: RedisConnection,
   items: readonly RenewItem[],
   run: RunScript,
 ): Promise<boolean[]> {
-  if (!client.isCluster) return renewBatches(items, run);
+  if (!client.cluster) return renewBatches(items, run);
   const indexed = items.map((item, index) => ({ item, index }));
   const results: boolean[] = new Array<boolean>(items.length);
   await Promise.all(

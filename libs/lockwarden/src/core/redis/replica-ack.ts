@@ -1,7 +1,6 @@
 import calculateSlot from 'cluster-key-slot';
-import type { Cluster, Redis } from 'ioredis';
 import type { LockLogger } from '../observe/logger';
-import type { RedisClient } from '../backend/lock-backend';
+import type { RedisConnection } from './connection';
 
 /**
  * Redisson-style replica acknowledgement: after a lock write, `WAIT` until
@@ -37,7 +36,7 @@ export class ReplicaAck {
   private disabled = false;
 
   constructor(
-    private readonly client: RedisClient,
+    private readonly client: RedisConnection,
     private readonly options: ReplicaAckOptions,
     private readonly logger: LockLogger,
   ) {}
@@ -48,18 +47,17 @@ export class ReplicaAck {
   }
 
   /**
-   * WAITs on the connection of every node that serves one of `keys` (once per
-   * node: WAIT covers all earlier writes on its connection). Resolves the
+   * WAITs on the connection of every node that serves one of `keys` (once per slot: WAIT
+   * covers all earlier writes on its connection). Resolves the
    * error to raise when a node had fewer replicas acknowledge than asked for,
    * or undefined when all did (or acknowledgement is off).
    */
   async check(keys: readonly string[]): Promise<ReplicaAckError | undefined> {
     if (this.disabled) return undefined;
     const { replicas, timeoutMs } = this.options;
-    const connections = [...new Set(keys.map((key) => this.connectionFor(key)))];
     let acked: number[];
     try {
-      acked = await Promise.all(connections.map(async (c) => Number(await c.wait(replicas, timeoutMs))));
+      acked = await Promise.all(this.onePerSlot(keys).map((key) => this.client.waitReplicas(key, replicas, timeoutMs)));
     } catch (err) {
       if (!isUnsupported(err)) throw err;
       this.disabled = true;
@@ -72,12 +70,12 @@ export class ReplicaAck {
     return fewest < replicas ? new ReplicaAckError(fewest, replicas, timeoutMs) : undefined;
   }
 
-  private connectionFor(key: string): Redis | Cluster {
-    if (!this.client.isCluster) return this.client;
-    const cluster = this.client as Cluster;
-    const address = cluster.slots[calculateSlot(key)]?.[0];
-    const node = cluster.nodes('master').find((n) => `${n.options.host}:${n.options.port}` === address);
-    return node ?? cluster;
+  /** One key per node to WAIT on: any key on one server, one per hash slot on a Cluster. */
+  private onePerSlot(keys: readonly string[]): string[] {
+    if (!this.client.cluster) return keys.slice(0, 1);
+    const bySlot = new Map<number, string>();
+    for (const key of keys) if (!bySlot.has(calculateSlot(key))) bySlot.set(calculateSlot(key), key);
+    return [...bySlot.values()];
   }
 }
 

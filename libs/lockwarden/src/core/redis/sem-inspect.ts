@@ -2,10 +2,10 @@ import { SCRIPTS } from './lua-script';
 import { semaphoreInfo } from '../backend/lock-info';
 import type { SemaphoreInfo } from '../backend/lock-info';
 import type { SemKeys } from '../backend/lock-keys';
-import type { RedisClient } from '../backend/lock-backend';
+import type { RedisConnection } from './connection';
 
 /** Reads one semaphore's state in one script call. */
-export async function inspectSemaphore(client: RedisClient, keys: SemKeys, key: string): Promise<SemaphoreInfo> {
+export async function inspectSemaphore(client: RedisConnection, keys: SemKeys, key: string): Promise<SemaphoreInfo> {
   const reply = (await SCRIPTS.semInspect.run(client, [keys.lock, keys.permits, keys.limit, keys.fence], [])) as (
     string | number
   )[];

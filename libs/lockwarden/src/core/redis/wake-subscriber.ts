@@ -1,29 +1,23 @@
-import type { Cluster, Redis } from 'ioredis';
-import type { RedisClient } from '../backend/lock-backend';
 import type { WakeSink, WakeSubscriber } from '../backend/wake-bus';
-import { closeClient, resubscribe, subscriberOf } from './redis-client';
+import type { RedisConnection, SubscriberConnection } from './connection';
 
 /**
  * The Redis half of the wake-up bus: one subscriber connection per engine (per node in
  * quorum mode), made on first use, that hands release and grant messages to the bus.
  */
 export class RedisWakeSubscriber implements WakeSubscriber {
-  private subscribers: (Redis | Cluster)[] | undefined;
-  /** Cluster: releases come by sharded pub/sub. */
-  private readonly sharded: boolean;
+  private subscribers: SubscriberConnection[] | undefined;
   /** The channels subscribed: what a connection that came back subscribes to again. */
   private readonly channels = new Set<string>();
 
   /**
-   * `mains` are the clients to duplicate for subscribing: one, or in quorum mode one per
+   * `mains` are the connections to make subscribers from: one, or in quorum mode one per
    * node (a release heard from any node wakes the waiter).
    */
   constructor(
-    private readonly mains: readonly RedisClient[],
+    private readonly mains: readonly RedisConnection[],
     private readonly sink: WakeSink,
-  ) {
-    this.sharded = mains[0]?.isCluster === true;
-  }
+  ) {}
 
   /**
    * Subscribes on every connection. Ready once one of them has subscribed: in
@@ -35,7 +29,7 @@ export class RedisWakeSubscriber implements WakeSubscriber {
     // No connection at all: nothing will be heard, and nothing holds the waiter up.
     if (subs.length === 0) return Promise.resolve();
     this.channels.add(channel);
-    const each = subs.map((sub) => (this.sharded ? sub.ssubscribe(channel) : sub.subscribe(channel)));
+    const each = subs.map((sub) => sub.subscribe(channel));
     const done = each.length === 1 ? each[0] : Promise.any(each);
     for (const p of each) p.catch(() => undefined);
     return done;
@@ -43,45 +37,31 @@ export class RedisWakeSubscriber implements WakeSubscriber {
 
   unsubscribe(channel: string): void {
     this.channels.delete(channel);
-    for (const sub of this.subscribers ?? []) {
-      const done = this.sharded ? sub.sunsubscribe(channel) : sub.unsubscribe(channel);
-      done.catch(() => undefined);
-    }
+    for (const sub of this.subscribers ?? []) sub.unsubscribe(channel).catch(() => undefined);
   }
 
   async close(): Promise<void> {
     const subs = this.subscribers ?? [];
     this.subscribers = undefined;
-    await Promise.all(
-      subs.map((sub) => {
-        sub.removeAllListeners('ready');
-        return closeClient(sub);
-      }),
-    );
+    await Promise.all(subs.map((sub) => sub.close()));
   }
 
-  private connections(): (Redis | Cluster)[] {
+  private connections(): SubscriberConnection[] {
     this.subscribers ??= this.mains.map((main) => this.connect(main));
     return this.subscribers;
   }
 
-  private connect(main: RedisClient): Redis | Cluster {
+  private connect(main: RedisConnection): SubscriberConnection {
     // The subscriber is always ours, even when the main client is the user's.
-    const sub = subscriberOf(main);
-    sub.on('error', () => {
-      // Reconnection is automatic; waits are capped by the lease, so nothing hangs meanwhile.
-    });
-    sub.on(this.sharded ? 'smessage' : 'message', (channel: string, message: string) =>
-      this.sink.deliver(channel, message),
-    );
-    let firstReady = true;
-    sub.on('ready', () => {
-      if (firstReady) {
-        firstReady = false;
-        return;
-      }
+    const sub = main.subscriber();
+    sub.listen({
+      message: (channel, message) => this.sink.deliver(channel, message),
+      channels: () => [...this.channels],
       // Waiters retry once the channels are subscribed again, so a release after their retry is heard.
-      void resubscribe(sub, [...this.channels]).then(() => this.sink.reconnected());
+      resubscribed: () => this.sink.reconnected(),
+      error: () => {
+        // Reconnection is automatic; waits are capped by the lease, so nothing hangs meanwhile.
+      },
     });
     return sub;
   }
