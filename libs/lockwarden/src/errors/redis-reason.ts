@@ -53,7 +53,14 @@ function say(err: unknown): Said {
   }
   // node-redis's words for the same (its errors keep the name Error): a closed client, an
   // offline one with its queue off, a cut socket, a cluster with no node to ask.
-  if (message === 'The client is closed' || message === 'The client is offline') {
+  if (message === 'The client is closed') {
+    return {
+      text: 'the Redis client is closed (a client given as `client` must be connected before it is given, and closed only after the app)',
+      short: 'client closed',
+      failure: 'refused',
+    };
+  }
+  if (message === 'The client is offline') {
     return { text: DOWN, short: 'connection down', failure: 'refused' };
   }
   if (message === 'Socket closed unexpectedly') {

@@ -118,7 +118,7 @@ function render(parts: readonly Part[], args: readonly unknown[], where: string)
       key += value;
     } else {
       throw new LockConfigError(
-        `${where}: placeholder ${quoteKey(part.text, 40)} resolved to ${describe(value)}; it must be a non-empty string or a number. The method did not run.`,
+        `${where}: placeholder ${quoteKey(part.text, 40)} resolved to ${describe(value)}; it must be a non-empty string, a number, a bigint or a boolean. The method did not run.`,
       );
     }
   }
