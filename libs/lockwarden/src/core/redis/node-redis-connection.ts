@@ -84,7 +84,7 @@ export class NodeRedisConnection implements RedisConnection {
   readonly cluster: boolean;
   private readonly shape: Shape;
   private readonly send: (firstKey: string | undefined, args: string[]) => Promise<unknown>;
-  /** 'ready' listeners, by the listener given: a Cluster says so per node. */
+  /** The event that says the client is (again) usable: a Cluster says it per node. */
   private readonly readyEvent: string;
 
   constructor(readonly client: AnyNodeRedis) {

@@ -74,7 +74,10 @@ export class ReplicaAck {
   private onePerSlot(keys: readonly string[]): string[] {
     if (!this.client.cluster) return keys.slice(0, 1);
     const bySlot = new Map<number, string>();
-    for (const key of keys) if (!bySlot.has(calculateSlot(key))) bySlot.set(calculateSlot(key), key);
+    for (const key of keys) {
+      const slot = calculateSlot(key);
+      if (!bySlot.has(slot)) bySlot.set(slot, key);
+    }
     return [...bySlot.values()];
   }
 }
