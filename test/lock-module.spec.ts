@@ -4,6 +4,7 @@ import { Test } from '@nestjs/testing';
 import { Redis } from 'ioredis';
 import { LockAbortedError, LockConfigError, LockModule, LockService } from 'lockwarden';
 import type { LockHandle } from 'lockwarden';
+import { openHandlesBeyond } from './harness/open-handles';
 import { startRedis, uniquePrefix } from './harness/redis';
 import type { RedisTarget } from './harness/redis';
 
@@ -136,18 +137,6 @@ describe('app.close() with Redis gone', () => {
     expect(openHandlesBeyond(baseline)).toEqual([]);
   });
 });
-
-/** Resources (sockets, timers, ...) alive now that were not alive at `baseline`. */
-function openHandlesBeyond(baseline: string[]): string[] {
-  const left = [...baseline];
-  const extra: string[] = [];
-  for (const r of process.getActiveResourcesInfo()) {
-    const i = left.indexOf(r);
-    if (i >= 0) left.splice(i, 1);
-    else extra.push(r);
-  }
-  return extra;
-}
 
 describe('shutdown hooks', () => {
   class Lines {

@@ -97,7 +97,16 @@ export interface RedisConnection {
   describe(): string;
   /** A new connection of Lockwarden's own for pub/sub, made from this one. */
   subscriber(): SubscriberConnection;
-  /** Closes the client (only ever called for a client Lockwarden made), once its socket is gone. */
+  /**
+   * A new client of the same kind, to the same servers with the same options (the client's
+   * own `duplicate()`), already connecting: Lockwarden's own, which it closes.
+   */
+  duplicate(): RedisConnection;
+  /**
+   * Closes what Lockwarden opened for this connection, once its sockets are gone: the client
+   * itself when Lockwarden made it; for a client the application gave, only what was opened
+   * beside it (GivenConnection).
+   */
   close(): Promise<void>;
 }
 

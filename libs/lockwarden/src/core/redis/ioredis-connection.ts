@@ -101,6 +101,13 @@ export class IoRedisConnection implements RedisConnection {
     return new IoRedisSubscriber(sub);
   }
 
+  duplicate(): RedisConnection {
+    const copy = this.cluster
+      ? (this.client as Cluster).duplicate()
+      : (this.client as Redis).duplicate({ disconnectTimeout: 0 });
+    return new IoRedisConnection(copy);
+  }
+
   close(): Promise<void> {
     return closeIoClient(this.client);
   }

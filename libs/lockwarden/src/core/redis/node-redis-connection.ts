@@ -215,10 +215,27 @@ export class NodeRedisConnection implements RedisConnection {
     return new NodeRedisSubscriber(sub, this.shape === 'cluster');
   }
 
+  duplicate(): RedisConnection {
+    const copy = this.client.duplicate() as AnyNodeRedis;
+    // node-redis throws an 'error' event nobody listens to: a failed connect must not end the process.
+    copy.on('error', noop);
+    void copy.connect().catch(noop);
+    return new NodeRedisConnection(copy);
+  }
+
   async close(): Promise<void> {
-    if (this.client.isOpen) await this.client.close();
+    await closeNodeClient(this.client);
   }
 }
+
+/** Closes a node-redis client Lockwarden opened; one still connecting (Redis down) is dropped at once. */
+async function closeNodeClient(client: AnyNodeRedis): Promise<void> {
+  if (!client.isOpen) return;
+  if ((client as { isReady?: boolean }).isReady === false) await client.destroy();
+  else await client.close().catch(() => client.destroy());
+}
+
+function noop(): void {}
 
 function scriptArgs(
   command: string,
@@ -302,11 +319,8 @@ class NodeRedisSubscriber implements SubscriberConnection {
     });
   }
 
-  async close(): Promise<void> {
-    if (!this.sub.isOpen) return;
-    // One still connecting (Redis down) would keep close() waiting for it: drop it at once.
-    if ((this.sub as { isReady?: boolean }).isReady === false) await this.sub.destroy();
-    else await this.sub.close().catch(() => this.sub.destroy());
+  close(): Promise<void> {
+    return closeNodeClient(this.sub);
   }
 
   private connection(): Promise<unknown> {

@@ -37,7 +37,7 @@ export class RedisBackend implements LockBackend {
 
   open(instanceId: string, logger: LockLogger): Topology {
     const { redis, quorum, replicaAck } = this.options;
-    const leases = (quorum ? quorum.nodes : [redis as RedisSpec]).map((spec) => openConnection(spec));
+    const leases = (quorum ? quorum.nodes : [redis as RedisSpec]).map((spec) => openConnection(spec, logger));
     // A client the user gave is theirs to watch: listening to its errors would silence the client's own report.
     const watches = leases.filter((c) => c.owned).map((c) => new ConnectionWatch(c.connection, logger));
     const clients = leases.map((c) => c.connection);
@@ -73,7 +73,8 @@ export class RedisBackend implements LockBackend {
       close: async () => {
         await bus.close();
         clients.forEach((client, i) => client.off('ready', preloads[i]));
-        await Promise.all(leases.filter((c) => c.owned).map((c) => c.connection.close()));
+        // A given client stays open: closing its connection closes only what was opened in its stead.
+        await Promise.all(clients.map((client) => client.close()));
         for (const watch of watches) watch.detach();
       },
     };

@@ -4,6 +4,8 @@ import type { RedisConnection } from './connection';
 import { IoRedisConnection } from './ioredis-connection';
 import { NodeRedisConnection } from './node-redis-connection';
 import { isIoRedis, isRedisClient } from './client-kind';
+import { GivenConnection } from './given-connection';
+import type { LockLogger } from '../observe/logger';
 import type { AnyNodeRedis } from './node-redis-connection';
 
 /**
@@ -38,7 +40,7 @@ export type RedisClient = Redis | Cluster | AnyNodeRedis;
 /** Where to find Redis: where to connect (RedisTarget), or a client the caller owns and closes. */
 export type RedisSpec = RedisTarget | RedisClient;
 
-/** A connection together with whether Lockwarden created it (and so must close it). */
+/** A connection together with whether Lockwarden created the client (and so reports its outages). */
 export interface ConnectionLease {
   connection: RedisConnection;
   owned: boolean;
@@ -73,12 +75,13 @@ export function connectionOf(client: RedisClient): RedisConnection {
 }
 
 /**
- * The connection for a spec: the application's client as it is, or an ioredis client of our
- * own. ioredis is loaded here, only when Lockwarden connects by itself, so an application
- * that brings node-redis never loads it.
+ * The connection for a spec: the application's client (with a stand-in of our own for when
+ * it is closed: GivenConnection), or an ioredis client of our own. ioredis is loaded here,
+ * only when Lockwarden connects by itself, so an application that brings node-redis never
+ * loads it.
  */
-export function openConnection(spec: RedisSpec): ConnectionLease {
-  if (isRedisClient(spec)) return { connection: connectionOf(spec), owned: false };
+export function openConnection(spec: RedisSpec, logger: LockLogger): ConnectionLease {
+  if (isRedisClient(spec)) return { connection: new GivenConnection(connectionOf(spec), logger), owned: false };
   const io = ownRequire()('ioredis') as typeof import('ioredis');
   // The spec was checked with the engine's options (checkRedisSpec).
   let client: Redis | Cluster;
