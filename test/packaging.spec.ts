@@ -276,6 +276,9 @@ describe('the packed library', () => {
     expect(existsSync(join(installed, 'LICENSE'))).toBe(true);
     expect(existsSync(join(installed, 'CHANGELOG.md'))).toBe(true);
     expect(existsSync(join(installed, 'GUARANTEES.md'))).toBe(true);
+    // The docs pages the README points to, with the images they show.
+    expect(existsSync(join(installed, 'docs', 'topologies.md'))).toBe(true);
+    expect(existsSync(join(installed, 'docs', 'images', 'dashboard.png'))).toBe(true);
     // Its own README, for npm: how to install and use it, not the monorepo's demo set-up.
     const readme = readFileSync(join(installed, 'README.md'), 'utf8');
     expect(readme).toMatch(/^# lockwarden\n/);

@@ -1,4 +1,6 @@
 import { Redis } from 'ioredis';
+import { createSentinel as createSentinel6 } from 'redis';
+import { createSentinel as createSentinel5 } from 'redis5';
 import { LeadershipRegistry, LockBackendError, LockConfigError, LockEngine, LockError } from 'lockwarden';
 import type { LockEngineOptions } from 'lockwarden';
 import { RedisSentinelGroup } from './harness/redis-sentinel';
@@ -242,4 +244,81 @@ describe('on Redis with Sentinel', () => {
       await server.destroy();
     }
   });
+});
+
+/**
+ * node-redis's Sentinel client, given as `client`: `redis` 6's is duplicated for the
+ * subscriber (and for a stand-in once the application closed it); `redis` 5's cannot be, so
+ * its own pub/sub connection carries the subscriptions, and a closed one is said to strand
+ * the locks it held.
+ */
+describe('a node-redis Sentinel client', () => {
+  let g: RedisSentinelGroup;
+  beforeAll(async () => {
+    g = await RedisSentinelGroup.start({ replicas: 1 });
+  });
+  afterAll(async () => {
+    await g.stop();
+  });
+
+  it.each([
+    ['redis 6', createSentinel6 as unknown as typeof createSentinel5, true],
+    ['redis 5', createSentinel5, false],
+  ])(
+    '(%s) wakes a waiter through its subscriber; once the application closes it, a held lock is released through a duplicate, or said stranded where there is none',
+    async (_, create, duplicates) => {
+      const sentinel = create({ name: g.name, sentinelRootNodes: g.options.sentinels });
+      sentinel.on('error', () => undefined);
+      await sentinel.connect();
+      const [host, port] = (await g.currentMaster()).split(':');
+      const admin = new Redis(Number(port), host);
+      try {
+        const warnings: string[] = [];
+        const keyPrefix = uniquePrefix('nrs');
+        const e = engine({ client: sentinel as unknown as LockEngineOptions['client'], keyPrefix }, warnings);
+
+        // The holder is another engine on another client, as another process would be: only the
+        // subscriber can tell the waiter that the lock was released.
+        const other = create({ name: g.name, sentinelRootNodes: g.options.sentinels });
+        other.on('error', () => undefined);
+        await other.connect();
+        const holder = engine({ client: other as unknown as LockEngineOptions['client'], keyPrefix });
+        const held = await holder.acquireWrite('k', { leaseMs: 120_000 });
+        // A reader waits for a wake-up or for the writer's lease to end, nothing in between: a
+        // wake-up that never came would keep it waiting for two minutes, past this test's time.
+        const parked = new Promise<void>((resolve) => {
+          const stop = e.subscribe((event) => {
+            if (event.type !== 'waiting') return;
+            stop();
+            resolve();
+          });
+        });
+        const waiting = e.acquireRead('k', { waitMs: 600_000 });
+        await parked;
+        await held.release();
+        await holder.close();
+        await other.close();
+        await (await waiting).release();
+
+        // The application closes its client while a lock is held.
+        const kept = await e.acquire('m');
+        expect(await admin.exists(`${keyPrefix}{m}`)).toBe(1);
+        await sentinel.close();
+        if (duplicates) {
+          await kept.release();
+          expect(await admin.exists(`${keyPrefix}{m}`)).toBe(0);
+          expect(warnings.filter((w) => w.includes('Lockwarden opened a connection of its own'))).toHaveLength(1);
+        } else {
+          await expect(kept.release()).rejects.toThrow(/client is closed/);
+          expect(await admin.exists(`${keyPrefix}{m}`)).toBe(1);
+          expect(warnings.filter((w) => w.includes('has no duplicate()'))).toHaveLength(1);
+        }
+        await e.close();
+      } finally {
+        if (sentinel.isOpen) await sentinel.destroy();
+        admin.disconnect();
+      }
+    },
+    30_000,
+  );
 });

@@ -15,15 +15,18 @@ export function isIoRedis(value: unknown): value is Redis | Cluster {
   );
 }
 
-/** A node-redis client, Cluster or Sentinel (`redis` 5 or 6): `sendCommand`, `duplicate` and `isOpen`. */
+/**
+ * A node-redis client, Cluster or Sentinel (`redis` 5 or 6): `sendCommand`, `isOpen`, and
+ * `duplicate` (or, on `redis` 5's Sentinel, which has none, `use`).
+ */
 export function isNodeRedis(value: unknown): value is AnyNodeRedis {
-  const v = value as { sendCommand?: unknown; duplicate?: unknown; isOpen?: unknown };
+  const v = value as { sendCommand?: unknown; duplicate?: unknown; use?: unknown; isOpen?: unknown };
   return (
     typeof value === 'object' &&
     value !== null &&
     !isIoRedis(value) &&
     typeof v.sendCommand === 'function' &&
-    typeof v.duplicate === 'function' &&
+    (typeof v.duplicate === 'function' || typeof v.use === 'function') &&
     typeof v.isOpen === 'boolean'
   );
 }

@@ -99,9 +99,10 @@ export interface RedisConnection {
   subscriber(): SubscriberConnection;
   /**
    * A new client of the same kind, to the same servers with the same options (the client's
-   * own `duplicate()`), already connecting: Lockwarden's own, which it closes.
+   * own `duplicate()`), already connecting: Lockwarden's own, which it closes. Undefined for a
+   * client that cannot be duplicated (`redis` 5's Sentinel).
    */
-  duplicate(): RedisConnection;
+  duplicate(): RedisConnection | undefined;
   /**
    * Closes what Lockwarden opened for this connection, once its sockets are gone: the client
    * itself when Lockwarden made it; for a client the application gave, only what was opened

@@ -28,7 +28,8 @@ export class GivenConnection implements RedisConnection {
   private watch: ConnectionWatch | undefined;
   /** Whether the given client was seen open: a closed client was then closed, not never connected. */
   private seenOpen: boolean;
-  private closed = false;
+  /** Set once the lock service closed, or the client proved it cannot be duplicated: no stand-in is opened then. */
+  private noStandIn = false;
 
   constructor(
     private readonly given: RedisConnection,
@@ -97,13 +98,13 @@ export class GivenConnection implements RedisConnection {
     return this.given.subscriber();
   }
 
-  duplicate(): RedisConnection {
+  duplicate(): RedisConnection | undefined {
     return this.given.duplicate();
   }
 
   /** Closes the connection opened in the given client's stead, if one was; never the given client. */
   async close(): Promise<void> {
-    this.closed = true;
+    this.noStandIn = true;
     const standIn = this.standIn;
     this.standIn = undefined;
     if (!standIn) return;
@@ -117,18 +118,27 @@ export class GivenConnection implements RedisConnection {
       this.seenOpen = true;
       return this.given;
     }
-    if (this.standIn || this.closed) return this.standIn ?? this.given;
+    if (this.standIn || this.noStandIn) return this.standIn ?? this.given;
     return this.openStandIn();
   }
 
   private openStandIn(): RedisConnection {
     const standIn = this.given.duplicate();
-    this.standIn = standIn;
-    this.watch = new ConnectionWatch(standIn, this.logger);
     const what = this.seenOpen
       ? 'was closed while the lock service still runs (by its owner, or by a module that shuts down ' +
         "first: @nestjs/cache-manager closes a Keyv store's client in onModuleDestroy)"
       : 'is not connected';
+    if (!standIn) {
+      this.noStandIn = true; // said once
+      this.logger.warn(
+        `The Redis client given as \`client\` ${what}, and it has no duplicate() to open a connection of ` +
+          "Lockwarden's own from: the locks held stay in Redis until their lease ends. Close a shared client only " +
+          'after app.close().',
+      );
+      return this.given;
+    }
+    this.standIn = standIn;
+    this.watch = new ConnectionWatch(standIn, this.logger);
     this.logger.warn(
       `The Redis client given as \`client\` ${what}. Lockwarden opened a connection of its own to ` +
         `${this.given.describe()}, so that its locks can still be taken, renewed and released, and closes it when ` +

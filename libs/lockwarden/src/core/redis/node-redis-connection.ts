@@ -11,6 +11,8 @@ import { hashReply, isNoScript, streamReply } from './connection';
 /** What Lockwarden listens with: 'error' gets the error; the others get nothing it reads. */
 type Listener = (err: Error) => void;
 type PubSubListener = (message: string, channel: string) => unknown;
+/** What node-redis's `unsubscribe` takes: a listener of strings or Buffers. */
+type AnyPubSubListener = (message: string | Buffer, channel: string | Buffer) => unknown;
 
 /** The part of any node-redis client (`redis` 5 or 6) Lockwarden uses: public methods only. */
 interface NodeRedisCommon {
@@ -52,14 +54,17 @@ export interface NodeRedisCluster extends NodeRedisCommon {
   sUnsubscribe(channel: string): Promise<unknown>;
 }
 
-/** A node-redis Sentinel client: `createSentinel()`. */
+/**
+ * A node-redis Sentinel client: `createSentinel()`. `redis` 5's has no `duplicate()`: its own
+ * pub/sub connection then carries Lockwarden's subscriptions too.
+ */
 export interface NodeRedisSentinel extends NodeRedisCommon {
   readonly isReady: boolean;
   sendCommand(isReadonly: boolean | undefined, args: string[]): Promise<unknown>;
   use(fn: never): Promise<unknown>;
-  duplicate(): object;
+  duplicate?(): object;
   subscribe(channel: string, listener: PubSubListener): Promise<unknown>;
-  unsubscribe(channel: string): Promise<unknown>;
+  unsubscribe(channel: string, listener?: AnyPubSubListener): Promise<unknown>;
 }
 
 export type AnyNodeRedis = NodeRedisClient | NodeRedisCluster | NodeRedisSentinel;
@@ -101,7 +106,8 @@ export class NodeRedisConnection implements RedisConnection {
           : c.sendCommand(key, false, args);
     } else if (this.shape === 'sentinel') {
       const s = client as NodeRedisSentinel;
-      this.send = (_key, args) => s.sendCommand(false, args);
+      // `redis` 5's Sentinel, once closed, fails a command with a TypeError of its own: say what it is.
+      this.send = (_key, args) => (s.isOpen ? s.sendCommand(false, args) : Promise.reject(new ClosedClientError()));
     } else {
       const c = client as NodeRedisClient;
       this.send = (_key, args) => c.sendCommand(args);
@@ -210,12 +216,14 @@ export class NodeRedisConnection implements RedisConnection {
   }
 
   subscriber(): SubscriberConnection {
+    if (!this.client.duplicate) return new SentinelOwnSubscriber(this.client as NodeRedisSentinel);
     // A duplicate is a client of the same kind, with the same options.
     const sub = this.client.duplicate() as NodeRedisClient | NodeRedisCluster | NodeRedisSentinel;
     return new NodeRedisSubscriber(sub, this.shape === 'cluster');
   }
 
-  duplicate(): RedisConnection {
+  duplicate(): RedisConnection | undefined {
+    if (!this.client.duplicate) return undefined;
     const copy = this.client.duplicate() as AnyNodeRedis;
     // node-redis throws an 'error' event nobody listens to: a failed connect must not end the process.
     copy.on('error', noop);
@@ -236,6 +244,14 @@ async function closeNodeClient(client: AnyNodeRedis): Promise<void> {
 }
 
 function noop(): void {}
+
+/** node-redis's own words for a command on a closed client. */
+class ClosedClientError extends Error {
+  constructor() {
+    super('The client is closed');
+    this.name = 'ClientClosedError';
+  }
+}
 
 function scriptArgs(
   command: string,
@@ -326,5 +342,44 @@ class NodeRedisSubscriber implements SubscriberConnection {
   private connection(): Promise<unknown> {
     this.connected ??= this.sub.connect();
     return this.connected;
+  }
+}
+
+/**
+ * Subscriptions on a `redis` 5 Sentinel client's own pub/sub connection (that client cannot be
+ * duplicated). Only Lockwarden's listener is removed from a channel, and the client is never
+ * closed. It resubscribes by itself without saying when, so `resubscribed` is never called:
+ * a waiter that missed a wake-up while the connection was down retries when the lease it
+ * waits on ends.
+ */
+class SentinelOwnSubscriber implements SubscriberConnection {
+  private handlers: Parameters<SubscriberConnection['listen']>[0] | undefined;
+  private readonly channels = new Set<string>();
+  private readonly onMessage: AnyPubSubListener = (message, channel) =>
+    this.handlers?.message(String(channel), String(message));
+
+  constructor(private readonly sentinel: NodeRedisSentinel) {}
+
+  subscribe(channel: string): Promise<unknown> {
+    this.channels.add(channel);
+    return this.sentinel.subscribe(channel, this.onMessage);
+  }
+
+  async unsubscribe(channel: string): Promise<unknown> {
+    this.channels.delete(channel);
+    if (!this.sentinel.isOpen) return undefined;
+    return this.sentinel.unsubscribe(channel, this.onMessage);
+  }
+
+  listen(handlers: Parameters<SubscriberConnection['listen']>[0]): void {
+    // The application listens to its client's errors; a listener of ours would hide them.
+    this.handlers = handlers;
+  }
+
+  async close(): Promise<void> {
+    const channels = [...this.channels];
+    this.channels.clear();
+    if (!this.sentinel.isOpen) return;
+    await Promise.all(channels.map((c) => this.sentinel.unsubscribe(c, this.onMessage).catch(() => undefined)));
   }
 }
