@@ -36,10 +36,13 @@ afterAll(async () => {
 
 const SHARED = Symbol('SHARED');
 
-/** Warnings, and a promise for the first that matches. */
+/** The warnings and the log lines said. */
 class Warnings {
   readonly lines: string[] = [];
-  log(): void {}
+  readonly logs: string[] = [];
+  log(message: unknown): void {
+    this.logs.push(String(message));
+  }
   error(): void {}
   debug(): void {}
   verbose(): void {}
@@ -169,6 +172,10 @@ describe.each(SETUPS)('a shared client closed before the lock service shuts down
 
     expect(job.aborted).toBe(true);
     expect(await admin.exists(key)).toBe(0);
+    // The wait for the running work is said when it begins, naming the lock.
+    expect(warnings.logs.filter((l) => l.includes('Shutting down: waiting') && l.includes('"nightly"'))).toHaveLength(
+      1,
+    );
     expect(warnings.lines.filter((l) => l.includes('given as `client` was closed'))).toHaveLength(1);
     expect(warnings.lines.filter((l) => l.includes('Could not release'))).toEqual([]);
     // The application's client stays as the application left it, and the stand-in is gone.

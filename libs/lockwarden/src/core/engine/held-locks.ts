@@ -127,6 +127,15 @@ export class HeldLocks implements LeaseHost {
       lease.interrupt(new LockInterruptedError(lease.key, 'the application is shutting down'));
     }
     if (this.isIdle()) return;
+    if (this.leases.size > 0) {
+      // Said now, not only if the grace runs out: a test runner's hook timeout may come first.
+      const keys = [...this.leases].map((l) => `"${l.key}"`).join(', ');
+      const message =
+        `Shutting down: waiting up to ${graceMs} ms (shutdownGraceMs) for the work holding ${this.leases.size} ` +
+        `lock(s) (${keys}) to end; their signals are aborted.`;
+      if (this.logger.log) this.logger.log(message);
+      else this.logger.debug(message);
+    }
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([
       new Promise<void>((resolve) => this.idleWaiters.push(resolve)),
