@@ -141,9 +141,15 @@ export function describeLockBehaviour(label: string, backend: () => Backend): vo
 
     it('keeps a renewed lock past its lease, and aborts its signal once it is taken away', async () => {
       const events = new EventLog();
-      const [a, b] = backend().pair({ leaseMs: 600, onEvent: events.listener });
+      // A lease long enough to be renewed on a machine busy with other tests; a lease lost
+      // meanwhile fails the test with what happened, rather than leaving it waiting.
+      const [a, b] = backend().pair({ leaseMs: 1_500, onEvent: events.listener });
       const lock = await a.acquire('kept');
-      await events.next({ type: 'renewed', key: 'kept' }, 3);
+      const first = await Promise.race([
+        events.next({ type: 'renewed', key: 'kept' }, 3),
+        events.next({ type: 'lost', key: 'kept' }),
+      ]);
+      if (first.type === 'lost') throw new Error(`lost before three renewals: ${JSON.stringify(events.events)}`);
       expect(lock.isHeld()).toBe(true);
       expect(await b.forceUnlock('kept')).toBe(true);
       expect(await aborted(lock.signal)).toBeInstanceOf(LockLostError);
@@ -210,7 +216,7 @@ export function describeLockBehaviour(label: string, backend: () => Backend): vo
 
     it('renews read and write holds past their lease, and a taken-away one is lost', async () => {
       const events = new EventLog();
-      const [a, b] = backend().pair({ leaseMs: 600, onEvent: events.listener });
+      const [a, b] = backend().pair({ leaseMs: 1_500, onEvent: events.listener });
       const read = await a.acquireRead('rw-kept');
       const other = await b.acquireRead('rw-kept');
       await events.next({ type: 'renewed', key: 'rw-kept' }, 6);
