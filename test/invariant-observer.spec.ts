@@ -65,6 +65,16 @@ describe('the invariant observer', () => {
     ]);
   });
 
+  it('allows a frozen holder whose last look came before its process stopped: only its exit landed late', async () => {
+    await observer.enter('k', 'app0:1:x#1', 'w', 1);
+    const lookedAt = Date.now() - 1;
+    await observer.freeze('app0');
+    await observer.enter('k', 'app1:1:x#2', 'w', 2);
+    await observer.thaw('app0');
+    await observer.exit('k', 'app0:1:x#1', lookedAt);
+    expect(await observer.violations()).toEqual([]);
+  });
+
   it('counts an entry that lands while its process is stopped as frozen, and checks it at its exit', async () => {
     await observer.enter('k', 'app1:1:x#2', 'w', 2);
     await observer.freeze('app0');

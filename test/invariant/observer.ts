@@ -63,11 +63,18 @@ return #inside / 2
 /**
  * A section that was frozen by a pause while another holder entered its key must have been
  * told its lock was lost by the time it finishes: its first look at its signal after
- * resuming (a protected write checks it) reads it as lost.
+ * resuming (a protected write checks it) reads it as lost. A section whose last look came
+ * before its process was stopped finished then, still holding its lock: only its exit was on
+ * its way (or not yet written) when the process stopped. ARGV[3] is when it last looked, in
+ * ms of the wall clock; its process's last stop is in KEYS[5], in µs of the server's clock
+ * (one machine, one clock), recorded after the stop.
  */
 const EXIT = `
 if redis.call('sismember', KEYS[2], ARGV[1]) == 1 and redis.call('sismember', KEYS[3], ARGV[1]) == 0 then
-  redis.call('rpush', KEYS[4], ARGV[2] .. ': ' .. ARGV[1] .. ' resumed from a pause and finished without being told that another holder had taken its lock')
+  local stoppedAt = tonumber(redis.call('hget', KEYS[5], string.match(ARGV[1], '^[^:]+')) or '0')
+  if tonumber(ARGV[3]) * 1000 >= stoppedAt then
+    redis.call('rpush', KEYS[4], ARGV[2] .. ': ' .. ARGV[1] .. ' resumed from a pause and finished without being told that another holder had taken its lock')
+  end
 end
 redis.call('hdel', KEYS[1], ARGV[1])
 return 1
@@ -76,6 +83,8 @@ return 1
 /** One step, so no entry lands between marking the process stopped and freezing its sections. */
 const FREEZE = `
 redis.call('sadd', KEYS[1], ARGV[1])
+local t = redis.call('time')
+redis.call('hset', KEYS[3], ARGV[1], t[1] * 1000000 + t[2])
 local prefix = ARGV[1] .. ':'
 for _, hash in ipairs(redis.call('keys', 'in:*')) do
   for _, id in ipairs(redis.call('hkeys', hash)) do
@@ -93,8 +102,8 @@ export class Observer {
   constructor(url: string) {
     this.client = new Redis(url, { lazyConnect: false });
     this.client.defineCommand('observeEnter', { numberOfKeys: 11, lua: ENTER });
-    this.client.defineCommand('observeFreeze', { numberOfKeys: 2, lua: FREEZE });
-    this.client.defineCommand('observeExit', { numberOfKeys: 4, lua: EXIT });
+    this.client.defineCommand('observeFreeze', { numberOfKeys: 3, lua: FREEZE });
+    this.client.defineCommand('observeExit', { numberOfKeys: 5, lua: EXIT });
   }
 
   async enter(key: string, id: string, mode: SectionMode, fencingToken: number): Promise<void> {
@@ -117,14 +126,17 @@ export class Observer {
     );
   }
 
-  async exit(key: string, id: string): Promise<void> {
+  /** The section `id` finished; `lookedAt` (Date.now()) is when it last looked at its signal. */
+  async exit(key: string, id: string, lookedAt: number = Date.now()): Promise<void> {
     await (this.client as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>).observeExit(
       `in:${key}`,
       'overlapped',
       'lost',
       'violations',
+      'stopped-at',
       id,
       key,
+      String(lookedAt),
     );
   }
 
@@ -136,6 +148,7 @@ export class Observer {
     await (this.client as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>).observeFreeze(
       'stopped',
       'frozen',
+      'stopped-at',
       instance,
     );
   }

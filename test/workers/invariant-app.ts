@@ -50,9 +50,10 @@ function begin(
     // A protected section looks at its signal before its last write: after a pause, that
     // look is what tells it the lock is gone (and reports the loss before the exit).
     for (const h of handles) void h.signal.aborted;
+    const lookedAt = Date.now();
     exited ??= Promise.all(
       handles.map(async (h, i) => {
-        await observer.exit(h.key, id);
+        await observer.exit(h.key, id, lookedAt);
         holders.get(`${h.key}#${tokens[i]}`)?.delete(id);
       }),
     ).then(() => undefined);

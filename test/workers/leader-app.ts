@@ -37,7 +37,8 @@ class Reporter {
       signal.addEventListener('abort', lost, { once: true });
       await observer.enter('leader:jobs', id, 'w', token);
       await new Promise((resolve) => setTimeout(resolve, Number(WORK_MS)));
-      await observer.exit('leader:jobs', id);
+      void signal.aborted; // its last look, as a protected write's
+      await observer.exit('leader:jobs', id, Date.now());
       signal.removeEventListener('abort', lost);
       if (!announced.has(token)) {
         announced.add(token);
