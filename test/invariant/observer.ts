@@ -84,7 +84,8 @@ return 1
 const FREEZE = `
 redis.call('sadd', KEYS[1], ARGV[1])
 local t = redis.call('time')
-redis.call('hset', KEYS[3], ARGV[1], t[1] * 1000000 + t[2])
+-- As a string: Lua would print the number with 14 digits, too few for microseconds.
+redis.call('hset', KEYS[3], ARGV[1], t[1] .. string.format('%06d', tonumber(t[2])))
 local prefix = ARGV[1] .. ':'
 for _, hash in ipairs(redis.call('keys', 'in:*')) do
   for _, id in ipairs(redis.call('hkeys', hash)) do

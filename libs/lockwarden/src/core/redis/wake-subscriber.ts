@@ -52,7 +52,8 @@ export class RedisWakeSubscriber implements WakeSubscriber {
   }
 
   private connect(main: RedisConnection): SubscriberConnection {
-    // The subscriber is always ours, even when the main client is the user's.
+    // Ours, even when the main client is the user's (but for `redis` 5's Sentinel, which cannot be
+    // duplicated: its own pub/sub connection carries our channels, and closing ours leaves it open).
     const sub = main.subscriber();
     sub.listen({
       message: (channel, message) => this.sink.deliver(channel, message),
