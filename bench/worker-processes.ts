@@ -18,7 +18,7 @@ export async function runWorkerProcesses<T>(
 ): Promise<T[]> {
   const control = new Redis(url);
   const children = Array.from({ length: processes }, (_, i) => {
-    const child = spawn(process.execPath, ['-r', 'ts-node/register/transpile-only', resolve('bench', script)], {
+    const child = spawn(process.execPath, ['-r', resolve('tools/ts-register.cjs'), resolve('bench', script)], {
       env: { ...process.env, TS_NODE_PROJECT: resolve('tsconfig.json'), URL: url, KEY: key, NAME: `p${i}`, ...env },
       stdio: ['ignore', 'pipe', 'inherit'],
     });

@@ -123,7 +123,7 @@ describe.each(CLIENT_KINDS)('on a Cluster, through %s', (kind) => {
     for (const p of proxies) p.reset();
     expect(proxies.reduce((n, p) => n + p.connections, 0)).toBe(0);
     for (const p of proxies) p.pass();
-    await events.next({ type: 'renewed', key: 'kept' }, 2);
+    await events.renewals('kept', 2);
     expect(lock.isHeld()).toBe(true);
     expect(lock.signal.aborted).toBe(false);
     expect(await lock.release()).toBe(true);

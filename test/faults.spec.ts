@@ -138,7 +138,7 @@ describe.each(CLIENT_KINDS)('through %s', (kind) => {
       expect(proxy.connections).toBe(0);
       expect(dropped).toBeGreaterThan(0);
       proxy.pass();
-      await events.next({ type: 'renewed', key: 'kept' }, 2);
+      await events.renewals('kept', 2);
       expect(lock.isHeld()).toBe(true);
       expect(lock.signal.aborted).toBe(false);
       expect(await lock.release()).toBe(true);
@@ -209,6 +209,26 @@ describe.each(CLIENT_KINDS)('through %s', (kind) => {
         await free!.release();
       },
     );
+
+    it("gives an engine's first connection commandTimeoutMs, not a try's 250 ms, and a try 250 ms once connected", async () => {
+      const keyPrefix = uniquePrefix('promise-cold');
+      proxy.delay(300); // connecting and the first attempt take several replies, each 300 ms late
+      const cold = engine(kind, 'proxy', { keyPrefix, commandTimeoutMs: 10_000 });
+      const lock = await cold.tryAcquire('order:3');
+      expect(lock).not.toBeNull();
+      // Connected now: a reply 300 ms late is past a try's budget.
+      const late = await cold.tryAcquire('order:4').catch((err: unknown) => err);
+      expect(late).toBeInstanceOf(LockBackendError);
+      await cold.inspect('order:4'); // what the late try left has been withdrawn behind it
+      proxy.pass();
+      await lock!.release();
+      const other = engine(kind, 'direct', { keyPrefix });
+      for (const key of ['order:3', 'order:4']) {
+        const free = await other.tryAcquire(key);
+        expect(free).not.toBeNull();
+        await free!.release();
+      }
+    });
 
     it('settles on time with LockBackendError when Redis refuses every connection', async () => {
       const keyPrefix = uniquePrefix('promise-reset');

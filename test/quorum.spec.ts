@@ -90,7 +90,7 @@ describe('quorum (Redlock across 5 masters)', () => {
     expect(await heldOn(e, 'survivor')).toBe(5);
     proxies[0].blackhole();
     proxies[1].blackhole();
-    await events.next({ type: 'renewed', key: 'survivor' }, 3);
+    await events.renewals('survivor', 3);
     expect(lock.isHeld()).toBe(true);
     expect(lock.signal.aborted).toBe(false);
     proxies[2].blackhole();

@@ -146,7 +146,7 @@ describe('leases', () => {
     const sem = e.semaphore('renewed', { limit: 1 });
     // Short enough for several renewals here, long enough that a loaded machine's late timers don't let it lapse.
     const permit = await sem.acquire({ leaseMs: 1_200 });
-    await events.next({ type: 'renewed', key: 'renewed' }, 4); // over a lease's worth of renewals
+    await events.renewals('renewed', 4); // over a lease's worth of renewals
     expect(permit.isHeld()).toBe(true);
     expect(permit.signal.aborted).toBe(false);
     expect(await sem.tryAcquire()).toBeNull();
@@ -283,7 +283,7 @@ describe('setLimit', () => {
       await sem.acquire({ leaseMs: 1_200 }),
     ];
     expect(await sem.setLimit(1)).toBe(3);
-    await events.next({ type: 'renewed', key: 'lower' }, 6);
+    await events.renewals('lower', 6);
     for (const h of holders) expect(h.isHeld()).toBe(true);
     expect(await sem.tryAcquire()).toBeNull();
     await holders[0].release();

@@ -13,9 +13,10 @@ const lib = resolve(__dirname, '..', 'libs', 'lockwarden');
 const tsc = require.resolve('typescript/bin/tsc');
 
 rmSync(join(lib, 'dist'), { recursive: true, force: true });
-for (const config of ['tsconfig.lib.json', 'tsconfig.esm.json']) {
-  execFileSync(process.execPath, [tsc, '-p', join(lib, config)], { stdio: 'inherit' });
-}
+execFileSync(process.execPath, [tsc, '-p', join(lib, 'tsconfig.lib.json')], { stdio: 'inherit' });
+// The same sources again, so the CommonJS build's type check stands for both: emitting without
+// it gives the same files for half the time.
+execFileSync(process.execPath, [tsc, '-p', join(lib, 'tsconfig.esm.json'), '--noCheck'], { stdio: 'inherit' });
 
 const esm = join(lib, 'dist', 'esm');
 writeFileSync(join(esm, 'package.json'), JSON.stringify({ type: 'module' }, null, 2) + '\n');

@@ -77,7 +77,7 @@ export class ChildScript {
  * Node's arguments to run a TypeScript file as CommonJS, like a user's compiled app:
  * ts-node's transpile-only mode, with the transpiled files cached across processes and runs.
  */
-export const TS_ARGS = ['-r', resolve('test', 'harness', 'ts-register.cjs')];
+export const TS_ARGS = ['-r', resolve('tools', 'ts-register.cjs')];
 
 /** Runs `test/workers/<name>.ts` as CommonJS, like a user's compiled app (see TS_ARGS). */
 export function runWorker(name: string, env: Record<string, string>): ChildScript {

@@ -31,6 +31,20 @@ export class EventLog {
     return new Promise((resolve) => this.pending.push({ match: fn, count, resolve }));
   }
 
+  /**
+   * Resolves on the `count`-th future renewal of `key`, and fails with the events seen if the
+   * lock is lost first: a lease lost on a busy machine then fails the test with what happened
+   * instead of leaving it waiting for renewals that cannot come.
+   */
+  async renewals(key: string, count: number): Promise<void> {
+    const first = await Promise.race([this.next({ type: 'renewed', key }, count), this.next({ type: 'lost', key })]);
+    if (first.type === 'lost') {
+      throw new Error(
+        `"${key}" was lost before ${count} renewal(s): ${JSON.stringify(this.events.filter((e) => e.key === key))}`,
+      );
+    }
+  }
+
   count(match: Partial<LockEvent>): number {
     return this.events.filter((e) => matches(e, match)).length;
   }

@@ -177,7 +177,7 @@ export class LotteryCluster {
       const id = `lottery-${i + 1}`;
       const child = spawn(
         process.execPath,
-        ['-r', 'ts-node/register/transpile-only', '-r', 'tsconfig-paths/register', resolve('apps/lottery/src/main.ts')],
+        ['-r', resolve('tools/ts-register.cjs'), '-r', 'tsconfig-paths/register', resolve('apps/lottery/src/main.ts')],
         {
           env: {
             ...process.env,

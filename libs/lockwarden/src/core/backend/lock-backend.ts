@@ -27,6 +27,12 @@ export interface Topology {
   termLogs?(): TermLogs;
   /** Why Redis cannot be reached right now, when that is known (the last connection error). */
   connectionDown?(): Error | undefined;
+  /**
+   * `pending` until the engine's connection is first ready (or Redis first answered an
+   * acquire); absent where there is nothing to connect (in memory) or each node is timed out
+   * by itself (quorum).
+   */
+  readonly firstConnection?: { pending: boolean };
   /** Closes what the backend opened for this engine (never a client the user gave). */
   close(): Promise<void>;
 }

@@ -71,6 +71,7 @@ export function buildEngineParts(
     emit,
     logger,
     connectionDown: () => topology.connectionDown?.(),
+    firstConnection: topology.firstConnection,
   };
   const tracer = options.traces ? otelLockTracer() : undefined;
   const granter = new LeaseGranter(options, store, held, context, loop, emit, tracer, hooks.onGrant);

@@ -59,6 +59,12 @@ export class RedisBackend implements LockBackend {
         ),
     );
     const bus = new WakeChannels((sink) => new RedisWakeSubscriber(clients, sink));
+    const firstConnection = { pending: quorum === undefined && clients[0].state() !== 'ready' };
+    const connected = (): void => {
+      firstConnection.pending = false;
+      clients[0].off('ready', connected);
+    };
+    if (firstConnection.pending) clients[0].on('ready', connected);
     return {
       store: quorum ? new QuorumLockStore(stores, quorum.nodeTimeoutMs) : stores[0],
       // In quorum mode tick records live on the first node, as leadership terms do.
@@ -70,8 +76,10 @@ export class RedisBackend implements LockBackend {
       termLogs: () => redisTermLogs(clients[0], logger),
       // In quorum mode one node down is no outage: the quorum store times each node out by itself.
       connectionDown: () => (quorum ? undefined : connectionFailureOf(clients[0])),
+      firstConnection,
       close: async () => {
         await bus.close();
+        clients[0].off('ready', connected);
         clients.forEach((client, i) => client.off('ready', preloads[i]));
         // A given client stays open: closing its connection closes only what was opened in its stead.
         await Promise.all(clients.map((client) => client.close()));

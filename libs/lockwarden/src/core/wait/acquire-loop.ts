@@ -20,6 +20,8 @@ export interface LoopContext {
   readonly logger: LockLogger;
   /** Why Redis cannot be reached right now, when that is known. */
   readonly connectionDown?: () => Error | undefined;
+  /** `pending` until the engine's connection is first ready, or Redis first answered an attempt. */
+  readonly firstConnection?: { pending: boolean };
 }
 
 /** An acquire settles this long after its wait budget at the latest, whatever Redis does. */
@@ -45,7 +47,8 @@ export type LoopResult =
  * the lock, it withdraws whatever it left on the server.
  *
  * It settles by `waitMs` + SETTLE_GRACE_MS whatever Redis does (plus, in quorum mode or
- * with replicaAck, the time an attempt takes by design): a call still unanswered
+ * with replicaAck, the time an attempt takes by design; before the engine first connects, by
+ * `commandTimeoutMs` if that is later): a call still unanswered
  * then fails the acquire with LockBackendError, and the withdrawal goes on in the
  * background until Redis answers (or a grant it might have made, `leaseMs` long, is over),
  * so a grant that lands late is not left held.
@@ -59,7 +62,12 @@ export async function acquireLoop(
 ): Promise<LoopResult> {
   const started = performance.now();
   const deadline = started + waitMs;
-  const settleBy = deadline + ctx.settleGraceMs;
+  // Before the engine's connection is first ready, Redis gets commandTimeoutMs to answer, as
+  // any command does: connecting can take longer than a try's 250 ms on a busy machine, and
+  // the first tryAcquire of a process would fail through no fault of Redis.
+  const settleBy = ctx.firstConnection?.pending
+    ? Math.max(deadline + ctx.settleGraceMs, started + ctx.commandTimeoutMs)
+    : deadline + ctx.settleGraceMs;
   let queued = attempt.fair;
   let waiterId = queued ? newWaiterId() : '';
   const gate = new AcquireGate(attempt.key, signal);
@@ -96,6 +104,8 @@ export async function acquireLoop(
         send(ctx.store, attempt, queued, waiterId, waiter !== undefined),
         settleBy - sentAt,
       );
+      // Answered, so connected: node-redis can answer what it queued before it says it is ready.
+      if (ctx.firstConnection?.pending) ctx.firstConnection.pending = false;
       if (reply >= 0) {
         granted = true;
         return handedOff

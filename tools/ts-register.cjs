@@ -1,8 +1,8 @@
-// `node -r ./test/harness/ts-register.cjs script.ts`: runs TypeScript in a child process the
-// way ts-node's transpile-only mode does (CommonJS, the project's tsconfig, no type check),
+// `node -r ./tools/ts-register.cjs script.ts`: runs TypeScript the way ts-node's
+// transpile-only mode does (CommonJS, the project's tsconfig, no type check),
 // but keeps each transpiled file on disk, keyed by its path and text. ts-node transpiles the
-// library afresh in every process: about 2 s of CPU per worker, and the suite starts
-// a hundred workers. From the cache a worker starts in a fraction of that, and the first
+// library afresh in every process: about 2 s of CPU each, and the test suite starts a
+// hundred processes, the demo four. From the cache a worker starts in a fraction of that, and the first
 // process to meet a changed file transpiles it again.
 'use strict';
 const crypto = require('node:crypto');
@@ -10,7 +10,7 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 
-const root = path.join(__dirname, '..', '..');
+const root = path.join(__dirname, '..');
 const project = process.env.TS_NODE_PROJECT ?? path.join(root, 'tsconfig.json');
 // Every key starts with the compiler's version, the tsconfig and this file: change any of
 // them and nothing transpiled before is used.
