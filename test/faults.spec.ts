@@ -219,6 +219,12 @@ describe.each(CLIENT_KINDS)('through %s', (kind) => {
       // Connected now: a reply 300 ms late is past a try's budget.
       const late = await cold.tryAcquire('order:4').catch((err: unknown) => err);
       expect(late).toBeInstanceOf(LockBackendError);
+      expect((late as Error).message).toMatch(/did not answer within 250 ms\. /);
+      // A cold engine that gets no answer says its budget included connecting.
+      const unanswered = engine(kind, 'proxy', { keyPrefix, commandTimeoutMs: 400 });
+      const failed = await unanswered.tryAcquire('order:5').catch((err: unknown) => err);
+      expect(failed).toBeInstanceOf(LockBackendError);
+      expect((failed as Error).message).toMatch(/did not answer within 400 ms, connecting included/);
       await cold.inspect('order:4'); // what the late try left has been withdrawn behind it
       proxy.pass();
       await lock!.release();

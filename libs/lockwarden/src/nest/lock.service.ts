@@ -64,7 +64,9 @@ export class LockService {
   }
 
   /**
-   * One attempt: the handle when the lock was free, `null` when it is held.
+   * One attempt: the handle when the lock was free, `null` when it is held. Rejects with
+   * `LockBackendError` when Redis has not answered within 250 ms (within `commandTimeoutMs`,
+   * connecting included, before the engine's connection is first ready).
    *
    * @example
    * ```ts

@@ -68,7 +68,8 @@ export interface LockEngineOptions {
   safetyMarginMs?: number;
   /**
    * Longest a Redis call outside an acquire may take (a withdrawal, a release). An acquire itself
-   * settles by its `waitMs` + 250 ms whatever Redis does. Default 2 000 ms.
+   * settles by its `waitMs` + 250 ms whatever Redis does, or, before the engine's connection is
+   * first ready, by this budget (connecting included) when that is later. Default 2 000 ms.
    */
   commandTimeoutMs?: number;
   /**

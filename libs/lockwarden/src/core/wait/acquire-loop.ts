@@ -65,7 +65,8 @@ export async function acquireLoop(
   // Before the engine's connection is first ready, Redis gets commandTimeoutMs to answer, as
   // any command does: connecting can take longer than a try's 250 ms on a busy machine, and
   // the first tryAcquire of a process would fail through no fault of Redis.
-  const settleBy = ctx.firstConnection?.pending
+  const cold = ctx.firstConnection?.pending === true;
+  const settleBy = cold
     ? Math.max(deadline + ctx.settleGraceMs, started + ctx.commandTimeoutMs)
     : deadline + ctx.settleGraceMs;
   let queued = attempt.fair;
@@ -103,6 +104,7 @@ export async function acquireLoop(
         'acquire',
         send(ctx.store, attempt, queued, waiterId, waiter !== undefined),
         settleBy - sentAt,
+        cold,
       );
       // Answered, so connected: node-redis can answer what it queued before it says it is ready.
       if (ctx.firstConnection?.pending) ctx.firstConnection.pending = false;
@@ -118,7 +120,7 @@ export async function acquireLoop(
         waiter = new Waiter(attempt.channel, queued, waiterId);
         waiter.handoffMs = attempt.handoffMs;
         waiter.handOff = attempt.handOff;
-        await ask(ctx, gate, attempt.key, 'subscribe to', ctx.bus.join(waiter), settleBy - now);
+        await ask(ctx, gate, attempt.key, 'subscribe to', ctx.bus.join(waiter), settleBy - now, cold);
         continue;
       }
       // A waiter not yet queued that may starve checks back as a queued one does: a wake-up
@@ -165,9 +167,12 @@ async function ask<T>(
   action: string,
   work: Promise<T>,
   budgetMs: number,
+  cold: boolean,
 ): Promise<T> {
   try {
-    return await gate.race(work, Math.max(budgetMs, 0), action, ctx.connectionDown);
+    // "No answer" from an engine that had not connected yet includes connecting: say so.
+    const note = cold ? ', connecting included (the engine had not connected yet)' : '';
+    return await gate.race(work, Math.max(budgetMs, 0), action, ctx.connectionDown, note);
   } catch (err) {
     throw err instanceof LockError ? err : new LockBackendError(key, action, err);
   }
@@ -218,13 +223,13 @@ export class AcquireGate {
    * connection that is down, since "no answer" would hide a refused connection).
    * The caller still owns `work`'s eventual result and must clean up after it.
    */
-  race<T>(work: Promise<T>, timeoutMs: number, action: string, down?: () => Error | undefined): Promise<T> {
+  race<T>(work: Promise<T>, timeoutMs: number, action: string, down?: () => Error | undefined, note = ''): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       const timer = setTimeout(
         () => {
           this.whenAborted(undefined);
           const ms = Math.round(timeoutMs);
-          const cause = down?.() ?? new Error(`Redis did not answer within ${ms} ms`);
+          const cause = down?.() ?? new Error(`Redis did not answer within ${ms} ms${note}`);
           reject(new LockBackendError(this.key, action, cause));
         },
         // Node fires a longer delay at once: a budget this long is a wait without end.
