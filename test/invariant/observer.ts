@@ -66,13 +66,16 @@ return #inside / 2
  * resuming (a protected write checks it) reads it as lost. A section whose last look came
  * before its process was stopped finished then, still holding its lock: only its exit was on
  * its way (or not yet written) when the process stopped. ARGV[3] is when it last looked, in
- * ms of the wall clock; its process's last stop is in KEYS[5], in µs of the server's clock
+ * ms of the wall clock, or empty for "now" (read here, in µs: a whole stop and resume can fit
+ * in one millisecond); its process's last stop is in KEYS[5], in µs of the server's clock
  * (one machine, one clock), recorded after the stop.
  */
 const EXIT = `
 if redis.call('sismember', KEYS[2], ARGV[1]) == 1 and redis.call('sismember', KEYS[3], ARGV[1]) == 0 then
   local stoppedAt = tonumber(redis.call('hget', KEYS[5], string.match(ARGV[1], '^[^:]+')) or '0')
-  if tonumber(ARGV[3]) * 1000 >= stoppedAt then
+  local t = redis.call('time')
+  local looked = ARGV[3] == '' and tonumber(t[1]) * 1000000 + tonumber(t[2]) or tonumber(ARGV[3]) * 1000
+  if looked >= stoppedAt then
     redis.call('rpush', KEYS[4], ARGV[2] .. ': ' .. ARGV[1] .. ' resumed from a pause and finished without being told that another holder had taken its lock')
   end
 end
@@ -127,8 +130,8 @@ export class Observer {
     );
   }
 
-  /** The section `id` finished; `lookedAt` (Date.now()) is when it last looked at its signal. */
-  async exit(key: string, id: string, lookedAt: number = Date.now()): Promise<void> {
+  /** The section `id` finished; `lookedAt` (Date.now()) is when it last looked at its signal, by default now. */
+  async exit(key: string, id: string, lookedAt?: number): Promise<void> {
     await (this.client as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>).observeExit(
       `in:${key}`,
       'overlapped',
@@ -137,7 +140,7 @@ export class Observer {
       'stopped-at',
       id,
       key,
-      String(lookedAt),
+      lookedAt === undefined ? '' : String(lookedAt),
     );
   }
 

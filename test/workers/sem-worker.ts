@@ -15,7 +15,8 @@ import { LockEngine } from '../../libs/lockwarden/src/core';
 
 /**
  * KEYS inside counter, max gauge, entries, phases zset (member "<phase>|<limit>", score the
- * token floor), per-phase hash of entries and max, violations list; ARGV permits, token.
+ * token floor), per-phase hash of entries and peak (while it was the newest phase), violations
+ * list; ARGV permits, token.
  */
 export const OBSERVE_ENTER = `
 local n = redis.call('incrby', KEYS[1], ARGV[1])
@@ -26,12 +27,18 @@ if phase[1] then
   local name = string.match(phase[1], '^(.-)|%d+$')
   redis.call('hincrby', KEYS[5], name .. ':entries', 1)
   if ARGV[1] == '2' then redis.call('hincrby', KEYS[5], name .. ':twos', 1) end
-  if n > tonumber(redis.call('hget', KEYS[5], name .. ':max') or '0') then redis.call('hset', KEYS[5], name .. ':max', n) end
   -- Holders granted in a later phase may be inside too: the bound is the highest limit from
   -- this entry's phase on (a raise is recorded before it is made, a lowering after).
+  local from = redis.call('zrangebyscore', KEYS[4], phase[2], '+inf')
   local limit = 0
-  for _, later in ipairs(redis.call('zrangebyscore', KEYS[4], phase[2], '+inf')) do
+  for _, later in ipairs(from) do
     limit = math.max(limit, tonumber(string.match(later, '|(%d+)$')))
+  end
+  -- A phase's peak counts the entries made while it was the newest phase: one granted under it
+  -- but observed after a raise (its process slow in between) may see the later holders beside
+  -- it, which the raised limit allows.
+  if #from == 1 and n > tonumber(redis.call('hget', KEYS[5], name .. ':max') or '0') then
+    redis.call('hset', KEYS[5], name .. ':max', n)
   end
   if n > limit then
     redis.call('rpush', KEYS[6], 'token ' .. ARGV[2] .. ' entered with ' .. n .. ' permits inside, limit ' .. limit)
