@@ -41,9 +41,15 @@ export class RedisBackend implements LockBackend {
     // A client the user gave is theirs to watch: listening to its errors would silence the client's own report.
     const watches = leases.filter((c) => c.owned).map((c) => new ConnectionWatch(c.connection, logger));
     const clients = leases.map((c) => c.connection);
+    // The first connection's longer acquire budget (acquire-loop.ts); never pending in quorum mode,
+    // where each node is timed out by itself.
+    const firstConnection = { pending: quorum === undefined && clients[0].state() !== 'ready' };
     const preloads = clients.map((client) => {
-      // Best effort: a script missing from the cache still runs, through the EVAL fallback.
-      const preload = (): void => void loadScripts(client).catch(() => undefined);
+      const preload = (): void => {
+        firstConnection.pending = false;
+        // Best effort: a script missing from the cache still runs, through the EVAL fallback.
+        void loadScripts(client).catch(() => undefined);
+      };
       client.on('ready', preload);
       if (client.state() === 'ready') preload();
       return preload;
@@ -59,12 +65,6 @@ export class RedisBackend implements LockBackend {
         ),
     );
     const bus = new WakeChannels((sink) => new RedisWakeSubscriber(clients, sink));
-    const firstConnection = { pending: quorum === undefined && clients[0].state() !== 'ready' };
-    const connected = (): void => {
-      firstConnection.pending = false;
-      clients[0].off('ready', connected);
-    };
-    if (firstConnection.pending) clients[0].on('ready', connected);
     return {
       store: quorum ? new QuorumLockStore(stores, quorum.nodeTimeoutMs) : stores[0],
       // In quorum mode tick records live on the first node, as leadership terms do.
@@ -79,7 +79,6 @@ export class RedisBackend implements LockBackend {
       firstConnection,
       close: async () => {
         await bus.close();
-        clients[0].off('ready', connected);
         clients.forEach((client, i) => client.off('ready', preloads[i]));
         // A given client stays open: closing its connection closes only what was opened in its stead.
         await Promise.all(clients.map((client) => client.close()));
