@@ -1,13 +1,12 @@
 import { LockEngine, LockLostError, type LockEngineOptions } from 'lockwarden';
-import { Cluster } from 'ioredis';
-import { createCluster } from 'redis';
+import type { Cluster } from 'ioredis';
 import { EventLog } from './harness/event-log';
 import { FaultProxy } from './harness/fault-proxy';
 import { checkHistory, type Section } from './harness/history';
 import { RedisCluster } from './harness/redis-cluster';
 import { uniquePrefix } from './harness/redis';
 import { closeNow } from './harness/engines';
-import { CLIENT_KINDS } from './harness/clients';
+import { CLIENT_KINDS, clusterThroughProxies } from './harness/clients';
 import type { ClientKind } from './harness/clients';
 
 /**
@@ -38,24 +37,9 @@ afterAll(async () => {
 
 /** The Cluster through the proxies, with `kind`. */
 function throughProxies(kind: ClientKind): Pick<LockEngineOptions, 'redis' | 'client'> {
-  const map = Object.fromEntries(
-    cluster.startupNodes.map((node, i) => [`${node.host}:${node.port}`, { host: '127.0.0.1', port: proxies[i].port }]),
-  );
-  const roots = proxies.map((p) => ({ host: '127.0.0.1', port: p.port }));
-  if (kind === 'ioredis') {
-    const client = new Cluster(roots, { natMap: map, redisOptions: { maxRetriesPerRequest: 2 } });
-    client.on('error', () => undefined);
-    closers.push(async () => client.disconnect());
-    return { client };
-  }
-  const client = createCluster({
-    rootNodes: roots.map((r) => ({ url: `redis://${r.host}:${r.port}` })),
-    nodeAddressMap: map,
-  });
-  client.on('error', () => undefined);
-  client.connect().catch(() => undefined);
-  closers.push(async () => client.isOpen && client.destroy());
-  return { client };
+  const { topology, close } = clusterThroughProxies(kind, cluster.startupNodes, proxies);
+  closers.push(close);
+  return topology;
 }
 
 function engine(

@@ -13,6 +13,7 @@ import { RedisProcess } from './harness/redis-process';
 import { startRedis, uniquePrefix } from './harness/redis';
 import type { RedisTarget } from './harness/redis';
 import { closeNow } from './harness/engines';
+import { FaultProxy } from './harness/fault-proxy';
 
 type Level = 'log' | 'warn' | 'debug' | 'error';
 
@@ -232,5 +233,59 @@ describe('scheduled ticks during an outage', () => {
     const sweep = await boot(redis.url, lines);
     await expect(sweep.fail()).rejects.toThrow('the job itself failed');
     expect(lines.of('warn', /^Tick /)).toEqual([]);
+  });
+});
+
+describe('at the edges of the app’s life', () => {
+  it('waits for Redis at bootstrap for commandTimeoutMs at most, boots anyway, and warns once when it got no answer', async () => {
+    // A Redis that accepts connections and never answers: a partition, not a refusal.
+    const proxy = await FaultProxy.start(redis.process!);
+    closers.push(() => proxy.stop());
+    proxy.blackhole();
+    const lines = new Lines();
+    const moduleRef = await Test.createTestingModule({
+      imports: [LockModule.forRoot({ redis: proxy.url, keyPrefix: uniquePrefix('boot'), commandTimeoutMs: 300 })],
+    }).compile();
+    moduleRef.useLogger(lines);
+    const app = await moduleRef.init();
+    closers.push(() => app.close());
+    expect(lines.of('warn')).toEqual([
+      'Redis did not answer within 300 ms (commandTimeoutMs) at bootstrap (no answer within 300 ms): the app ' +
+        'starts anyway, and acquires fail with LockBackendError until it answers.',
+    ]);
+  });
+
+  it('boots without a word once Redis answers, having waited for it', async () => {
+    const lines = new Lines();
+    const moduleRef = await Test.createTestingModule({
+      imports: [LockModule.forRoot({ redis: redis.url, keyPrefix: uniquePrefix('boot') })],
+    }).compile();
+    moduleRef.useLogger(lines);
+    const app = await moduleRef.init();
+    closers.push(() => app.close());
+    expect((await app.get(LockEngine).health(1_000)).reachable).toBe(true);
+    expect(lines.of('warn')).toEqual([]);
+  });
+
+  it('warns once, naming the lock, when its release fails at shutdown: it stays held until its lease ends', async () => {
+    const proxy = await FaultProxy.start(redis.process!);
+    closers.push(() => proxy.stop());
+    const lines = new Lines();
+    const e = engine(lines, { redis: proxy.url, commandTimeoutMs: 300 });
+    const lock = await e.acquire('kept', { leaseMs: 30_000 });
+    const draining = e.drain(10_000);
+    expect(lock.signal.aborted).toBe(true);
+    // What a module that closed the shared client first does to the release: no connection.
+    proxy.reset();
+    await e.releaseAll([lock]);
+    await draining;
+    const warnings = lines.of('warn', /"kept"/);
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toMatch(
+      /^Could not release lock "kept" while shutting down \(.+\): it stays held until its lease ends, in at most \d+ ms\./,
+    );
+    // Still held in Redis, by its lease.
+    const key = `${e.options.keyPrefix}{kept}`;
+    expect(await admin.pttl(key)).toBeGreaterThan(0);
   });
 });

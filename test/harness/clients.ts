@@ -1,3 +1,4 @@
+import { Cluster } from 'ioredis';
 import { createClient, createCluster } from 'redis';
 import type { LockEngineOptions } from '../../libs/lockwarden/src/core/options/engine-options';
 
@@ -50,4 +51,34 @@ export function clientMaker(kind: ClientKind): {
       for (const client of made.splice(0)) if (client.isOpen) await client.destroy();
     },
   };
+}
+
+/**
+ * A Cluster reached through one fault proxy per master (`proxies[i]` in front of `nodes[i]`):
+ * the client is told to reach each master through its proxy (ioredis's `natMap`, node-redis's
+ * `nodeAddressMap`), so a fault cuts the whole Cluster off from this client alone. `close`
+ * closes the client, after the engines that used it.
+ */
+export function clusterThroughProxies(
+  kind: ClientKind,
+  nodes: readonly { host: string; port: number }[],
+  proxies: readonly { host: string; port: number }[],
+): { topology: Pick<LockEngineOptions, 'client'>; close(): Promise<unknown> } {
+  // Plain objects: the client copies what it is given, and a getter (FaultProxy.host) is lost in the copy.
+  const map = Object.fromEntries(
+    nodes.map((node, i) => [`${node.host}:${node.port}`, { host: proxies[i].host, port: proxies[i].port }]),
+  );
+  const roots = proxies.map((p) => ({ host: p.host, port: p.port }));
+  if (kind === 'ioredis') {
+    const client = new Cluster(roots, { natMap: map, redisOptions: { maxRetriesPerRequest: 2 } });
+    client.on('error', () => undefined);
+    return { topology: { client }, close: async () => client.disconnect() };
+  }
+  const client = createCluster({
+    rootNodes: roots.map((r) => ({ url: `redis://${r.host}:${r.port}` })),
+    nodeAddressMap: map,
+  });
+  client.on('error', () => undefined);
+  client.connect().catch(() => undefined);
+  return { topology: { client }, close: async () => client.isOpen && client.destroy() };
 }

@@ -29,7 +29,7 @@ export class LockLifecycle implements OnApplicationBootstrap, BeforeApplicationS
     @Inject(LOCK_MODULE_OPTIONS) private readonly options: LockModuleOptions,
   ) {}
 
-  onApplicationBootstrap(): void {
+  async onApplicationBootstrap(): Promise<void> {
     this.engine.watchdog.start();
     this.bootstrappedAt = performance.now();
     // Checked when it matters, not now: a cron worker calls app.enableShutdownHooks() right
@@ -42,6 +42,24 @@ export class LockLifecycle implements OnApplicationBootstrap, BeforeApplicationS
       setImmediate(() => this.checkShutdownHooks());
     });
     this.stopListening = stop;
+    await this.firstConnection();
+  }
+
+  /**
+   * Waits for Redis to answer once, bounded by `commandTimeoutMs`, so the app's first requests
+   * find a connection ready. Never fails the boot: an app may start before its Redis. When
+   * Redis does not answer, one warning says so (a refused connection is said already, once, by
+   * the connection's own watch).
+   */
+  private async firstConnection(): Promise<void> {
+    const { commandTimeoutMs, logger } = this.engine.options;
+    const report = await this.engine.health(commandTimeoutMs).catch(() => undefined);
+    if (!report || report.reachable || report.failure === 'refused') return;
+    logger.warn(
+      `Redis did not answer within ${commandTimeoutMs} ms (commandTimeoutMs) at bootstrap` +
+        `${report.error ? ` (${report.error})` : ''}: the app starts anyway, and acquires fail with ` +
+        'LockBackendError until it answers.',
+    );
   }
 
   /**

@@ -1,4 +1,5 @@
 import { LockBackendError, LockInterruptedError, LockLostError } from '../../errors';
+import { redisReason } from '../../errors/redis-reason';
 import { Lease, LeaseHandle } from '../lease/lease';
 import type { LeaseHost } from '../lease/lease';
 import type { LockContext } from '../lease/lease';
@@ -26,6 +27,8 @@ export class HeldLocks implements LeaseHost {
   private readonly idleWaiters: (() => void)[] = [];
   /** Set once the connections are closing: a late release then has nothing to talk to. */
   private stopped = false;
+  /** Shutdown began: a release that fails now is warned of (warnUnreleased). */
+  private draining = false;
 
   constructor(
     private readonly store: LockStore,
@@ -123,6 +126,7 @@ export class HeldLocks implements LeaseHost {
    * runs and no lock is held. Nothing is released here: work releases its own locks.
    */
   async drain(graceMs: number): Promise<void> {
+    this.draining = true;
     for (const lease of this.leases) {
       lease.interrupt(new LockInterruptedError(lease.key, 'the application is shutting down'));
     }
@@ -188,8 +192,24 @@ export class HeldLocks implements LeaseHost {
       });
       return released;
     } catch (err) {
-      throw new LockBackendError(lease.key, 'release', err);
+      const error = new LockBackendError(lease.key, 'release', err);
+      if (this.draining) this.warnUnreleased(lease, error);
+      throw error;
     }
+  }
+
+  /**
+   * A release that failed during shutdown is said once, here, whoever called it: most often a
+   * client shared with another module was closed before the lock service drained.
+   */
+  private warnUnreleased(lease: Lease, error: LockBackendError): void {
+    const leftMs = Math.max(0, Math.round(lease.expiresAt - performance.now()));
+    this.logger.warn(
+      `Could not release lock "${lease.key}" while shutting down (${redisReason(error.cause)}): it stays held ` +
+        `until its lease ends, in at most ${leftMs} ms. If its Redis client is shared with another module, ` +
+        'that module closed it first: the client must outlive the lock service.',
+    );
+    REPORTED.add(error);
   }
 
   async mintFence(lease: Lease): Promise<number> {
@@ -292,12 +312,16 @@ export class HeldLocks implements LeaseHost {
     try {
       await handle.release();
     } catch (err) {
+      if (err instanceof Error && REPORTED.has(err)) return;
       this.logger.warn(
         `Could not release lock "${handle.key}"; it will expire with its lease: ${err instanceof Error ? err.message : String(err)}`,
       );
     }
   }
 }
+
+/** Release failures already logged (at shutdown): releaseAll does not log them again. */
+const REPORTED = new WeakSet<Error>();
 
 /** The first of the handles whose lease was lost (not merely interrupted), if any. */
 function firstLoss(handles: readonly LeaseHandle[]): LockLostError | undefined {

@@ -1,4 +1,6 @@
 import { LockAbortedError, LockBackendError, LockError } from '../../errors';
+import { quoteKey } from '../../errors/key-text';
+import { redisReason } from '../../errors/redis-reason';
 import { newWaiterId, send, withdraw } from './attempts';
 import type { Attempt } from './attempts';
 import type { LockEvent } from '../observe/events';
@@ -46,12 +48,18 @@ export type LoopResult =
  * whichever comes first, all within the wait budget. On any way out without
  * the lock, it withdraws whatever it left on the server.
  *
- * It settles by `waitMs` + SETTLE_GRACE_MS whatever Redis does (plus, in quorum mode or
- * with replicaAck, the time an attempt takes by design; before the engine first connects, by
- * `commandTimeoutMs` if that is later): a call still unanswered
- * then fails the acquire with LockBackendError, and the withdrawal goes on in the
- * background until Redis answers (or a grant it might have made, `leaseMs` long, is over),
- * so a grant that lands late is not left held.
+ * What Redis said is what the caller hears:
+ * - Until an attempt is answered, the acquire settles by `waitMs` + SETTLE_GRACE_MS whatever
+ *   Redis does (plus, in quorum mode or with replicaAck, the time an attempt takes by design;
+ *   before the engine first connects, by `commandTimeoutMs` if that is later). An attempt still
+ *   unanswered then fails the acquire with LockBackendError.
+ * - Once an attempt has answered "busy", the acquire settles by `waitMs` itself, as busy
+ *   (LockTimeoutError), whatever its subscription, its next attempt or its withdrawal is doing:
+ *   a slow subscriber is no reason to call a held lock a failing Redis. Only an attempt that
+ *   fails outright (an error, not a late answer) is a LockBackendError then.
+ *
+ * A withdrawal not done by then goes on in the background until Redis answers (or a grant it
+ * might have made, `leaseMs` long, is over), so a grant that lands late is not left held.
  */
 export async function acquireLoop(
   ctx: LoopContext,
@@ -79,6 +87,10 @@ export async function acquireLoop(
   let parked = false;
   let granted = false;
   let handedOff = false;
+  /** What the latest answered attempt said the lock stays busy for; undefined until one said "busy". */
+  let busyMs: number | undefined;
+  /** The latest attempt was answered "busy": nothing of it was left on the server, unless queued. */
+  let lastBusy = false;
   try {
     if (attempt.handOff) {
       // Semaphores, where a new caller usually finds every permit taken: on a channel already
@@ -92,20 +104,21 @@ export async function acquireLoop(
       gate.check();
       const sentAt = performance.now();
       sent = true;
+      lastBusy = false;
       if (!queued && attempt.starvationMs !== undefined && sentAt - started >= attempt.starvationMs && waiter) {
         queued = true;
         waiter.fair = true;
         waiter.waiterId = waiterId = newWaiterId();
       }
-      const reply = await ask(
-        ctx,
-        gate,
-        attempt.key,
-        'acquire',
-        send(ctx.store, attempt, queued, waiterId, waiter !== undefined),
-        settleBy - sentAt,
-        cold,
-      );
+      const work = send(ctx.store, attempt, queued, waiterId, waiter !== undefined);
+      let reply: number | typeof LATE;
+      if (busyMs === undefined) {
+        reply = await ask(ctx, gate, attempt.key, 'acquire', work, settleBy - sentAt, cold);
+      } else {
+        // After a "busy", an attempt still unanswered at the deadline ends the wait as busy.
+        reply = await gate.orLate(wrapped(attempt.key, 'acquire', work), deadline - sentAt);
+        if (reply === LATE) return { granted: false, busyMs };
+      }
       // Answered, so connected: node-redis can answer what it queued before it says it is ready.
       if (ctx.firstConnection?.pending) ctx.firstConnection.pending = false;
       if (reply >= 0) {
@@ -114,14 +127,24 @@ export async function acquireLoop(
           ? { granted: true, fencingToken: reply, leaseFrom: sentAt, handedOff }
           : { granted: true, fencingToken: reply, leaseFrom: sentAt };
       }
+      busyMs = -reply;
+      lastBusy = true;
       const now = performance.now();
-      if (now >= deadline) return { granted: false, busyMs: -reply };
+      if (now >= deadline) return { granted: false, busyMs };
       if (!waiter) {
         waiter = new Waiter(attempt.channel, queued, waiterId);
         waiter.handoffMs = attempt.handoffMs;
         waiter.handOff = attempt.handOff;
-        await ask(ctx, gate, attempt.key, 'subscribe to', ctx.bus.join(waiter), settleBy - now, cold);
-        continue;
+        // Within the budget and the holder's lease: a subscription that never lands costs at
+        // most the lease, as a lost message does.
+        const joined = await gate.orLate(
+          subscribed(ctx, attempt.key, ctx.bus.join(waiter)),
+          Math.min(deadline - now, busyMs),
+        );
+        if (joined === LATE && performance.now() >= deadline) return { granted: false, busyMs };
+        // Subscribed, or the lease ran out first: try again, so a release before the
+        // subscription is not missed. Not subscribed (the subscribe failed): wait below, by the lease.
+        if (joined !== false) continue;
       }
       // A waiter not yet queued that may starve checks back as a queued one does: a wake-up
       // reaches one waiter per process, so one that is never woken would otherwise sleep for
@@ -129,7 +152,7 @@ export async function acquireLoop(
       // takes a place in the FIFO queue (it has waited past starvationMs by then).
       const mayStarve = !queued && attempt.starvationMs !== undefined;
       const refresh = (queued || mayStarve ? attempt.queueRefreshMs : attempt.refreshMs) ?? Infinity;
-      const cap = Math.min(-reply, deadline - now, refresh);
+      const cap = Math.min(busyMs, deadline - now, refresh);
       if (!parked) {
         parked = true;
         ctx.emit?.({ type: 'waiting', key: attempt.key });
@@ -155,7 +178,51 @@ export async function acquireLoop(
     ctx.gates.delete(gate);
     gate.dispose();
     if (waiter) ctx.bus.leave(waiter, granted);
-    if (!granted && sent) await withdraw(ctx, attempt, settleBy, performance.now() + leaseMs + ctx.commandTimeoutMs);
+    if (!granted && sent && !nothingLeft(attempt, queued, handedOff, lastBusy)) {
+      // After a "busy", the caller hears it by the deadline: the withdrawal goes on behind it.
+      const waitFor = busyMs === undefined ? settleBy : deadline;
+      await withdraw(ctx, attempt, waitFor, performance.now() + leaseMs + ctx.commandTimeoutMs);
+    }
+  }
+}
+
+/**
+ * Whether an acquire that gave up left nothing on the server: a mutex attempt, not queued and
+ * never handed the lock, whose latest try was answered "busy". Its withdrawal would be a round
+ * trip that finds nothing (every failed tryAcquire sent one). Read/write and permit attempts
+ * always withdraw: a waiting writer keeps a place, and a release may have passed permits to
+ * a parked waiter's token.
+ */
+function nothingLeft(attempt: Attempt, queued: boolean, handedOff: boolean, lastBusy: boolean): boolean {
+  return attempt.kind === 'mutex' && !queued && !handedOff && lastBusy;
+}
+
+/** What an await bounded by the wait budget gives when the budget ran out first. */
+const LATE: unique symbol = Symbol('late');
+
+/** A Redis call's failure, in the library's words. */
+async function wrapped<T>(key: string, action: string, work: Promise<T>): Promise<T> {
+  try {
+    return await work;
+  } catch (err) {
+    throw err instanceof LockError ? err : new LockBackendError(key, action, err);
+  }
+}
+
+/**
+ * True once the waiter's channel is subscribed; false when the subscribe failed. The lock is
+ * known to be busy, so a failed subscribe fails nothing: the waiter checks back by the lease.
+ */
+async function subscribed(ctx: LoopContext, key: string, join: Promise<unknown>): Promise<boolean> {
+  try {
+    await join;
+    return true;
+  } catch (err) {
+    ctx.logger.debug(
+      `Waiting for ${quoteKey(key)} without release messages (the subscribe failed: ${redisReason(err)}); ` +
+        `it checks back when the holder's lease would end.`,
+    );
+    return false;
   }
 }
 
@@ -169,13 +236,9 @@ async function ask<T>(
   budgetMs: number,
   cold: boolean,
 ): Promise<T> {
-  try {
-    // "No answer" from an engine that had not connected yet includes connecting: say so.
-    const note = cold ? ', connecting included (the engine had not connected yet)' : '';
-    return await gate.race(work, Math.max(budgetMs, 0), action, ctx.connectionDown, note);
-  } catch (err) {
-    throw err instanceof LockError ? err : new LockBackendError(key, action, err);
-  }
+  // "No answer" from an engine that had not connected yet includes connecting: say so.
+  const note = cold ? ', connecting included (the engine had not connected yet)' : '';
+  return gate.race(wrapped(key, action, work), Math.max(budgetMs, 0), action, ctx.connectionDown, note);
 }
 
 /**
@@ -224,16 +287,34 @@ export class AcquireGate {
    * The caller still owns `work`'s eventual result and must clean up after it.
    */
   race<T>(work: Promise<T>, timeoutMs: number, action: string, down?: () => Error | undefined, note = ''): Promise<T> {
+    return this.bounded(work, timeoutMs, (_resolve, reject) => {
+      const ms = Math.round(timeoutMs);
+      const cause = down?.() ?? new Error(`Redis did not answer within ${ms} ms${note}`);
+      reject(new LockBackendError(this.key, action, cause));
+    });
+  }
+
+  /**
+   * Settles with `work`, unless a signal fires first (LockAbortedError) or `timeoutMs` passes
+   * (LATE): an await after Redis said "busy", which the wait budget bounds.
+   */
+  orLate<T>(work: Promise<T>, timeoutMs: number): Promise<T | typeof LATE> {
+    return this.bounded<T | typeof LATE>(work, timeoutMs, (resolve) => resolve(LATE));
+  }
+
+  private bounded<T>(
+    work: Promise<T>,
+    timeoutMs: number,
+    expired: (resolve: (value: T) => void, reject: (err: unknown) => void) => void,
+  ): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       const timer = setTimeout(
         () => {
           this.whenAborted(undefined);
-          const ms = Math.round(timeoutMs);
-          const cause = down?.() ?? new Error(`Redis did not answer within ${ms} ms${note}`);
-          reject(new LockBackendError(this.key, action, cause));
+          expired(resolve, reject);
         },
         // Node fires a longer delay at once: a budget this long is a wait without end.
-        Math.min(timeoutMs, 2 ** 31 - 1),
+        Math.min(Math.max(timeoutMs, 0), 2 ** 31 - 1),
       );
       // The pending Redis call keeps the process alive while it matters; this timer never should.
       timer.unref();
