@@ -297,10 +297,13 @@ describe('renewal failure', () => {
     closers.push(() => own.stop());
     const pauser = own.client();
     closers.push(() => pauser.quit());
-    const engine = new LockEngine({ redis: own.url, leaseMs: 600 });
+    // Warm, and a lease with seconds of room: the abort comes at 80% of it, and the test's own
+    // PTTL must still reach Redis before the lease ends on a loaded machine.
+    const engine = new LockEngine({ redis: own.url, leaseMs: 10_000 });
     closers.push(() => closeNow(engine));
+    await (await engine.acquire('warm-up')).release();
     const lock = await engine.acquire('paused');
-    await pauser.call('CLIENT', 'PAUSE', '10000', 'WRITE');
+    await pauser.call('CLIENT', 'PAUSE', '30000', 'WRITE');
     try {
       const reason = await aborted(lock.signal);
       expect(reason).toBeInstanceOf(LockLostError);
@@ -320,14 +323,15 @@ describe('maxHoldMs', () => {
     // connecting. Under a loaded suite that took more than a 200 ms lease's 160 ms once, and
     // the lock was (rightly) lost before the test read its token: warm up first, and give
     // the lease room.
-    const engine = new LockEngine({ redis: redis.url, keyPrefix, leaseMs: 500, onEvent: events.listener });
+    const engine = new LockEngine({ redis: redis.url, keyPrefix, leaseMs: 3_000, onEvent: events.listener });
     const other = new LockEngine({ redis: redis.url, keyPrefix });
     closers.push(
       () => closeNow(engine),
       () => closeNow(other),
     );
     await (await engine.acquire('warm-up')).release();
-    const lock = await engine.acquire('capped', { maxHoldMs: 1_500 });
+    // The cap, not a late renewal, must be what ends it: renewals every second, the cap at 8 s.
+    const lock = await engine.acquire('capped', { maxHoldMs: 8_000 });
     const lockToken = await lock.fencingToken();
     const reason = await aborted(lock.signal);
     expect(reason).toBeInstanceOf(LockLostError);

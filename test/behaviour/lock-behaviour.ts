@@ -154,10 +154,11 @@ export function describeLockBehaviour(label: string, backend: () => Backend): vo
 
     it('keeps a lockAtLeastMs lock after release, and frees it after', async () => {
       const [a, b] = backend().pair();
-      const lock = await a.acquire('daily', { lockAtLeastMs: 200 });
+      // Long enough for a loaded machine's release and cold tryAcquire to land inside it.
+      const lock = await a.acquire('daily', { lockAtLeastMs: 3_000 });
       await lock.release();
       expect(await b.tryAcquire('daily')).toBeNull();
-      const next = await b.acquire('daily', { waitMs: 5_000 });
+      const next = await b.acquire('daily', { waitMs: 10_000 });
       await next.release();
     });
 
