@@ -108,7 +108,7 @@ describe('on Redis Cluster', () => {
 
   it('renews locks on every node in per-slot batches, and notices a deleted key', async () => {
     const events = new EventLog();
-    const e = engine({ keyPrefix: uniquePrefix('clrenew'), leaseMs: 2_000 }, events);
+    const e = engine({ keyPrefix: uniquePrefix('clrenew'), leaseMs: 6_000 }, events);
     const locks = await Promise.all(Array.from({ length: 600 }, (_, i) => e.acquire(`r${i}`)));
     await events.next({ type: 'renewed' }, 1_800); // three rounds of all 600
     expect(locks.every((l) => l.isHeld())).toBe(true);
@@ -188,8 +188,8 @@ describe('a locked key whose slot migrates to another master', () => {
     const keyPrefix = uniquePrefix('clmove');
     const events = new EventLog();
     const [holderEngine, waiterEngine] = [
-      engine({ keyPrefix, leaseMs: 1_500 }, events),
-      engine({ keyPrefix, leaseMs: 1_500 }, events),
+      engine({ keyPrefix, leaseMs: 4_500 }, events),
+      engine({ keyPrefix, leaseMs: 4_500 }, events),
     ];
     const key = 'moving';
     const lockKey = `${keyPrefix}{${key}}`;

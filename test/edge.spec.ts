@@ -95,7 +95,16 @@ describe('a queued waiter paused past its lease', () => {
     closers.push(async () => resource.client.disconnect());
     const ks = keys('k');
     const held = await Promise.all(ks.map((k) => holder.acquire(k)));
-    const w = worker({ PREFIX: prefix, MODE: 'wait', KEYS: ks.join(','), LEASE_MS: '600', FAIR: '1', NAME: 'waiter' });
+    // Its own lease is long (its hand-off lease, 1 s, is what lapses while it is paused), so the
+    // grant it finally gets is still its own when it reads its token on a loaded machine.
+    const w = worker({
+      PREFIX: prefix,
+      MODE: 'wait',
+      KEYS: ks.join(','),
+      LEASE_MS: '30000',
+      FAIR: '1',
+      NAME: 'waiter',
+    });
     await w.waitFor(/^queued$/);
     await until(async () => (await Promise.all(ks.map((k) => holder.inspect(k)))).every((i) => i.waiters === 1));
 
@@ -128,7 +137,8 @@ describe('a holder paused past its lease', () => {
     const resource = new FencedResource(observer.client(), prefix);
     closers.push(async () => resource.client.disconnect());
     const ks = keys('k');
-    const h = worker({ PREFIX: prefix, MODE: 'hold', KEYS: ks.join(','), LEASE_MS: '600', NAME: 'holder' });
+    // Seconds of lease: it must stay held while the holder mints its tokens and gets ready.
+    const h = worker({ PREFIX: prefix, MODE: 'hold', KEYS: ks.join(','), LEASE_MS: '3000', NAME: 'holder' });
     await h.waitFor(/^ready$/);
     await observerClient.rpush(`${prefix}go`, 'go');
     await h.waitFor(/^stopping$/); // it stops itself, its next step already due

@@ -100,7 +100,7 @@ describe.each(CLIENT_KINDS)('on a Cluster, through %s', (kind) => {
 
   it('retries renewal within the lease over new connections after every one was reset, and keeps the lock', async () => {
     const events = new EventLog();
-    const e = engine(throughProxies(kind), { keyPrefix: uniquePrefix(`cl-reset-${kind}`), leaseMs: 1_500 }, events);
+    const e = engine(throughProxies(kind), { keyPrefix: uniquePrefix(`cl-reset-${kind}`), leaseMs: 6_000 }, events);
     const lock = await e.acquire('kept');
     // The engine's connections run through the proxies, so the reset reaches them.
     expect(proxies.reduce((n, p) => n + p.connections, 0)).toBeGreaterThan(0);

@@ -57,7 +57,7 @@ describe.each(CLIENT_KINDS)('through %s', (kind) => {
     it('aborts holders at their next renewal, settles waiters within budget, and serves new locks at once', async () => {
       const keyPrefix = uniquePrefix('restart');
       const events = new EventLog();
-      const holder = engine(kind, 'direct', { keyPrefix, leaseMs: 3_000 }, events);
+      const holder = engine(kind, 'direct', { keyPrefix, leaseMs: 10_000 }, events);
       const waiting = new EventLog();
       const other = engine(kind, 'direct', { keyPrefix }, waiting);
       const held = await Promise.all(['a', 'b', 'c'].map((k) => holder.acquire(k)));
@@ -131,7 +131,7 @@ describe.each(CLIENT_KINDS)('through %s', (kind) => {
   describe('a connection reset while holding', () => {
     it('retries renewal within the lease over a new connection, and keeps the lock', async () => {
       const events = new EventLog();
-      const e = engine(kind, 'proxy', { keyPrefix: uniquePrefix('reset'), leaseMs: 1_500 }, events);
+      const e = engine(kind, 'proxy', { keyPrefix: uniquePrefix('reset'), leaseMs: 6_000 }, events);
       const lock = await e.acquire('kept');
       const dropped = proxy.connections;
       proxy.reset(); // every connection through the proxy is reset, and new ones too, until pass()

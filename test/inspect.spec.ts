@@ -95,7 +95,10 @@ describe('forceUnlock()', () => {
   });
 
   it('lets the holder learn of it at its next renewal', async () => {
-    const [a, b] = pair({ leaseMs: 600 });
+    // The renewal that finds the key gone must come before the lease ends (else the loss reads
+    // "ran out"): a warm engine and a lease with seconds of room, renewed after one.
+    const [a, b] = pair({ leaseMs: 3_000 });
+    await (await a.acquire('warm-up')).release();
     const held = await a.acquire('renewed');
     expect(await b.forceUnlock('renewed')).toBe(true);
     expect(await aborted(held.signal)).toBeInstanceOf(LockLostError);

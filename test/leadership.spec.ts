@@ -253,8 +253,9 @@ describe('campaign, isLeader, leader(), resign', () => {
 describe('losing leadership', () => {
   it('aborts the signal with LockLostError, tells listeners, and contend() campaigns again', async () => {
     const prefix = uniquePrefix('lead-lost');
-    const a = candidate(prefix, 'a', 600).registry.leadership('jobs');
-    const b = candidate(prefix, 'b', 600).registry.leadership('jobs');
+    // Leases with seconds of room: only the forced removal, found at a renewal, ends a term.
+    const a = candidate(prefix, 'a', 3_000).registry.leadership('jobs');
+    const b = candidate(prefix, 'b', 3_000).registry.leadership('jobs');
     const admin = candidate(prefix, 'admin');
     const watcher = new Watcher(admin.registry.leadership('jobs'));
     const events: string[] = [];
@@ -463,7 +464,9 @@ describe('three app processes with @LeaderOnly, watched from outside', () => {
     const watching = candidate(prefix, 'watcher');
     const watcher = new Watcher(watching.registry.leadership('jobs'));
     for (const name of ['p1', 'p2', 'p3']) {
-      const env = { REDIS: redis.url, OBSERVER: observerRedis.url, PREFIX: prefix, NAME: name, LEASE_MS: '3000' };
+      // A lease a loaded machine's SIGTERM, shutdown and resign fit in many times over: the
+      // hand-over after a resign must come before the lease would have run out.
+      const env = { REDIS: redis.url, OBSERVER: observerRedis.url, PREFIX: prefix, NAME: name, LEASE_MS: '10000' };
       children.set(name, runWorker('leader-app', env));
     }
     await Promise.all([...children.values()].map((c) => c.waitFor(/^ready$/)));
@@ -518,5 +521,5 @@ describe('three app processes with @LeaderOnly, watched from outside', () => {
     expectWellFormed(changes);
     expect(await observer.violations()).toEqual([]);
     expect(await observer.entries()).toBeGreaterThanOrEqual(3);
-  });
+  }, 120_000);
 });

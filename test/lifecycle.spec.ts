@@ -100,7 +100,8 @@ describe('locks follow the HTTP request', () => {
     ) {}
 
     @Get('long')
-    @Locked('long')
+    // A lease the request outlives several times, each renewal given a second of room.
+    @Locked('long', { leaseMs: 3_000 })
     async long(): Promise<string> {
       await events.renewals('long', 4); // outlives its lease several times
       return 'done';
@@ -162,7 +163,7 @@ describe('locks follow the HTTP request', () => {
     const moduleRef = await Test.createTestingModule({
       // A lease with room for renewals on a machine busy with other tests: the long request
       // outlives it several times, and a lease lost meanwhile fails that test with what happened.
-      imports: [LockModule.forRoot({ redis: redis.url, keyPrefix: prefix, leaseMs: 1_000, onEvent: events.listener })],
+      imports: [LockModule.forRoot({ redis: redis.url, keyPrefix: prefix, onEvent: events.listener })],
       controllers: [JobController],
       providers: [OrderService],
     }).compile();
@@ -579,12 +580,13 @@ describe('renewal at scale', () => {
       await Promise.all(keys.slice(i, i + 500).map((k) => engine.acquire(k)));
     }
     const before = await evalCalls(own);
+    const roundsBefore = engine.watchdog.rounds;
     await events.next({ type: 'renewed' }, 10_000); // one renewal of every lock
     const after = await evalCalls(own);
     expect(after - before).toBeLessThanOrEqual(100);
     // Rounds group the leases falling due together: how many depends on how long taking
     // 10 000 locks took on this machine, but never approaches one per lock.
-    expect(engine.watchdog.rounds).toBeLessThanOrEqual(20);
+    expect(engine.watchdog.rounds - roundsBefore).toBeLessThanOrEqual(20);
   });
 });
 

@@ -596,14 +596,15 @@ describe('release.lua', () => {
     const channel = await listen(m.channel);
     await client.set(m.fence, '8000000000000041');
     expect(await acquire(m, 'tok-a', { lease: 30_000 })).toBe(8000000000000042);
-    await acquire(m, 'tok-b', { fair: true, lease: 30_000, grant: 250, waiterId: 'w-b', instance: 'inst-b' });
+    // A hand-off lease (5 s) far below the full one (30 s), and long enough to read on a loaded machine.
+    await acquire(m, 'tok-b', { fair: true, lease: 30_000, grant: 5_000, waiterId: 'w-b', instance: 'inst-b' });
     await acquire(m, 'tok-c', { fair: true, grant: 300, waiterId: 'w-c', instance: 'inst-c' });
 
     expect(await release(m, 'tok-a')).toBe(1);
 
     // Marked waited for: tok-c still queues behind it.
     expect(await mutexRecord(m.lock)).toEqual({ o: 'tok-b', f: '8000000000000043', i: 'inst-b', w: true });
-    expectWithin(await client.pttl(m.lock), 1, 250);
+    expectWithin(await client.pttl(m.lock), 1, 5_000);
     expect(await client.get(m.fence)).toBe('8000000000000043');
     expect((await zset(m.queue))[0]).toBe('tok-c');
     expect(await client.zcard(m.queue)).toBe(1);
@@ -650,13 +651,13 @@ describe('release.lua', () => {
     await holdMutex(m, 'tok-a', '8000000000000041', 'inst-a', 30_000, true);
     await queueWaiter(m, 'tok-x', 1, '1000|250|w-x|inst-x');
     await queueWaiter(m, 'tok-z', 2);
-    await queueWaiter(m, 'tok-b', 3, `${far}|700|w-b|inst-b`);
+    await queueWaiter(m, 'tok-b', 3, `${far}|7000|w-b|inst-b`);
     await queueWaiter(m, 'tok-c', 4, `${far}|250|w-c|inst-c`);
 
     expect(await release(m, 'tok-a')).toBe(1);
 
     expect(await mutexRecord(m.lock)).toEqual({ o: 'tok-b', f: '8000000000000042', i: 'inst-b', w: true });
-    expectWithin(await client.pttl(m.lock), 1, 700);
+    expectWithin(await client.pttl(m.lock), 1, 7_000);
     expect(await zset(m.queue)).toEqual(['tok-c', '4']);
     expect(await client.hkeys(m.waiters)).toEqual(['tok-c']);
     expect(await channel.take()).toEqual(['gw-b:8000000000000042']);
@@ -707,12 +708,12 @@ describe('release.lua', () => {
     const { m } = fresh('rel-confirm');
     const channel = await listen(m.channel);
     const first = await acquire(m, 'tok-a', { lease: 30_000 });
-    await acquire(m, 'tok-b', { fair: true, lease: 30_000, grant: 250, waiterId: 'w-b' });
+    await acquire(m, 'tok-b', { fair: true, lease: 30_000, grant: 5_000, waiterId: 'w-b' });
     expect(await release(m, 'tok-a')).toBe(1);
     const [grant] = await channel.take();
     const handed = Number(grant.slice('gw-b:'.length));
     expect(handed).toBeGreaterThan(first);
-    expectWithin(await client.pttl(m.lock), 1, 250);
+    expectWithin(await client.pttl(m.lock), 1, 5_000);
 
     expect(await acquire(m, 'tok-b', { fair: true, lease: 30_000 })).toBe(handed);
 

@@ -118,7 +118,8 @@ describe('OpenTelemetry metrics', () => {
   });
 
   it('count renewals that fail and are retried', async () => {
-    const lock = await app.get(LockService).acquire('renewing:1');
+    // A lease with seconds of room: the failed renewal is counted before the lease runs out.
+    const lock = await app.get(LockService).acquire('renewing:1', { leaseMs: 6_000 });
     const failed = events.next({ type: 'renewFailed', key: 'renewing:1' });
     await redis.process!.kill();
     await failed;

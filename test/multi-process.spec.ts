@@ -56,7 +56,8 @@ describe('across processes', () => {
 
   it('frees the lock of a SIGKILLed holder once its lease ends', async () => {
     const PREFIX = uniquePrefix('killed');
-    const holder = worker({ PREFIX, MODE: 'hold', LEASE_MS: '1000' });
+    // Seconds of lease: the cold engine below must still find it running after the kill.
+    const holder = worker({ PREFIX, MODE: 'hold', LEASE_MS: '5000' });
     const [, token] = await holder.waitFor(/^held (\d+)$/);
     holder.kill('SIGKILL');
     await holder.exited;
@@ -65,7 +66,7 @@ describe('across processes', () => {
       expect(await engine.tryAcquire('k')).toBeNull(); // the dead holder's lease still runs
       // The budget is the dead holder's lease plus one wait cycle: the waiter sleeps for the
       // lease's remaining TTL and retries once it has run out.
-      const lock = await engine.acquire('k', { waitMs: 2_000 });
+      const lock = await engine.acquire('k', { waitMs: 10_000 });
       expect(await lock.fencingToken()).toBeGreaterThan(Number(token));
       await lock.release();
     } finally {

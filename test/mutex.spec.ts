@@ -352,9 +352,9 @@ describe('fair mode', () => {
 describe('watchdog', () => {
   it('keeps a lock past its lease, and aborts the signal when the key is deleted', async () => {
     const events = new EventLog();
-    const e = engine({ leaseMs: 1_500 }, events); // room for renewals on a busy machine
+    const e = engine({ leaseMs: 3_000 }, events); // seconds of room for each renewal on a busy machine
     const lock = await e.acquire('wd');
-    await events.renewals('wd', 4); // four renewals: well past one lease
+    await events.renewals('wd', 4); // four renewals, one a second: past one lease
     expect(lock.isHeld()).toBe(true);
     expect(await admin.pttl(`${e.options.keyPrefix}{wd}`)).toBeGreaterThan(0);
     await admin.del(`${e.options.keyPrefix}{wd}`);
@@ -377,8 +377,8 @@ describe('watchdog', () => {
     const events = new EventLog();
     const e = engine({}, events);
     // Far below the engine's 30 s default, with room for a renewal on a busy machine.
-    const renewed = await e.acquire('own-lease', { leaseMs: 1_000 });
-    expect(await admin.pttl(`${e.options.keyPrefix}{own-lease}`)).toBeLessThanOrEqual(1_000);
+    const renewed = await e.acquire('own-lease', { leaseMs: 3_000 });
+    expect(await admin.pttl(`${e.options.keyPrefix}{own-lease}`)).toBeLessThanOrEqual(3_000);
     await events.renewals('own-lease', 1);
     expect(renewed.isHeld()).toBe(true);
     await renewed.release();

@@ -132,7 +132,7 @@ describe('crashed and live readers', () => {
   it('a SIGKILLed reader stops blocking writers after its lease; a live reader keeps renewing', async () => {
     const events = new EventLog();
     const PREFIX = uniquePrefix('rwcrash');
-    const e = engine({ keyPrefix: PREFIX, leaseMs: 1_500 }, events); // the live reader: room for renewals on a busy machine
+    const e = engine({ keyPrefix: PREFIX, leaseMs: 3_000 }, events); // the live reader: seconds of room for renewals on a busy machine
     const holder = runWorker('lock-worker', {
       REDIS: redis.url,
       PREFIX,

@@ -67,13 +67,15 @@ describe('@ScheduledLock on a 1 s cron, across processes, under faults', () => {
 
   it("with onOverrun: 'wait', a tick whose waiting instance gets SIGTERM is handed on: the job's holder runs it, once", async () => {
     const prefix = uniquePrefix('hand-on');
-    // A run of 9 s on a 6 s cron: the tick after it comes while it goes (and waits), and the
-    // waiter, stopped right after, has ~3 s to hand it on before that run ends. The tick
-    // after that (12 s) would supersede the waiting one, so the run must end before it: 3 s
-    // to spare on both sides, for a busy machine.
+    // On a 6 s cron, the holder's first run lasts until the test ends it: the tick after it
+    // comes while it goes (and waits), and the waiter, stopped then, hands it on. The run ends
+    // once the waiter has exited, however long a loaded machine took for that, and before the
+    // tick after (which would supersede the waiting one) unless the exit took seconds.
     const wait = { CRON: '*/6 * * * * *', JOB_MS: '9000', ON_OVERRUN: 'wait' };
     // The holder's clock lags 500 ms, so the other instance always fires first.
-    const [holder] = await instances(prefix, [{ ...wait, CLOCK_SKEW_MS: '-500', NAME: 'holder' }]);
+    const [holder] = await instances(prefix, [
+      { ...wait, CLOCK_SKEW_MS: '-500', NAME: 'holder', FIRST_RUN_UNTIL_PUSH: 'end-first-run' },
+    ]);
     const first = Number((await holder.waitFor(/^started (\d+)$/))[1]);
     const [waiter] = await instances(prefix, [{ ...wait, NAME: 'waiter' }]);
     // The next tick the waiter fires while the holder's run goes: the waiter claims it and
@@ -84,6 +86,7 @@ describe('@ScheduledLock on a 1 s cron, across processes, under faults', () => {
     await holder.waitFor(new RegExp(`^event skipped ${next}$`));
     waiter.kill('SIGTERM');
     await waiter.exited;
+    await observer().rpush('end-first-run', 'go');
 
     // Nobody else fires that tick again: only the hand-on can run it, before the tick after it.
     await holder.waitFor(new RegExp(`^started (${next}|${next + 6000})$`));

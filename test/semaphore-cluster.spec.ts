@@ -50,7 +50,7 @@ it('keeps each of 8 semaphores (spread over the masters) to its limit, renewing 
   // Held across renewals on every slot at once, while the flows below contend for the rest.
   // Leases short enough to be renewed several times here, long enough that a loaded machine's
   // late timers do not let one lapse (then a second flow could rightly enter).
-  const long = await Promise.all(names.map((n) => a.semaphore(n, { limit: 2 }).acquire({ leaseMs: 1_200 })));
+  const long = await Promise.all(names.map((n) => a.semaphore(n, { limit: 2 }).acquire({ leaseMs: 3_000 })));
   await events.next({ type: 'renewed' }, names.length * 4);
   const inside = new Map<string, number>();
   const max = new Map<string, number>();

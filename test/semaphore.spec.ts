@@ -144,8 +144,8 @@ describe('leases', () => {
     const events = new EventLog();
     const e = engine({}, events);
     const sem = e.semaphore('renewed', { limit: 1 });
-    // Short enough for several renewals here, long enough that a loaded machine's late timers don't let it lapse.
-    const permit = await sem.acquire({ leaseMs: 1_200 });
+    // Renewed every second, with seconds of room for a loaded machine's late timers.
+    const permit = await sem.acquire({ leaseMs: 3_000 });
     await events.renewals('renewed', 4); // over a lease's worth of renewals
     expect(permit.isHeld()).toBe(true);
     expect(permit.signal.aborted).toBe(false);
@@ -278,9 +278,9 @@ describe('setLimit', () => {
     const e = engine({}, events);
     const sem = e.semaphore('lower', { limit: 3 });
     const holders = [
-      await sem.acquire({ leaseMs: 1_200 }),
-      await sem.acquire({ leaseMs: 1_200 }),
-      await sem.acquire({ leaseMs: 1_200 }),
+      await sem.acquire({ leaseMs: 3_000 }),
+      await sem.acquire({ leaseMs: 3_000 }),
+      await sem.acquire({ leaseMs: 3_000 }),
     ];
     expect(await sem.setLimit(1)).toBe(3);
     await events.renewals('lower', 6);
@@ -600,7 +600,11 @@ describe('multi-process', () => {
     const PREFIX = uniquePrefix('sem-kill');
     const hog = spawn({ PREFIX, HOG: '1' });
     const [, fence] = await hog.waitFor(/^holding (\d+)$/);
-    const workers = Array.from({ length: 3 }, (_, i) => spawn({ PREFIX, FLOWS: '3', OPS: '5', NAME: `p${i}` }));
+    // The workers hold a 10 s lease: one stalled past a 1 s lease on a loaded machine would lose
+    // its permits and let a fourth in. The hog keeps 1 s: its lapse is what this checks.
+    const workers = Array.from({ length: 3 }, (_, i) =>
+      spawn({ PREFIX, FLOWS: '3', OPS: '5', NAME: `p${i}`, LEASE_MS: '10000' }),
+    );
     hog.kill('SIGKILL');
     await hog.exited;
     await Promise.all(workers.map((w) => w.succeeded()));

@@ -156,14 +156,16 @@ describe('on Redis with Sentinel', () => {
   it('acquires only once enough replicas have the lock, and gives it back otherwise', async () => {
     const g = await group();
     const keyPrefix = uniquePrefix('ack');
-    const one = engine({ redis: g.options, keyPrefix, replicaAck: { replicas: 1, timeoutMs: 500 } });
+    // Timeouts a loaded machine's replica meets: the one replica must have acked in time, and
+    // the second never exists, so waiting longer for it changes nothing but the test's length.
+    const one = engine({ redis: g.options, keyPrefix, replicaAck: { replicas: 1, timeoutMs: 5_000 } });
     const lock = await one.acquire('acked');
     const replica = new Redis(g.replicas[0].url);
     try {
       // WAIT returned only once the replica had it.
       expect((await replica.get(`${keyPrefix}{acked}`))?.split('|')[1]).toBe(String(await lock.fencingToken()));
       await lock.release();
-      const two = engine({ redis: g.options, keyPrefix, replicaAck: { replicas: 2, timeoutMs: 50 } });
+      const two = engine({ redis: g.options, keyPrefix, replicaAck: { replicas: 2, timeoutMs: 1_000 } });
       await expect(two.acquire('unacked', { waitMs: 0 })).rejects.toThrow(/only 1 of 2 replicas/);
       await expect(two.acquire('unacked', { waitMs: 0 })).rejects.toBeInstanceOf(LockBackendError);
       expect(await replica.exists(`${keyPrefix}{unacked}`)).toBe(0);

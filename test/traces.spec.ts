@@ -237,7 +237,8 @@ describe('OpenTelemetry traces', () => {
   it('end the hold span as lost, with the reason, when the lock is force-removed', async () => {
     let handle: LockHandle | undefined;
     const parent = await within(async () => {
-      handle = await locks.acquire('invoice:9', { name: 'invoice' });
+      // A lease with seconds of room: the renewal that finds the key gone comes before it ends.
+      handle = await locks.acquire('invoice:9', { name: 'invoice', leaseMs: 3_000 });
     });
     expect(await app.get(LockService).forceUnlock('invoice:9')).toBe(true);
     await aborted(handle!.signal); // lost at its next renewal

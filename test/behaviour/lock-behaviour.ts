@@ -143,9 +143,10 @@ export function describeLockBehaviour(label: string, backend: () => Backend): vo
       const events = new EventLog();
       // A lease long enough to be renewed on a machine busy with other tests; a lease lost
       // meanwhile fails the test with what happened, rather than leaving it waiting.
-      const [a, b] = backend().pair({ leaseMs: 1_500, onEvent: events.listener });
+      // Renewed every second: four renewals outlast the 3 s lease.
+      const [a, b] = backend().pair({ leaseMs: 3_000, onEvent: events.listener });
       const lock = await a.acquire('kept');
-      await events.renewals('kept', 3);
+      await events.renewals('kept', 4);
       expect(lock.isHeld()).toBe(true);
       expect(await b.forceUnlock('kept')).toBe(true);
       expect(await aborted(lock.signal)).toBeInstanceOf(LockLostError);
@@ -213,17 +214,24 @@ export function describeLockBehaviour(label: string, backend: () => Backend): vo
 
     it('renews read and write holds past their lease, and a taken-away one is lost', async () => {
       const events = new EventLog();
-      const [a, b] = backend().pair({ leaseMs: 1_500, onEvent: events.listener });
+      // Renewed every second, with seconds of room: four rounds of both outlast the 3 s lease.
+      const [a, b] = backend().pair({ leaseMs: 3_000, onEvent: events.listener });
       const read = await a.acquireRead('rw-kept');
       const other = await b.acquireRead('rw-kept');
-      await events.renewals('rw-kept', 6);
+      await events.renewals('rw-kept', 8);
       expect(read.isHeld()).toBe(true);
       expect(other.isHeld()).toBe(true);
       await other.release();
       await read.release();
       const write = await a.acquireWrite('rw-kept');
       const writeToken = await write.fencingToken();
-      await events.next((e) => e.type === 'renewed' && e.key === 'rw-kept' && e.fencingToken === writeToken, 3);
+      // A write lost meanwhile fails the test with what happened, rather than leaving it waiting.
+      await Promise.race([
+        events.next((e) => e.type === 'renewed' && e.key === 'rw-kept' && e.fencingToken === writeToken, 4),
+        aborted(write.signal).then((reason) => {
+          throw new Error(`the write hold was lost before 4 renewals: ${String(reason)}`);
+        }),
+      ]);
       expect(write.isHeld()).toBe(true);
       expect(await b.forceUnlock('rw-kept')).toBe(true);
       expect(await aborted(write.signal)).toBeInstanceOf(LockLostError);

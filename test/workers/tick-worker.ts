@@ -5,7 +5,8 @@
 //
 // Env: REDIS, OBSERVER, PREFIX, NAME; CRON (default every second); JOB_MS (how long a run
 // takes); ON_OVERRUN, ON_MISSED; LEASE_MS; HANG=first (the first run never ends, until the
-// process is killed); BLOCK_MS (block the event loop that long around each second, so
+// process is killed); FIRST_RUN_UNTIL_PUSH=key (the first run ends when the test pushes to that
+// observer list, instead of after JOB_MS); BLOCK_MS (block the event loop that long around each second, so
 // timers fire late); CLOCK_SKEW_MS (see skew-clock.ts).
 import './skew-clock';
 import 'reflect-metadata';
@@ -23,6 +24,7 @@ const CRON = env.CRON ?? '* * * * * *';
 const JOB_MS = Number(env.JOB_MS ?? 100);
 const observer = new Redis(env.OBSERVER!);
 let hang = env.HANG === 'first';
+let gate = env.FIRST_RUN_UNTIL_PUSH;
 
 const ENTER = `local n = redis.call('incr', KEYS[1])
 if n > tonumber(redis.call('get', KEYS[2]) or '0') then redis.call('set', KEYS[2], n) end
@@ -52,7 +54,19 @@ class Job {
         hang = false;
         await new Promise(() => undefined);
       }
-      await sleep(JOB_MS);
+      if (gate) {
+        const key = gate;
+        gate = undefined;
+        // A connection of its own: BLPOP blocks the one it is sent on.
+        const blocking = observer.duplicate();
+        try {
+          await blocking.blpop(key, 0);
+        } finally {
+          blocking.disconnect();
+        }
+      } else {
+        await sleep(JOB_MS);
+      }
     } finally {
       const [sec, usec] = await observer.time();
       await observer.decr('inside');

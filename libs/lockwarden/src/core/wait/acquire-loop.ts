@@ -1,6 +1,4 @@
 import { LockAbortedError, LockBackendError, LockError } from '../../errors';
-import { quoteKey } from '../../errors/key-text';
-import { redisReason } from '../../errors/redis-reason';
 import { newWaiterId, send, withdraw } from './attempts';
 import type { Attempt } from './attempts';
 import type { LockEvent } from '../observe/events';
@@ -8,6 +6,7 @@ import type { LockLogger } from '../observe/logger';
 import type { LockStore } from '../backend/lock-store';
 import type { WakeBus } from '../backend/wake-bus';
 import { Waiter } from '../wake/waiter';
+import { FAILED, LATE, nothingLeft, retry, retryPauseMs, subscribed } from './busy-wait';
 
 export interface LoopContext {
   readonly store: LockStore;
@@ -87,10 +86,14 @@ export async function acquireLoop(
   let parked = false;
   let granted = false;
   let handedOff = false;
-  /** What the latest answered attempt said the lock stays busy for; undefined until one said "busy". */
-  let busyMs: number | undefined;
+  /** An attempt has answered "busy": the wait budget, not the settle grace, bounds what follows. */
+  let heardBusy = false;
+  /** What the latest "busy" answer said the lock stays busy for. */
+  let busyMs = 0;
   /** The latest attempt was answered "busy": nothing of it was left on the server, unless queued. */
   let lastBusy = false;
+  /** Retries in a row that failed after a "busy" answer: their back-off grows with it. */
+  let failures = 0;
   try {
     if (attempt.handOff) {
       // Semaphores, where a new caller usually finds every permit taken: on a channel already
@@ -111,48 +114,62 @@ export async function acquireLoop(
         waiter.waiterId = waiterId = newWaiterId();
       }
       const work = send(ctx.store, attempt, queued, waiterId, waiter !== undefined);
-      let reply: number | typeof LATE;
-      if (busyMs === undefined) {
+      let reply: number | typeof LATE | typeof FAILED;
+      if (!heardBusy) {
         reply = await ask(ctx, gate, attempt.key, 'acquire', work, settleBy - sentAt, cold);
       } else {
         // After a "busy", an attempt still unanswered at the deadline ends the wait as busy.
-        reply = await gate.orLate(wrapped(attempt.key, 'acquire', work), deadline - sentAt);
+        reply = await retry(ctx, gate, attempt.key, wrapped(attempt.key, 'acquire', work), deadline - sentAt);
         if (reply === LATE) return { granted: false, busyMs };
       }
-      // Answered, so connected: node-redis can answer what it queued before it says it is ready.
-      if (ctx.firstConnection?.pending) ctx.firstConnection.pending = false;
-      if (reply >= 0) {
-        granted = true;
-        return handedOff
-          ? { granted: true, fencingToken: reply, leaseFrom: sentAt, handedOff }
-          : { granted: true, fencingToken: reply, leaseFrom: sentAt };
+      let cap: number;
+      if (reply === FAILED) {
+        // The lock was busy at the last answer: a retry that fails (a slot being moved, a
+        // connection being made again) ends nothing. Back off, and try again within the budget.
+        failures++;
+        const now = performance.now();
+        if (now >= deadline) return { granted: false, busyMs };
+        cap = Math.min(retryPauseMs(failures), deadline - now);
+      } else {
+        failures = 0;
+        // Answered, so connected: node-redis can answer what it queued before it says it is ready.
+        if (ctx.firstConnection?.pending) ctx.firstConnection.pending = false;
+        if (reply >= 0) {
+          granted = true;
+          return handedOff
+            ? { granted: true, fencingToken: reply, leaseFrom: sentAt, handedOff }
+            : { granted: true, fencingToken: reply, leaseFrom: sentAt };
+        }
+        busyMs = -reply;
+        heardBusy = true;
+        lastBusy = true;
+        const now = performance.now();
+        if (now >= deadline) return { granted: false, busyMs };
+        if (!waiter) {
+          waiter = new Waiter(attempt.channel, queued, waiterId);
+          waiter.handoffMs = attempt.handoffMs;
+          waiter.handOff = attempt.handOff;
+          // Within the budget and the holder's lease: a subscription that never lands costs at
+          // most the lease, as a lost message does.
+          const joined = await gate.orLate(
+            subscribed(ctx, attempt.key, ctx.bus.join(waiter)),
+            Math.min(deadline - now, busyMs),
+          );
+          if (joined === LATE && performance.now() >= deadline) return { granted: false, busyMs };
+          // Subscribed, or the lease ran out first: try again, so a release before the
+          // subscription is not missed. Not subscribed (the subscribe failed): wait below, by the lease.
+          if (joined !== false) continue;
+        }
+        // A waiter not yet queued that may starve checks back as a queued one does: a wake-up
+        // reaches one waiter per process, so one that is never woken would otherwise sleep for
+        // the holder's whole lease while newer waiters elsewhere take the lock. Its next attempt
+        // takes a place in the FIFO queue (it has waited past starvationMs by then).
+        const mayStarve = !queued && attempt.starvationMs !== undefined;
+        const refresh = (queued || mayStarve ? attempt.queueRefreshMs : attempt.refreshMs) ?? Infinity;
+        cap = Math.min(busyMs, deadline - now, refresh);
       }
-      busyMs = -reply;
-      lastBusy = true;
-      const now = performance.now();
-      if (now >= deadline) return { granted: false, busyMs };
-      if (!waiter) {
-        waiter = new Waiter(attempt.channel, queued, waiterId);
-        waiter.handoffMs = attempt.handoffMs;
-        waiter.handOff = attempt.handOff;
-        // Within the budget and the holder's lease: a subscription that never lands costs at
-        // most the lease, as a lost message does.
-        const joined = await gate.orLate(
-          subscribed(ctx, attempt.key, ctx.bus.join(waiter)),
-          Math.min(deadline - now, busyMs),
-        );
-        if (joined === LATE && performance.now() >= deadline) return { granted: false, busyMs };
-        // Subscribed, or the lease ran out first: try again, so a release before the
-        // subscription is not missed. Not subscribed (the subscribe failed): wait below, by the lease.
-        if (joined !== false) continue;
-      }
-      // A waiter not yet queued that may starve checks back as a queued one does: a wake-up
-      // reaches one waiter per process, so one that is never woken would otherwise sleep for
-      // the holder's whole lease while newer waiters elsewhere take the lock. Its next attempt
-      // takes a place in the FIFO queue (it has waited past starvationMs by then).
-      const mayStarve = !queued && attempt.starvationMs !== undefined;
-      const refresh = (queued || mayStarve ? attempt.queueRefreshMs : attempt.refreshMs) ?? Infinity;
-      const cap = Math.min(busyMs, deadline - now, refresh);
+      // A retry follows a "busy" answer, after which this process always has a waiter.
+      if (!waiter) return { granted: false, busyMs };
       if (!parked) {
         parked = true;
         ctx.emit?.({ type: 'waiting', key: attempt.key });
@@ -180,25 +197,11 @@ export async function acquireLoop(
     if (waiter) ctx.bus.leave(waiter, granted);
     if (!granted && sent && !nothingLeft(attempt, queued, handedOff, lastBusy)) {
       // After a "busy", the caller hears it by the deadline: the withdrawal goes on behind it.
-      const waitFor = busyMs === undefined ? settleBy : deadline;
+      const waitFor = heardBusy ? deadline : settleBy;
       await withdraw(ctx, attempt, waitFor, performance.now() + leaseMs + ctx.commandTimeoutMs);
     }
   }
 }
-
-/**
- * Whether an acquire that gave up left nothing on the server: a mutex attempt, not queued and
- * never handed the lock, whose latest try was answered "busy". Its withdrawal would be a round
- * trip that finds nothing (every failed tryAcquire sent one). Read/write and permit attempts
- * always withdraw: a waiting writer keeps a place, and a release may have passed permits to
- * a parked waiter's token.
- */
-function nothingLeft(attempt: Attempt, queued: boolean, handedOff: boolean, lastBusy: boolean): boolean {
-  return attempt.kind === 'mutex' && !queued && !handedOff && lastBusy;
-}
-
-/** What an await bounded by the wait budget gives when the budget ran out first. */
-const LATE: unique symbol = Symbol('late');
 
 /** A Redis call's failure, in the library's words. */
 async function wrapped<T>(key: string, action: string, work: Promise<T>): Promise<T> {
@@ -206,23 +209,6 @@ async function wrapped<T>(key: string, action: string, work: Promise<T>): Promis
     return await work;
   } catch (err) {
     throw err instanceof LockError ? err : new LockBackendError(key, action, err);
-  }
-}
-
-/**
- * True once the waiter's channel is subscribed; false when the subscribe failed. The lock is
- * known to be busy, so a failed subscribe fails nothing: the waiter checks back by the lease.
- */
-async function subscribed(ctx: LoopContext, key: string, join: Promise<unknown>): Promise<boolean> {
-  try {
-    await join;
-    return true;
-  } catch (err) {
-    ctx.logger.debug(
-      `Waiting for ${quoteKey(key)} without release messages (the subscribe failed: ${redisReason(err)}); ` +
-        `it checks back when the holder's lease would end.`,
-    );
-    return false;
   }
 }
 
