@@ -16,6 +16,8 @@ module.exports = {
   globalTeardown: '<rootDir>/test/harness/global-teardown.cjs',
   setupFilesAfterEnv: ['<rootDir>/test/harness/no-unhandled.ts'],
   testTimeout: 60000,
-  maxWorkers: 4,
+  // Most files wait on real processes, leases and clocks rather than compute: six workers
+  // overlap those waits on a 2-core machine (measured: 134 s against 185 s with four).
+  maxWorkers: 6,
   testSequencer: '<rootDir>/test/harness/sequencer.cjs',
 };
