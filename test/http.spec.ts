@@ -1,4 +1,4 @@
-import { Controller, Get, Param, Post } from '@nestjs/common';
+import { Controller, Get, Injectable, Param, Post } from '@nestjs/common';
 import type { INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import type { Redis } from 'ioredis';
@@ -270,6 +270,55 @@ describe('@Locked controller routes over HTTP', () => {
       expect(res.status).toBe(503);
     } finally {
       await down.close();
+    }
+  });
+});
+
+describe('a @Locked service method called from a controller, when the app shuts down', () => {
+  @Injectable()
+  class Orders {
+    @Locked('order:{0}')
+    async place(id: string): Promise<{ id: string }> {
+      return { id };
+    }
+  }
+
+  @Controller('orders')
+  class OrdersController {
+    constructor(private readonly orders: Orders) {}
+
+    @Post(':id')
+    async place(@Param('id') id: string): Promise<{ placed: string }> {
+      const order = await this.orders.place(id);
+      return { placed: order.id };
+    }
+  }
+
+  it('answers 503, as a decorated route does: the method did not run, and nothing pretends it did', async () => {
+    const keyPrefix = uniquePrefix('http-shutdown');
+    const moduleRef = await Test.createTestingModule({
+      imports: [LockModule.forRoot({ redis: redis.url, keyPrefix, onEvent: events.listener })],
+      controllers: [OrdersController],
+      providers: [Orders],
+    }).compile();
+    const shop = moduleRef.createNestApplication({ logger: false });
+    await shop.init();
+    const holder = new LockEngine({ redis: redis.url, keyPrefix });
+    const held = await holder.acquire('order:7');
+    try {
+      const waiting = events.next({ type: 'waiting', key: 'order:7' });
+      const pending = request(shop.getHttpServer()).post('/orders/7');
+      const answered = pending.then((r) => r);
+      await waiting;
+      // Shutdown cancels the request's wait for the lock: the method never runs.
+      const closing = shop.close();
+      const res = await answered;
+      await closing;
+      expect(res.status).toBe(503);
+      expect(res.body.placed).toBeUndefined();
+    } finally {
+      await held.release();
+      await holder.close();
     }
   });
 });
