@@ -54,8 +54,8 @@ export type LoopResult =
  *   unanswered then fails the acquire with LockBackendError.
  * - Once an attempt has answered "busy", the acquire settles by `waitMs` itself, as busy
  *   (LockTimeoutError), whatever its subscription, its next attempt or its withdrawal is doing:
- *   a slow subscriber is no reason to call a held lock a failing Redis. Only an attempt that
- *   fails outright (an error, not a late answer) is a LockBackendError then.
+ *   a slow subscriber is no reason to call a held lock a failing Redis. A retry that Redis
+ *   answers with an error (TRYAGAIN while a slot moves) is tried again after a back-off.
  *
  * A withdrawal not done by then goes on in the background until Redis answers (or a grant it
  * might have made, `leaseMs` long, is over), so a grant that lands late is not left held.
