@@ -116,7 +116,7 @@ export async function acquireLoop(
       const work = send(ctx.store, attempt, queued, waiterId, waiter !== undefined);
       let reply: number | typeof LATE | typeof FAILED;
       if (!heardBusy) {
-        reply = await ask(ctx, gate, attempt.key, 'acquire', work, settleBy - sentAt, cold);
+        reply = await ask(ctx, gate, attempt.key, work, settleBy - sentAt, settleBy - started, cold);
       } else {
         // After a "busy", an attempt still unanswered at the deadline ends the wait as busy.
         reply = await retry(ctx, gate, attempt.key, wrapped(attempt.key, 'acquire', work), deadline - sentAt);
@@ -212,19 +212,24 @@ async function wrapped<T>(key: string, action: string, work: Promise<T>): Promis
   }
 }
 
-/** Awaits one Redis call within the budget, as a typed error on failure. */
+/**
+ * Awaits the first attempt within what is left of the acquire's budget (`leftMs`), as a typed
+ * error on failure. Its "no answer" names the whole budget (`budgetMs`), what the caller gave
+ * Redis, not what was left once the attempt was on its way.
+ */
 async function ask<T>(
   ctx: LoopContext,
   gate: AcquireGate,
   key: string,
-  action: string,
   work: Promise<T>,
+  leftMs: number,
   budgetMs: number,
   cold: boolean,
 ): Promise<T> {
   // "No answer" from an engine that had not connected yet includes connecting: say so.
   const note = cold ? ', connecting included (the engine had not connected yet)' : '';
-  return gate.race(wrapped(key, action, work), Math.max(budgetMs, 0), action, ctx.connectionDown, note);
+  const said = Math.round(budgetMs);
+  return gate.race(wrapped(key, 'acquire', work), Math.max(leftMs, 0), 'acquire', ctx.connectionDown, note, said);
 }
 
 /**
@@ -269,13 +274,20 @@ export class AcquireGate {
   /**
    * Settles with `work`, unless a signal fires first (LockAbortedError) or
    * `timeoutMs` passes (LockBackendError, whose cause is what `down` knows of a
-   * connection that is down, since "no answer" would hide a refused connection).
-   * The caller still owns `work`'s eventual result and must clean up after it.
+   * connection that is down, since "no answer" would hide a refused connection; else "did not
+   * answer within `saidMs`"). The caller still owns `work`'s eventual result and must clean up
+   * after it.
    */
-  race<T>(work: Promise<T>, timeoutMs: number, action: string, down?: () => Error | undefined, note = ''): Promise<T> {
+  race<T>(
+    work: Promise<T>,
+    timeoutMs: number,
+    action: string,
+    down?: () => Error | undefined,
+    note = '',
+    saidMs = Math.round(timeoutMs),
+  ): Promise<T> {
     return this.bounded(work, timeoutMs, (_resolve, reject) => {
-      const ms = Math.round(timeoutMs);
-      const cause = down?.() ?? new Error(`Redis did not answer within ${ms} ms${note}`);
+      const cause = down?.() ?? new Error(`Redis did not answer within ${saidMs} ms${note}`);
       reject(new LockBackendError(this.key, action, cause));
     });
   }
