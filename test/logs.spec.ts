@@ -253,7 +253,7 @@ describe('at the edges of the app’s life', () => {
     const app = await moduleRef.init();
     closers.push(() => app.close());
     expect(lines.of('warn')).toEqual([
-      'Redis did not answer within 300 ms (commandTimeoutMs) at bootstrap (no answer within 300 ms): the app ' +
+      'Redis did not answer within 300 ms (commandTimeoutMs) at bootstrap: the app ' +
         'starts anyway, and acquires fail with LockBackendError until it answers.',
     ]);
   });

@@ -55,10 +55,11 @@ export class LockLifecycle implements OnApplicationBootstrap, BeforeApplicationS
     const { commandTimeoutMs, logger } = this.engine.options;
     const report = await this.engine.health(commandTimeoutMs).catch(() => undefined);
     if (!report || report.reachable || report.failure === 'refused') return;
+    // "No answer" is what the first words say already; any other failure is named.
+    const why = report.error && report.failure !== 'no-answer' ? ` (${report.error})` : '';
     logger.warn(
-      `Redis did not answer within ${commandTimeoutMs} ms (commandTimeoutMs) at bootstrap` +
-        `${report.error ? ` (${report.error})` : ''}: the app starts anyway, and acquires fail with ` +
-        'LockBackendError until it answers.',
+      `Redis did not answer within ${commandTimeoutMs} ms (commandTimeoutMs) at bootstrap${why}: the app ` +
+        'starts anyway, and acquires fail with LockBackendError until it answers.',
     );
   }
 

@@ -209,9 +209,9 @@ export async function runLocked(
       if (job) return putOff(job, meta.retryAfterMs ?? DEFAULT_RETRY_AFTER_MS, keys[0]);
     }
     // A job (a cron tick, a queue message) that cannot run because the app is stopping is
-    // not an error: it did not run, as a skip. Within an HTTP request (a decorated route, or a
-    // service method a controller calls) it is: the request answers 503, and its caller never
-    // reads an `undefined` the method's type does not allow.
+    // not an error: it did not run, as a skip. Within a request (a decorated handler, or a
+    // service method a controller, gateway or message handler calls) it is: an HTTP request
+    // answers 503, and no caller reads an `undefined` the method's type does not allow.
     if (scope || !(err instanceof LockAbortedError) || !engine.shuttingDown) throw err;
     engine.options.logger.debug(`${meta.where} did not run: the application is shutting down.`);
     return undefined;
