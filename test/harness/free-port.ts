@@ -5,7 +5,7 @@ import { join } from 'node:path';
 
 /**
  * Ports are handed out below the kernel's ephemeral range (Linux: 32768-60999), from a block
- * of 1 000 that one process claims for itself, one after another. A port the OS picks for
+ * of 270 that one process claims for itself, one after another. A port the OS picks for
  * `listen(0)` or for an outgoing connection is never one of these, and no two processes
  * share a block: not two Jest workers, and not two test runs on one machine. So a port stays
  * ours while its server is down: a Redis restarted on its old port, or a port a test keeps
@@ -14,8 +14,10 @@ import { join } from 'node:path';
  * shared by two runs at once).
  */
 const FIRST_PORT = 20_000;
-const BLOCK = 1_000;
-// 20000-29999: a cluster node's bus port (its port + 10 000) then never falls in a block.
+const BLOCK = 270;
+// 20000-22699: a cluster node's bus port (its port + 10 000, so 30000-32699) then never falls
+// in a block, nor in the ephemeral range, where an outgoing connection's local port could
+// already hold it (a node once exited at start for that).
 const BLOCKS = 10;
 const CLAIMS = join(tmpdir(), 'lockwarden-test-ports');
 

@@ -119,7 +119,7 @@ export class RedisProcess {
         if (/Ready to accept connections|Sentinel ID is/.test(this.log)) {
           child.stdout?.off('data', onData);
           child.stdout?.resume();
-          child.off('exit', onExit);
+          child.off('close', onExit);
           resolve();
         }
       };
@@ -137,7 +137,9 @@ export class RedisProcess {
         );
       child.stdout?.on('data', onData);
       child.stderr?.on('data', (chunk: Buffer) => (this.log += chunk.toString()));
-      child.once('exit', onExit);
+      // 'close', not 'exit': only once stdio is drained does the log hold why the server
+      // stopped ("Address already in use" is retried on another port by start()).
+      child.once('close', onExit);
       child.once('error', onError);
     });
   }
