@@ -74,7 +74,9 @@ describe('randomized read/write concurrency', () => {
 describe('writer preference', () => {
   it('keeps a steady stream of new readers from starving a waiting writer', async () => {
     const events = new EventLog();
-    const [a, b] = pair({}, events);
+    // The writer's place is sized so that only a stall of this process over 7 s could lapse it
+    // (at the default 1 s, a 700 ms stall could, and a read would then rightly get in first).
+    const [a, b] = pair({ placeMs: 10_000 }, events);
     let seq = 0;
     let stop = false;
     let writerWaitingAt = Infinity;
@@ -111,6 +113,27 @@ describe('writer preference', () => {
     expect(lateReads.length).toBeGreaterThan(0);
     // Every read that started after the writer queued was granted only after the writer.
     for (const grantedAt of lateReads) expect(grantedAt).toBeGreaterThan(writerGrantedAt);
+  });
+
+  it("keeps a waiting writer's place on the server for the engine's placeMs", async () => {
+    const events = new EventLog();
+    const keyPrefix = uniquePrefix('rwplace');
+    const [a, b] = [engine({ keyPrefix }, events), engine({ keyPrefix, placeMs: 20_000 }, events)];
+    const reader = await a.acquireRead('doc');
+    const waiting = events.next({ type: 'waiting', key: 'doc' });
+    const writing = b.acquireWrite('doc', { waitMs: 60_000 });
+    await waiting;
+    // The place is a deadline in server time, in the waiting-writers zset of the lock's keys.
+    const places = await admin.zrange(`${keyPrefix}{doc}:rw:writers`, '0', '-1', 'WITHSCORES');
+    expect(places).toHaveLength(2); // one writer: its token and its deadline
+    const deadline = Number(places[1]);
+    const [seconds, micros] = await admin.time();
+    const now = Number(seconds) * 1_000 + Math.floor(Number(micros) / 1_000);
+    // More than the default 1 s is left, and no more than the 20 s asked for.
+    expect(deadline - now).toBeGreaterThan(1_000);
+    expect(deadline - now).toBeLessThanOrEqual(20_000);
+    await reader.release();
+    await (await writing).release();
   });
 
   it('lets readers overtake a waiting writer with writerPreference: false', async () => {

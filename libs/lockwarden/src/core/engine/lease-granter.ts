@@ -70,7 +70,7 @@ export class LeaseGranter {
     if (enclosing instanceof LeaseHandle) return enclosing;
     const preference = options?.writerPreference !== false;
     const keys = rwKeys(this.options.keyPrefix, req.key);
-    const attempt = rwAttempt(keys, req, 'read', enclosing?.ownerToken ?? '', preference);
+    const attempt = rwAttempt(keys, req, 'read', enclosing?.ownerToken ?? '', preference, this.options.placeMs);
     return this.orThrow(req, this.grant(req, attempt, { kind: 'read', keys }));
   }
 
@@ -80,7 +80,10 @@ export class LeaseGranter {
     const enclosing = this.rwEnclosing(req.key, 'write');
     if (enclosing instanceof LeaseHandle) return enclosing;
     const keys = rwKeys(this.options.keyPrefix, req.key);
-    return this.orThrow(req, this.grant(req, rwAttempt(keys, req, 'write', '', true), { kind: 'write', keys }));
+    return this.orThrow(
+      req,
+      this.grant(req, rwAttempt(keys, req, 'write', '', true, this.options.placeMs), { kind: 'write', keys }),
+    );
   }
 
   /** A new holder of `permits` of a semaphore, or how many ms until its earliest holder's lease ends. */
@@ -166,7 +169,7 @@ export class LeaseGranter {
   /** A new mutex lease, or how many ms the lock stays busy. */
   private mutex(req: ResolvedAcquire): Promise<LeaseHandle | number> {
     const keys = mutexKeys(this.options.keyPrefix, req.key);
-    return this.grant(req, mutexAttempt(keys, req, this.store), { kind: 'mutex', keys });
+    return this.grant(req, mutexAttempt(keys, req, this.store, this.options.placeMs), { kind: 'mutex', keys });
   }
 
   /** A new lease, or how many ms the lock stays busy, under the acquisition's span when traces are on. */

@@ -73,6 +73,20 @@ export interface LockEngineOptions {
    */
   commandTimeoutMs?: number;
   /**
+   * How long a waiter's place on the server lasts (a queued mutex waiter's, a waiting
+   * writer's) unless the waiter checks back, which it does every 30 % of it; also the
+   * longest a release hands a queued waiter the lock before that waiter confirms. A waiter
+   * whose process dies holds the others up by at most about this long. Raise it where
+   * processes may stall longer than 70 % of it (long GC pauses, starved CPUs): a waiter
+   * stalled past its place loses its turn. Default 1 000 ms, at least 300.
+   *
+   * @example
+   * ```ts
+   * LockModule.forRoot({ redis: process.env.REDIS_URL!, placeMs: 5_000 });
+   * ```
+   */
+  placeMs?: number;
+  /**
    * Called for every lock event (acquired, released, waiting, timeout, skipped, extended, renewed,
    * renewFailed, lost) and, for scheduled jobs, overrun and missed.
    */
@@ -139,6 +153,7 @@ export interface ResolvedEngineOptions extends LockDefaults {
   replicaAck: ReplicaAckOptions | undefined;
   instanceId: string;
   commandTimeoutMs: number;
+  placeMs: number;
   logger: LockLogger;
   onEvent: LockEventListener | undefined;
   metrics: boolean;
@@ -157,6 +172,7 @@ export const ENGINE_OPTION_NAMES: ReadonlySet<string> = new Set([
   'instanceId',
   'safetyMarginMs',
   'commandTimeoutMs',
+  'placeMs',
   'onEvent',
   'metrics',
   'traces',
@@ -234,6 +250,7 @@ export function resolveEngineOptions(
     instanceId,
     safetyMarginMs: integerOr('safetyMarginMs', o.safetyMarginMs, undefined, 0, MAX_MS),
     commandTimeoutMs: integerOr('commandTimeoutMs', o.commandTimeoutMs, 2_000, 1, MAX_MS),
+    placeMs: integerOr('placeMs', o.placeMs, 1_000, 300, MAX_MS),
     logger,
     onEvent: o.onEvent as LockEventListener | undefined,
     metrics: checkBoolean('metrics', o.metrics) ?? true,

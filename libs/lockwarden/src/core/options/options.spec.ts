@@ -123,6 +123,7 @@ describe('bad input', () => {
     ['misspelt option', { redis: 'redis://127.0.0.1:1', leaseMS: 100 }, /Unknown lock module option "leaseMS"/],
     ['numeric keyPrefix', { redis: 'redis://127.0.0.1:1', keyPrefix: 5 }, /keyPrefix must be a string/],
     ['empty instanceId', { redis: 'redis://127.0.0.1:1', instanceId: '' }, /instanceId must be a non-empty string/],
+    ['placeMs below 300', { redis: 'redis://127.0.0.1:1', placeMs: 100 }, /placeMs must be an integer from 300/],
     ['negative safetyMarginMs', { redis: 'redis://127.0.0.1:1', safetyMarginMs: -1 }, /safetyMarginMs/],
     ['non-function onEvent', { redis: 'redis://127.0.0.1:1', onEvent: 'log' }, /onEvent must be a function/],
     ['keyPrefix with a lone surrogate', { redis: 'redis://127.0.0.1:1', keyPrefix: 'app\uD800:' }, /lone UTF-16/],

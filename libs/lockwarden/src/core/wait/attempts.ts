@@ -10,14 +10,14 @@ import type { LockLogger } from '../observe/logger';
 
 /**
  * A waiter with a place on the server (a queued mutex waiter, fair or starving, or a waiting
- * writer) checks back this often and keeps its place this long; a release hands a queued
- * mutex waiter the lock for at most HANDOFF_LEASE_MS until it confirms. So a waiter that
- * dies holds the others up by at most about one second: its place lapses, or the lock it
- * was handed does.
+ * writer) keeps its place for the engine's `placeMs` (default 1 s) and checks back every 30 %
+ * of it; a release hands a queued mutex waiter the lock for at most `placeMs` until it
+ * confirms. So a waiter that dies holds the others up by at most about `placeMs`: its place
+ * lapses, or the lock it was handed does.
  */
-const QUEUE_REFRESH_MS = 300;
-const QUEUE_PLACE_TTL_MS = 1_000;
-const HANDOFF_LEASE_MS = 1_000;
+function refreshFor(placeMs: number): number {
+  return Math.floor(placeMs * 0.3);
+}
 /** A non-fair waiter waiting longer than this joins the FIFO queue (see Attempt.starvationMs). */
 const STARVATION_MS = 5;
 
@@ -59,20 +59,21 @@ export function mutexAttempt(
   keys: MutexKeys,
   req: { key: string; leaseMs: number; fair: boolean; fenced: boolean },
   store: LockStore,
+  placeMs: number,
 ): Attempt {
   const ownerToken = newOwnerToken();
-  const handoffMs = Math.min(req.leaseMs, HANDOFF_LEASE_MS);
+  const handoffMs = Math.min(req.leaseMs, placeMs);
   return {
     kind: 'mutex',
     key: req.key,
     channel: keys.channel,
     fair: req.fair,
     refreshMs: undefined,
-    queueRefreshMs: QUEUE_REFRESH_MS,
+    queueRefreshMs: refreshFor(placeMs),
     handoffMs,
     starvationMs: store.fairQueue ? STARVATION_MS : undefined,
     ownerToken,
-    ask: { keys, ownerToken, leaseMs: req.leaseMs, placeMs: QUEUE_PLACE_TTL_MS, handoffMs, fenced: req.fenced },
+    ask: { keys, ownerToken, leaseMs: req.leaseMs, placeMs, handoffMs, fenced: req.fenced },
   };
 }
 
@@ -83,6 +84,7 @@ export function rwAttempt(
   kind: 'read' | 'write',
   heldWriteToken: string,
   writerPreference: boolean,
+  placeMs: number,
 ): Attempt {
   const ownerToken = newOwnerToken();
   return {
@@ -90,7 +92,7 @@ export function rwAttempt(
     key: req.key,
     channel: keys.channel,
     ...UNQUEUED,
-    refreshMs: kind === 'write' ? QUEUE_REFRESH_MS : undefined,
+    refreshMs: kind === 'write' ? refreshFor(placeMs) : undefined,
     ownerToken,
     ask: {
       keys,
@@ -99,7 +101,7 @@ export function rwAttempt(
       kind,
       heldWriteToken,
       writerPreference,
-      placeMs: QUEUE_PLACE_TTL_MS,
+      placeMs,
     },
   };
 }
