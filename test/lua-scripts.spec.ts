@@ -67,6 +67,9 @@ function run(source: string, keys: readonly string[], args: readonly (string | n
   return client.eval(source, keys.length, ...keys, ...args);
 }
 
+/** The inbox every queued waiter of these tests names: a hand-off is published on `<channel>:ib`. */
+const INBOX = 'ib';
+
 interface AcquireArgs {
   lease?: number;
   instance?: string;
@@ -75,12 +78,14 @@ interface AcquireArgs {
   waiterTtl?: number;
   grant?: number;
   waited?: boolean;
+  /** The number of this attempt (named in a hand-off). Default 1. */
+  seq?: number;
 }
 
 /**
  * acquire.lua. Plain: KEYS lock, fence; ARGV token, lease, instance (, 'w' when it waited).
  * Fair: KEYS lock, fence, queue, waiters; ARGV token, lease, instance, 'w' or '', waiter id,
- * waiter ttl, grant lease.
+ * waiter ttl, grant lease, inbox (always INBOX here), attempt number.
  */
 async function acquire(m: MKeys, token: string, a: AcquireArgs = {}): Promise<number> {
   const plain = [token, a.lease ?? 30_000, a.instance ?? `inst-${token}`];
@@ -88,7 +93,15 @@ async function acquire(m: MKeys, token: string, a: AcquireArgs = {}): Promise<nu
     ? await run(
         ACQUIRE,
         [m.lock, m.fence, m.queue, m.waiters],
-        [...plain, a.waited ? 'w' : '', a.waiterId ?? `w-${token}`, a.waiterTtl ?? 60_000, a.grant ?? 250],
+        [
+          ...plain,
+          a.waited ? 'w' : '',
+          a.waiterId ?? `w-${token}`,
+          a.waiterTtl ?? 60_000,
+          a.grant ?? 250,
+          INBOX,
+          a.seq ?? 1,
+        ],
       )
     : await run(ACQUIRE, [m.lock, m.fence], a.waited ? [...plain, 'w'] : plain);
   return reply as number;
@@ -335,7 +348,7 @@ describe('acquire.lua', () => {
     // As a hand-off leaves it: owned, with only the short hand-off lease.
     await holdMutex(m, 'tok-a', '8000000000000042', 'inst-a', 250);
     await client.set(m.fence, '8000000000000042');
-    await queueWaiter(m, 'tok-b', 7, '99999999999999|250|w-b|inst-b');
+    await queueWaiter(m, 'tok-b', 7, '99999999999999|250|w-b|ib|1|inst-b');
 
     const reply = await acquire(m, 'tok-a', { lease: 30_000, fair: true, instance: 'inst-other' });
 
@@ -344,7 +357,7 @@ describe('acquire.lua', () => {
     expect(await mutexRecord(m.lock)).toEqual({ o: 'tok-a', f: '8000000000000042', i: 'inst-a', w: false });
     expect(await client.get(m.fence)).toBe('8000000000000042');
     expect(await zset(m.queue)).toEqual(['tok-b', '7']);
-    expect(await client.hgetall(m.waiters)).toEqual({ 'tok-b': '99999999999999|250|w-b|inst-b' });
+    expect(await client.hgetall(m.waiters)).toEqual({ 'tok-b': '99999999999999|250|w-b|ib|1|inst-b' });
   });
 
   it('held by another (not fair): returns minus the remaining PTTL, marks the lock waited for once', async () => {
@@ -385,7 +398,7 @@ describe('acquire.lua', () => {
     expect((await mutexRecord(m.lock))?.o).toBe('tok-a');
   });
 
-  it('fair, held by another: queues the token by arrival (µs) with the record "deadline|ARGV[7]|ARGV[5]|instance"', async () => {
+  it('fair, held by another: queues the token by arrival (µs) with the record "deadline|ARGV[7]|ARGV[5]|ARGV[8]|ARGV[9]|instance"', async () => {
     const { m } = fresh('acq-fair-queue');
     const fence = await acquire(m, 'tok-a', { lease: 30_000, instance: 'inst-a' });
 
@@ -407,7 +420,7 @@ describe('acquire.lua', () => {
     expectWithin(Number(score), before.us, after.us);
     const record = await client.hget(m.waiters, 'tok-b');
     // The lease field is the hand-off lease ARGV[7] (250), not the full lease ARGV[2] (20000).
-    expect(record).toMatch(/^\d+\|250\|w-b\|inst-b$/);
+    expect(record).toMatch(/^\d+\|250\|w-b\|ib\|1\|inst-b$/);
     expectWithin(Number(record!.split('|')[0]), before.ms + 5_000, after.ms + 5_000);
     await expectPttlNear(m.queue, 5_000);
     await expectPttlNear(m.waiters, 5_000);
@@ -424,7 +437,14 @@ describe('acquire.lua', () => {
 
     await acquire(m, 'tok-c', { fair: true, waiterTtl: 20_000 });
     const before = await clock();
-    await acquire(m, 'tok-b', { fair: true, waiterTtl: 20_000, grant: 400, waiterId: 'w-b2', instance: 'inst-b2' });
+    await acquire(m, 'tok-b', {
+      fair: true,
+      waiterTtl: 20_000,
+      grant: 400,
+      waiterId: 'w-b2',
+      instance: 'inst-b2',
+      seq: 7,
+    });
     const after = await clock();
 
     const queue = await zset(m.queue);
@@ -432,7 +452,7 @@ describe('acquire.lua', () => {
     expect(queue[1]).toBe(firstScore);
     expect(Number(queue[3])).toBeGreaterThan(Number(firstScore));
     const record = (await client.hget(m.waiters, 'tok-b'))!;
-    expect(record).toMatch(/^\d+\|400\|w-b2\|inst-b2$/);
+    expect(record).toMatch(/^\d+\|400\|w-b2\|ib\|7\|inst-b2$/);
     const deadline = Number(record.split('|')[0]);
     expectWithin(deadline, before.ms + 20_000, after.ms + 20_000);
     expect(deadline).toBeGreaterThan(firstDeadline);
@@ -444,8 +464,8 @@ describe('acquire.lua', () => {
     const { m } = fresh('acq-fair-head');
     const far = (await clock()).ms + 60_000;
     await client.set(m.fence, '8000000000000041');
-    await queueWaiter(m, 'tok-a', 1, `${far}|250|w-a|inst-a`);
-    await queueWaiter(m, 'tok-b', 2, `${far}|250|w-b|inst-b`);
+    await queueWaiter(m, 'tok-a', 1, `${far}|250|w-a|ib|1|inst-a`);
+    await queueWaiter(m, 'tok-b', 2, `${far}|250|w-b|ib|1|inst-b`);
 
     expect(await acquire(m, 'tok-a', { fair: true, lease: 10_000, instance: 'inst-a' })).toBe(8000000000000042);
 
@@ -459,7 +479,7 @@ describe('acquire.lua', () => {
   it('fair, free, but an earlier live waiter goes first: queues behind it and waits until its place would lapse', async () => {
     const { m } = fresh('acq-fair-first');
     const headDeadline = (await clock()).ms + 20_000;
-    await queueWaiter(m, 'tok-x', 1, `${headDeadline}|250|w-x|inst-x`);
+    await queueWaiter(m, 'tok-x', 1, `${headDeadline}|250|w-x|ib|1|inst-x`);
 
     const before = await clock();
     const reply = await acquire(m, 'tok-b', { fair: true, waiterTtl: 60_000 });
@@ -469,13 +489,13 @@ describe('acquire.lua', () => {
     expect(await client.exists(m.lock, m.fence)).toBe(0);
     const queue = await zset(m.queue);
     expect([queue[0], queue[2]]).toEqual(['tok-x', 'tok-b']);
-    expect(await client.hget(m.waiters, 'tok-x')).toBe(`${headDeadline}|250|w-x|inst-x`);
+    expect(await client.hget(m.waiters, 'tok-x')).toBe(`${headDeadline}|250|w-x|ib|1|inst-x`);
   });
 
   it('fair, free: skips lapsed heads (a past deadline, or no record at all) and takes the lock', async () => {
     const { m } = fresh('acq-fair-lapsed');
     await client.set(m.fence, '8000000000000009');
-    await queueWaiter(m, 'tok-x', 1, '1000|250|w-x|inst-x');
+    await queueWaiter(m, 'tok-x', 1, '1000|250|w-x|ib|1|inst-x');
     await queueWaiter(m, 'tok-z', 2);
 
     expect(await acquire(m, 'tok-b', { fair: true, instance: 'inst-b' })).toBe(8000000000000010);
@@ -487,9 +507,9 @@ describe('acquire.lua', () => {
   it('fair, free: skips lapsed heads up to the first live waiter, who then goes first', async () => {
     const { m } = fresh('acq-fair-lapsed-live');
     const liveDeadline = (await clock()).ms + 30_000;
-    await queueWaiter(m, 'tok-x', 1, '1000|250|w-x|inst-x');
+    await queueWaiter(m, 'tok-x', 1, '1000|250|w-x|ib|1|inst-x');
     await queueWaiter(m, 'tok-z', 2);
-    await queueWaiter(m, 'tok-w', 3, `${liveDeadline}|250|w-w|inst-w`);
+    await queueWaiter(m, 'tok-w', 3, `${liveDeadline}|250|w-w|ib|1|inst-w`);
 
     const before = await clock();
     const reply = await acquire(m, 'tok-b', { fair: true });
@@ -505,14 +525,14 @@ describe('acquire.lua', () => {
   it('not fair: takes a free lock even with live fair waiters queued, and leaves the queue alone', async () => {
     const { m } = fresh('acq-unfair');
     const far = (await clock()).ms + 60_000;
-    await queueWaiter(m, 'tok-x', 1, `${far}|250|w-x|inst-x`);
+    await queueWaiter(m, 'tok-x', 1, `${far}|250|w-x|ib|1|inst-x`);
 
     const reply = await acquire(m, 'tok-b', { fair: false });
 
     expect(reply).toBeGreaterThan(0);
     expect((await mutexRecord(m.lock))?.o).toBe('tok-b');
     expect(await zset(m.queue)).toEqual(['tok-x', '1']);
-    expect(await client.hget(m.waiters, 'tok-x')).toBe(`${far}|250|w-x|inst-x`);
+    expect(await client.hget(m.waiters, 'tok-x')).toBe(`${far}|250|w-x|ib|1|inst-x`);
   });
 
   it('after a lease lapses, the next caller takes the lock with the next token', async () => {
@@ -546,7 +566,7 @@ describe('release.lua', () => {
     await acquire(m, 'tok-c', { fair: true });
     const cRecord = await client.hget(m.waiters, 'tok-c');
     // A record without a place in the queue is not the caller's to withdraw.
-    await client.hset(m.waiters, 'tok-d', '99999999999999|250|w-d|inst-d');
+    await client.hset(m.waiters, 'tok-d', '99999999999999|250|w-d|ib|1|inst-d');
 
     expect(await release(m, 'tok-b')).toBe(0);
     expect(await release(m, 'tok-d')).toBe(0);
@@ -555,7 +575,7 @@ describe('release.lua', () => {
     expect(await client.zcard(m.queue)).toBe(1);
     expect(await client.hgetall(m.waiters)).toEqual({
       'tok-c': cRecord,
-      'tok-d': '99999999999999|250|w-d|inst-d',
+      'tok-d': '99999999999999|250|w-d|ib|1|inst-d',
     });
     expect((await mutexRecord(m.lock))?.o).toBe('tok-a');
     expect(await channel.take()).toEqual([]);
@@ -591,13 +611,16 @@ describe('release.lua', () => {
     expect(await channel.take()).toEqual([]);
   });
 
-  it("hands off to the first live waiter: its owner/fence/instance, its record's lease, 'g<waiterId>:<token>'", async () => {
+  it("hands off to the first live waiter: its owner/fence/instance, its record's lease, 'g<waiterId>:<token>:<lease>:<seq>' on its inbox only", async () => {
     const { m } = fresh('rel-handoff');
-    const channel = await listen(m.channel);
+    const channel = await listen(`${m.channel}:${INBOX}`);
+    const everyone = await listen(m.channel);
     await client.set(m.fence, '8000000000000041');
     expect(await acquire(m, 'tok-a', { lease: 30_000 })).toBe(8000000000000042);
     // A hand-off lease (5 s) far below the full one (30 s), and long enough to read on a loaded machine.
     await acquire(m, 'tok-b', { fair: true, lease: 30_000, grant: 5_000, waiterId: 'w-b', instance: 'inst-b' });
+    // Its place renewed: the hand-off names the last attempt the server saw.
+    await acquire(m, 'tok-b', { fair: true, lease: 30_000, grant: 5_000, waiterId: 'w-b', instance: 'inst-b', seq: 4 });
     await acquire(m, 'tok-c', { fair: true, grant: 300, waiterId: 'w-c', instance: 'inst-c' });
 
     expect(await release(m, 'tok-a')).toBe(1);
@@ -609,28 +632,29 @@ describe('release.lua', () => {
     expect((await zset(m.queue))[0]).toBe('tok-c');
     expect(await client.zcard(m.queue)).toBe(1);
     expect(await client.hkeys(m.waiters)).toEqual(['tok-c']);
-    expect(await channel.take()).toEqual(['gw-b:8000000000000043']);
+    expect(await channel.take()).toEqual(['gw-b:8000000000000043:5000:4']);
+    expect(await everyone.take()).toEqual([]); // no other engine is told
   });
 
   it('publishes the exact token string for a 16-digit counter', async () => {
     const { m } = fresh('rel-handoff-16');
-    const channel = await listen(m.channel);
+    const channel = await listen(`${m.channel}:${INBOX}`);
     await holdMutex(m, 'tok-a', '8000000000000123', 'inst-a', 30_000, true);
     await client.set(m.fence, '8000000000000123');
-    await queueWaiter(m, 'tok-b', 1, '99999999999999|250|w-b|inst-b');
+    await queueWaiter(m, 'tok-b', 1, '99999999999999|250|w-b|ib|1|inst-b');
 
     expect(await release(m, 'tok-a')).toBe(1);
 
-    expect(await channel.take()).toEqual(['gw-b:8000000000000124']);
+    expect(await channel.take()).toEqual(['gw-b:8000000000000124:250:1']);
     expect((await mutexRecord(m.lock))?.f).toBe('8000000000000124');
     expect(await client.get(m.fence)).toBe('8000000000000124');
   });
 
   it('seeds a missing counter from server TIME on a hand-off, and publishes that seed', async () => {
     const { m } = fresh('rel-handoff-seed');
-    const channel = await listen(m.channel);
+    const channel = await listen(`${m.channel}:${INBOX}`);
     await holdMutex(m, 'tok-a', '5', 'inst-a', 30_000, true);
-    await queueWaiter(m, 'tok-b', 1, '99999999999999|250|w-b|inst-b');
+    await queueWaiter(m, 'tok-b', 1, '99999999999999|250|w-b|ib|1|inst-b');
 
     const before = await clock();
     expect(await release(m, 'tok-a')).toBe(1);
@@ -640,19 +664,19 @@ describe('release.lua', () => {
     expect(seed).toMatch(/^\d{16}$/);
     expectWithin(Number(seed), before.us, after.us);
     expect(await mutexRecord(m.lock)).toEqual({ o: 'tok-b', f: seed, i: 'inst-b', w: true });
-    expect(await channel.take()).toEqual([`gw-b:${seed}`]);
+    expect(await channel.take()).toEqual([`gw-b:${seed}:250:1`]);
   });
 
   it('skips lapsed waiters (past deadline, or no record) and hands off to the first live one', async () => {
     const { m } = fresh('rel-skip');
-    const channel = await listen(m.channel);
+    const channel = await listen(`${m.channel}:${INBOX}`);
     const far = (await clock()).ms + 60_000;
     await client.set(m.fence, '8000000000000041');
     await holdMutex(m, 'tok-a', '8000000000000041', 'inst-a', 30_000, true);
-    await queueWaiter(m, 'tok-x', 1, '1000|250|w-x|inst-x');
+    await queueWaiter(m, 'tok-x', 1, '1000|250|w-x|ib|1|inst-x');
     await queueWaiter(m, 'tok-z', 2);
-    await queueWaiter(m, 'tok-b', 3, `${far}|7000|w-b|inst-b`);
-    await queueWaiter(m, 'tok-c', 4, `${far}|250|w-c|inst-c`);
+    await queueWaiter(m, 'tok-b', 3, `${far}|7000|w-b|ib|1|inst-b`);
+    await queueWaiter(m, 'tok-c', 4, `${far}|250|w-c|ib|1|inst-c`);
 
     expect(await release(m, 'tok-a')).toBe(1);
 
@@ -660,7 +684,7 @@ describe('release.lua', () => {
     expectWithin(await client.pttl(m.lock), 1, 7_000);
     expect(await zset(m.queue)).toEqual(['tok-c', '4']);
     expect(await client.hkeys(m.waiters)).toEqual(['tok-c']);
-    expect(await channel.take()).toEqual(['gw-b:8000000000000042']);
+    expect(await channel.take()).toEqual(['gw-b:8000000000000042:7000:1']);
   });
 
   it("every waiter lapsed: drains the queue, leaves the lock free, keeps the counter, publishes 'r'", async () => {
@@ -668,7 +692,7 @@ describe('release.lua', () => {
     const channel = await listen(m.channel);
     await client.set(m.fence, '8000000000000041');
     await holdMutex(m, 'tok-a', '8000000000000041', 'inst-a', 30_000, true);
-    await queueWaiter(m, 'tok-x', 1, '1000|250|w-x|inst-x');
+    await queueWaiter(m, 'tok-x', 1, '1000|250|w-x|ib|1|inst-x');
     await queueWaiter(m, 'tok-z', 2);
 
     expect(await release(m, 'tok-a')).toBe(1);
@@ -683,7 +707,7 @@ describe('release.lua', () => {
     const channel = await listen(m.channel);
     await holdMutex(m, 'tok-a', '', 'inst-a', 30_000);
     // A place no script leaves beside an unmarked holder: a waiter that queues marks the lock first.
-    await queueWaiter(m, 'tok-b', 1, '99999999999999|250|w-b|inst-b');
+    await queueWaiter(m, 'tok-b', 1, '99999999999999|250|w-b|ib|1|inst-b');
 
     expect(await release(m, 'tok-a')).toBe(1);
 
@@ -706,12 +730,12 @@ describe('release.lua', () => {
 
   it('a handed-off waiter confirms with acquire.lua: same token, full lease', async () => {
     const { m } = fresh('rel-confirm');
-    const channel = await listen(m.channel);
+    const channel = await listen(`${m.channel}:${INBOX}`);
     const first = await acquire(m, 'tok-a', { lease: 30_000 });
     await acquire(m, 'tok-b', { fair: true, lease: 30_000, grant: 5_000, waiterId: 'w-b' });
     expect(await release(m, 'tok-a')).toBe(1);
     const [grant] = await channel.take();
-    const handed = Number(grant.slice('gw-b:'.length));
+    const handed = Number(grant.split(':')[1]);
     expect(handed).toBeGreaterThan(first);
     expectWithin(await client.pttl(m.lock), 1, 5_000);
 
@@ -1158,8 +1182,8 @@ describe('inspect.lua', () => {
     const now = (await clock()).ms;
     await client.set(m.fence, '41');
     await client.set(rw.fence, '99');
-    await queueWaiter(m, 'tok-x', 1, `${now + 60_000}|250|w-x|inst-x`);
-    await queueWaiter(m, 'tok-y', 2, `${now + 60_000}|250|w-y|inst-y`);
+    await queueWaiter(m, 'tok-x', 1, `${now + 60_000}|250|w-x|ib|1|inst-x`);
+    await queueWaiter(m, 'tok-y', 2, `${now + 60_000}|250|w-y|ib|1|inst-y`);
     await client.zadd(rw.writers, now + 60_000, 'tok-w');
     await client.hset(rw.lock, 'w', 'tok-dead', 'wd', now - 1_000, 'f', '99', 'wi', 'inst-dead');
     await client.hset(rw.lock, 'r:tok-old', `${now - 1_000}|inst-old`);
@@ -1207,7 +1231,7 @@ describe('inspect.lua', () => {
     const wd = Number(await client.hget(rw.lock, 'wd'));
     await readLock(rw, 'tok-r', { heldWrite: 'tok-w' });
     await client.zadd(rw.writers, wd + 60_000, 'tok-v');
-    await queueWaiter(m, 'tok-x', 1, `${wd + 60_000}|250|w-x|inst-x`);
+    await queueWaiter(m, 'tok-x', 1, `${wd + 60_000}|250|w-x|ib|1|inst-x`);
 
     const before = await clock();
     const reply = await inspect(m, rw);
@@ -1227,7 +1251,7 @@ describe('inspect.lua', () => {
     await client.hset(rw.lock, 'r:tok-old', `${now - 1_000}|inst-old`);
     await client.hset(rw.lock, 'w', 'tok-dead', 'wd', now - 1_000, 'f', '11', 'wi', 'inst-dead');
     await client.zadd(rw.writers, now + 60_000, 'tok-w');
-    await queueWaiter(m, 'tok-x', 1, `${now + 60_000}|250|w-x|inst-x`);
+    await queueWaiter(m, 'tok-x', 1, `${now + 60_000}|250|w-x|ib|1|inst-x`);
 
     const before = await clock();
     const reply = await inspect(m, rw);
@@ -1280,7 +1304,7 @@ describe('force-unlock.lua', () => {
     const mutexChannel = await listen(m.channel);
     const rwChannel = await listen(rw.channel);
     const far = (await clock()).ms + 60_000;
-    await queueWaiter(m, 'tok-x', 1, `${far}|250|w-x|inst-x`);
+    await queueWaiter(m, 'tok-x', 1, `${far}|250|w-x|ib|1|inst-x`);
     await client.zadd(rw.writers, far, 'tok-w');
 
     expect(await forceUnlock(m, rw)).toBe(0);

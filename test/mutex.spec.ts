@@ -246,8 +246,9 @@ describe('release', () => {
 describe('waiting', () => {
   it('wakes a waiter by the release message, not by polling', async () => {
     const events = new EventLog();
-    const [a, b] = pair({}, events);
-    // A 10-minute lease: if the waiter slept until the lease ended, the test would time out.
+    // A 10-minute lease, and places renewed every 3 minutes: if the waiter slept until the
+    // lease ended or its place was due, the test would time out.
+    const [a, b] = pair({ placeMs: 600_000 }, events);
     const holder = await a.acquire('handoff', { leaseMs: 600_000, renew: false });
     const parked = events.next({ type: 'waiting', key: 'handoff' });
     const waiting = b.acquire('handoff', { waitMs: 600_000 });
@@ -257,6 +258,8 @@ describe('waiting', () => {
     const lock = await waiting;
     expect(await lock.fencingToken()).toBeGreaterThan(holderToken);
     expect(events.count({ type: 'waiting', key: 'handoff' })).toBe(1);
+    // Handed over by the release, in another engine, and used as told.
+    expect(events.count({ type: 'acquired', key: 'handoff', handedOff: true })).toBe(1);
     await lock.release();
   });
 

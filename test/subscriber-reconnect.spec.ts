@@ -23,10 +23,15 @@ afterAll(async () => {
   await redis.stop();
 });
 
-/** How many connections are subscribed to `channel`, by Redis's own count. */
+/**
+ * How many subscriptions there are to the inboxes of a lock's channel (`<channel>:<inbox>`,
+ * one per engine with a waiter), by Redis's own count.
+ */
 async function subscribers(channel: string): Promise<number> {
-  const [, n] = (await admin.pubsub('NUMSUB', channel)) as [string, number];
-  return Number(n);
+  const inboxes = (await admin.pubsub('CHANNELS', `${channel}:*`)) as string[];
+  if (inboxes.length === 0) return 0;
+  const counts = (await admin.pubsub('NUMSUB', ...inboxes)) as (string | number)[];
+  return counts.filter((_, i) => i % 2 === 1).reduce<number>((sum, n) => sum + Number(n), 0);
 }
 
 describe('the wake-up subscriber after its connection was cut', () => {
@@ -34,7 +39,8 @@ describe('the wake-up subscriber after its connection was cut', () => {
     const keyPrefix = uniquePrefix('resubscribe');
     const events = new EventLog();
     const holderEngine = new LockEngine({ redis: redis.url, keyPrefix });
-    const waiterEngine = new LockEngine({ redis: redis.url, keyPrefix, onEvent: events.listener });
+    // A place this long is renewed every 30 s: past the wait, so the wait cannot end by a check-back.
+    const waiterEngine = new LockEngine({ redis: redis.url, keyPrefix, onEvent: events.listener, placeMs: 100_000 });
     engines.push(holderEngine, waiterEngine);
     const channel = mutexKeys(keyPrefix, 'k').channel;
     const holder = await holderEngine.acquire('k', { leaseMs: 60_000 });

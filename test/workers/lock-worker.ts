@@ -3,13 +3,26 @@
 // MODE=fence    ROUNDS times: take the lock and print its fencing token.
 // MODE=hold     take the lock, print "held <token>", and keep it until killed.
 // MODE=read-hold  the same with a read hold of a read/write lock.
+// MODE=wait-hold  wait for the lock, print "acquired <token> <handed off?>", release it once
+//                 "<PREFIX>go:<NAME>" is pushed, then print "released".
+// PLACE_MS sets the engine's placeMs.
 import type { Cluster, Redis } from 'ioredis';
 import { dataClient, lockRedis } from './connect';
 import { LockEngine } from '../../libs/lockwarden/src/core';
 
 async function main(): Promise<void> {
-  const { PREFIX, KEY = 'k', MODE, ROUNDS = '0', LEASE_MS = '30000' } = process.env;
-  const engine = new LockEngine({ redis: lockRedis(), keyPrefix: PREFIX, leaseMs: Number(LEASE_MS), waitMs: 60_000 });
+  const { PREFIX, KEY = 'k', MODE, ROUNDS = '0', LEASE_MS = '30000', PLACE_MS, NAME = '' } = process.env;
+  let handedOff = false;
+  const engine = new LockEngine({
+    redis: lockRedis(),
+    keyPrefix: PREFIX,
+    leaseMs: Number(LEASE_MS),
+    waitMs: 60_000,
+    ...(PLACE_MS ? { placeMs: Number(PLACE_MS) } : {}),
+    onEvent: (e) => {
+      if (e.type === 'acquired') handedOff = e.handedOff === true;
+    },
+  });
   const data = dataClient();
   await barrier(data, `${PREFIX}barrier`, Number(process.env.PARTIES ?? '1'));
   if (MODE === 'counter') {
@@ -28,6 +41,15 @@ async function main(): Promise<void> {
     const lock = await engine.acquireRead(KEY);
     console.log(`held ${await lock.fencingToken()}`);
     await new Promise(() => undefined);
+  } else if (MODE === 'wait-hold') {
+    console.log('waiting');
+    const lock = await engine.acquire(KEY);
+    console.log(`acquired ${await lock.fencingToken()} ${handedOff}`);
+    const go = dataClient();
+    await go.blpop(`${PREFIX}go:${NAME}`, 0);
+    go.disconnect();
+    await lock.release();
+    console.log('released');
   } else if (MODE === 'hold') {
     const lock = await engine.acquire(KEY);
     console.log(`held ${await lock.fencingToken()}`);

@@ -37,9 +37,9 @@ export interface LockInfo {
    */
   fencingToken: number | null;
   /**
-   * Waiters with a place on the server: fair waiters, waiters that have waited more than a
-   * few ms (starvation mode), and waiting writers. A waiter that has just started is not
-   * counted yet.
+   * Waiters with a place on the server: every mutex waiter once its first attempt found the
+   * lock busy (in quorum mode and with replicaAck, fair waiters only, since there is no
+   * queue), and waiting writers. A waiter that has just started is not counted yet.
    */
   waiters: number;
 }

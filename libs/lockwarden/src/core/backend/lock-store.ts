@@ -30,8 +30,12 @@ export interface StoreAcquire {
   readonly waiterId: string;
   /** How long a fair waiter keeps its place without checking back. */
   readonly placeMs: number;
-  /** The lease a release hands this waiter the lock with, until it confirms (a dead waiter's cost). */
+  /** The lease a release hands this waiter the lock with, until its watchdog extends it (a dead waiter's cost). */
   readonly handoffMs: number;
+  /** The inbox of the caller's engine (WakeBus.inboxId): a release that hands it the lock tells only that. */
+  readonly inbox: string;
+  /** The number of this attempt within its acquire: a hand-off names the last one the server saw. */
+  readonly seq: number;
   /**
    * The caller found the lock busy before: others may still wait beside it, so once it holds
    * the lock its release must wake them (an uncontended release publishes nothing).
@@ -137,7 +141,7 @@ export interface LockStore {
    * waiting for replicas to acknowledge), added to an acquire's wait budget when it settles.
    */
   readonly attemptMs: number;
-  /** Whether the topology has the server-side FIFO queue that fair mode and starvation mode use. */
+  /** Whether the topology has the server-side FIFO queue that waiters take places in, and releases hand locks to. */
   readonly fairQueue: boolean;
   /** Whether read/write locks are available. */
   readonly readWrite: boolean;

@@ -5,13 +5,19 @@ import type { Waiter } from '../wake/waiter';
  * wake-up bus. WakeChannels is the one both backends give.
  */
 export interface WakeBus {
+  /**
+   * This engine's inbox: the suffix of the channels its queued mutex waiters listen on
+   * (`<lock channel>:<inbox>`), so a release that hands a lock over tells this engine alone.
+   */
+  readonly inboxId: string;
   /** Registers a waiter; the returned promise settles once its channel is subscribed. */
   join(waiter: Waiter): Promise<unknown>;
   /** Registers a waiter on a channel that is subscribed already; false, and nothing done, when it is not. */
   joinIfLive(waiter: Waiter): boolean;
   /**
-   * The channels a waiter of this process waits on (a release of that lock will wake or hand
-   * over): a set read on every release, so asking costs no call.
+   * The lock channels a waiter of this process waits on (a release of that lock will wake or
+   * hand over), by the lock's own channel, not the inbox: a set read on every release, so
+   * asking costs no call.
    */
   readonly waitedOn: ReadonlySet<string>;
   /** A parked semaphore waiter to pass released permits to, marked so no other release picks it. */

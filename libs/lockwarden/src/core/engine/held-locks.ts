@@ -296,7 +296,8 @@ export class HeldLocks implements LeaseHost {
     }
     const lock = lease.lock;
     if (lock.kind === 'mutex') {
-      return this.store.releaseHeld(lock.keys, lease.ownerToken, this.waitedOn.has(lock.keys.channel));
+      const waited = lease.contended || this.waitedOn.has(lock.keys.channel);
+      return this.store.releaseHeld(lock.keys, lease.ownerToken, waited);
     }
     if (lock.kind === 'permit') return releasePermits(this.store, lease, lock.keys, this.handOffTarget);
     return this.store.rwRelease(lock.keys, lease.ownerToken, lock.kind);

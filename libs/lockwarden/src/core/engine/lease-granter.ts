@@ -169,8 +169,12 @@ export class LeaseGranter {
   /** A new mutex lease, or how many ms the lock stays busy. */
   private mutex(req: ResolvedAcquire): Promise<LeaseHandle | number> {
     const keys = mutexKeys(this.options.keyPrefix, req.key);
-    return this.grant(req, mutexAttempt(keys, req, this.store, this.options.placeMs), { kind: 'mutex', keys });
+    const attempt = mutexAttempt(keys, req, this.store, this.options.placeMs, this.marginFor);
+    return this.grant(req, attempt, { kind: 'mutex', keys });
   }
+
+  /** The safety margin of a lease this long, with this engine's setting. */
+  private readonly marginFor = (leaseMs: number): number => safetyMarginFor(leaseMs, this.options.safetyMarginMs);
 
   /** A new lease, or how many ms the lock stays busy, under the acquisition's span when traces are on. */
   private grant(req: ResolvedAcquire, attempt: Attempt, lock: LeasedLock): Promise<LeaseHandle | number> {
@@ -208,9 +212,15 @@ export class LeaseGranter {
       margin,
       result.leaseFrom,
     );
+    // A hand-off used as told holds the server's short hand-off lease until the watchdog,
+    // at once, extends it.
+    if (result.grantedMs !== undefined && result.grantedMs < req.leaseMs) {
+      lease.startShort(result.grantedMs, this.marginFor(result.grantedMs));
+    }
     if (req.maxHoldMs !== undefined) lease.maxHoldUntil = result.leaseFrom + req.maxHoldMs;
     if (req.lockAtLeastMs !== undefined) lease.keepUntil = result.leaseFrom + req.lockAtLeastMs;
     lease.handOffs = result.handOffs ?? 0;
+    if (result.contended) lease.contended = true;
     lease.name = req.name;
     this.held.add(lease);
     this.emit?.({

@@ -46,6 +46,8 @@ export class Lease {
   maxHoldUntil = Infinity;
   /** Semaphores: how many releases in a row passed these permits on within this process (sem-release.lua). */
   handOffs = 0;
+  /** It was waited for, or handed over: others likely wait too (see LoopResult.contended). */
+  contended = false;
   /** Set once maxHoldMs shortened or skipped a renewal: the lease now ends by the cap. */
   capped = false;
   /** A release before this only shortens the lease to it (lockAtLeastMs); 0 when unset. */
@@ -74,7 +76,8 @@ export class Lease {
     public fence: number | undefined,
     public leaseMs: number,
     readonly renew: boolean,
-    readonly safetyMarginMs: number,
+    /** How long before the lease ends an unrenewed holder is told it is lost (shorter while a hand-off lease is short). */
+    public safetyMarginMs: number,
     startedAt: number,
   ) {
     this.kind = lock.kind;
@@ -136,6 +139,35 @@ export class Lease {
   confirm(sentAt: number, grantedMs: number): void {
     this.expiresAt = sentAt + grantedMs;
     this.nextRenewAt = this.renew ? sentAt + this.leaseMs / 3 : Infinity;
+    if (this.fullMarginMs !== undefined) {
+      this.safetyMarginMs = this.fullMarginMs;
+      this.fullMarginMs = undefined;
+      this.shortLeaseMs = undefined;
+    }
+  }
+
+  /** The margin of the full lease, kept while a short hand-off lease uses its own. */
+  private fullMarginMs: number | undefined;
+  /** The short hand-off lease the server holds until the first renewal; undefined after it. */
+  private shortLeaseMs: number | undefined;
+
+  /** The lease the server holds now: the hand-off lease until the first renewal, then the lease. */
+  get currentLeaseMs(): number {
+    return this.shortLeaseMs ?? this.leaseMs;
+  }
+
+  /**
+   * A lease handed over by a release, used without a call to confirm it: the server holds it
+   * for `grantedMs` (short, so that a waiter that died before using it costs little), so it
+   * ends sooner and is renewed a third of the way into it, as any lease is: a lock held for
+   * less never pays for that call. Until the first renewal, `marginMs` is its safety margin.
+   */
+  startShort(grantedMs: number, marginMs: number): void {
+    this.expiresAt = this.acquiredAt + grantedMs;
+    this.nextRenewAt = this.renew ? this.acquiredAt + grantedMs / 3 : Infinity;
+    this.shortLeaseMs = grantedMs;
+    this.fullMarginMs = this.safetyMarginMs;
+    this.safetyMarginMs = marginMs;
   }
 
   /** The mint in flight, shared by concurrent first reads so that one script call serves them all. */

@@ -106,7 +106,7 @@ export class Watchdog {
           this.untrack(lease);
         } else if (now >= lease.abortAt) {
           this.expire(lease, now);
-        } else if (lease.renew && !lease.renewing && lease.nextRenewAt - lease.leaseMs / 6 <= now) {
+        } else if (lease.renew && !lease.renewing && lease.nextRenewAt - lease.currentLeaseMs / 6 <= now) {
           if (lease.renewalMs(now) > lease.safetyMarginMs) due.push(lease);
           else lease.capped = true;
         }
@@ -151,7 +151,7 @@ export class Watchdog {
         const reason = redisReason(err);
         for (const lease of due) {
           lease.renewing = false;
-          lease.nextRenewAt = retryAt + Math.min(1_000, lease.leaseMs / 10);
+          lease.nextRenewAt = retryAt + Math.min(1_000, lease.currentLeaseMs / 10);
           next = Math.min(next, lease.nextRenewAt, lease.abortAt);
           this.emit?.({
             type: 'renewFailed',

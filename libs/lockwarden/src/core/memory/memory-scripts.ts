@@ -35,7 +35,15 @@ export class MemoryScripts extends MemoryState {
       return fence;
     }
     if (req.fair) {
-      const record = { token, deadline: now + req.placeMs, leaseMs: req.handoffMs, waiterId: req.waiterId, instance };
+      const record = {
+        token,
+        deadline: now + req.placeMs,
+        leaseMs: req.handoffMs,
+        waiterId: req.waiterId,
+        inbox: req.inbox,
+        seq: req.seq,
+        instance,
+      };
       const place = queue.findIndex((w) => w.token === token);
       if (place >= 0) queue[place] = record;
       else queue.push(record);
@@ -72,7 +80,7 @@ export class MemoryScripts extends MemoryState {
           instance: next.instance,
           expiresAt: now + next.leaseMs,
         });
-        this.publish(keys.channel, grantMessage(next.waiterId, fence));
+        this.publish(`${keys.channel}:${next.inbox}`, grantMessage(next.waiterId, fence, next.leaseMs, next.seq));
         return true;
       }
     }

@@ -15,6 +15,10 @@ export interface QueuedWaiter {
   deadline: number;
   leaseMs: number;
   waiterId: string;
+  /** Its engine's inbox: a hand-off is published there only. */
+  inbox: string;
+  /** The number of its latest attempt, named in a hand-off. */
+  seq: number;
   instance: string;
 }
 

@@ -74,11 +74,11 @@ export interface LockEngineOptions {
   commandTimeoutMs?: number;
   /**
    * How long a waiter's place on the server lasts (a queued mutex waiter's, a waiting
-   * writer's) unless the waiter checks back, which it does every 30 % of it; also the
-   * longest a release hands a queued waiter the lock before that waiter confirms. A waiter
-   * whose process dies holds the others up by at most about this long. Raise it where
-   * processes may stall longer than 70 % of it (long GC pauses, starved CPUs): a waiter
-   * stalled past its place loses its turn. Default 1 000 ms, at least 300.
+   * writer's) unless the waiter checks back, which it does every 30 % of it. A release hands
+   * a queued waiter the lock for 70 % of it (the hand-off lease, extended once the waiter
+   * hears of it). A waiter whose process dies holds the others up by at most about this
+   * long. Raise it where processes may stall longer than 70 % of it (long GC pauses, starved
+   * CPUs): a waiter stalled past its place loses its turn. Default 1 000 ms, at least 300.
    *
    * @example
    * ```ts

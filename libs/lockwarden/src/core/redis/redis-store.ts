@@ -64,7 +64,7 @@ export class RedisLockStore implements LockStore {
   /**
    * The queue hands a lock over inside the releaser's script, with no WAIT by
    * the new holder; under replicaAck every grant must be acknowledged, so the
-   * queue (fair mode, starvation mode) is off.
+   * queue (fair mode, and hand-offs to waiters) is off.
    */
   get fairQueue(): boolean {
     return this.ack === undefined;
@@ -84,7 +84,7 @@ export class RedisLockStore implements LockStore {
     // A plain attempt sends two keys and three arguments: the fewer bytes and Lua table
     // entries per call, the cheaper the call on both sides.
     const args = req.fair
-      ? [...plain, req.waited ? 'w' : '', req.waiterId, req.placeMs, req.handoffMs]
+      ? [...plain, req.waited ? 'w' : '', req.waiterId, req.placeMs, req.handoffMs, req.inbox, req.seq]
       : req.waited
         ? [...plain, 'w']
         : plain;

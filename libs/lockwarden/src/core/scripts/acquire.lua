@@ -6,12 +6,15 @@
 -- KEYS[2] fencing counter (tokens only ever rise; seeded from TIME, expires when idle: next-fence)
 -- Fair acquires only (the key count says which):
 -- KEYS[3] fair queue: zset of waiting owner tokens, scored by arrival (server time)
--- KEYS[4] fair waiter records: hash token -> "deadline|lease|waiterId|instance"
+-- KEYS[4] fair waiter records: hash token -> "deadline|lease|waiterId|inbox|seq|instance"
 -- ARGV[1] owner token   ARGV[2] lease ms   ARGV[3] instance id
 -- ARGV[4] 'w' when the caller found the lock busy before (others may wait beside it: its
 --         lock is marked waited for from the start); may be omitted by a plain first attempt
 -- Fair only: ARGV[5] waiter id   ARGV[6] waiter record ttl ms
---            ARGV[7] the lease a hand-off to this waiter starts with (short: the waiter confirms it)
+--            ARGV[7] the lease a hand-off to this waiter starts with (short: a waiter that died
+--                    before it used the hand-off costs the others at most that)
+--            ARGV[8] the inbox of the waiter's engine: a release tells only that channel
+--            ARGV[9] the number of this attempt: a hand-off names the last one it saw
 -- Returns the fencing token (> 0) when the caller owns the lock, 0 when it owns it through a
 -- plain grant whose token nobody read yet, else -(ms worth waiting).
 -- #include next-fence
@@ -70,7 +73,8 @@ end
 
 local ttl = tonumber(ARGV[6])
 redis.call('zadd', KEYS[3], 'NX', nowUs, token)
-redis.call('hset', KEYS[4], token, (now + ttl) .. '|' .. ARGV[7] .. '|' .. ARGV[5] .. '|' .. ARGV[3])
+redis.call('hset', KEYS[4], token,
+  (now + ttl) .. '|' .. ARGV[7] .. '|' .. ARGV[5] .. '|' .. ARGV[8] .. '|' .. ARGV[9] .. '|' .. ARGV[3])
 redis.call('pexpire', KEYS[3], ttl)
 redis.call('pexpire', KEYS[4], ttl)
 if not held then

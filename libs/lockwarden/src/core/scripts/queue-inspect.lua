@@ -8,8 +8,8 @@ local out = { redis.call('zcard', KEYS[1]) }
 local head = redis.call('zrange', KEYS[1], 0, tonumber(ARGV[1]) - 1, 'WITHSCORES')
 for i = 1, #head, 2 do
   local rec = redis.call('hget', KEYS[2], head[i])
-  -- "deadline|lease|waiterId|instance": the instance is everything after the third bar
-  local instance = rec and string.match(rec, '^[^|]*|[^|]*|[^|]*|(.*)$') or ''
+  -- "deadline|lease|waiterId|inbox|seq|instance": the instance is everything after the fifth bar
+  local instance = rec and string.match(rec, '^[^|]*|[^|]*|[^|]*|[^|]*|[^|]*|(.*)$') or ''
   out[#out + 1] = instance
   out[#out + 1] = math.max(0, math.floor((nowUs - tonumber(head[i + 1])) / 1000))
 end

@@ -20,16 +20,37 @@ export const WIRE = {
 
 const GRANT = 'g';
 
-/** A mutex was handed to the queued waiter `waiterId` with fencing token `fence`: `g<waiterId>:<fence>`. */
-export function grantMessage(waiterId: string, fence: number | string): string {
-  return `${GRANT}${waiterId}:${fence}`;
+/** What a grant message tells the one waiter it is for. */
+export interface GrantNotice {
+  /** The public id of the queued waiter the lock was handed to. */
+  readonly waiterId: string;
+  /** The fencing token minted with the hand-off. */
+  readonly fencingToken: number;
+  /** The lease the hand-off set on the server, in ms (the waiter's `handoffMs`). */
+  readonly leaseMs: number;
+  /**
+   * The number of the waiter's last attempt the server had seen when it handed the lock over
+   * (the attempt that set the place it was handed). That attempt was sent before the grant,
+   * so its send time is a local moment no later than the grant: where the lease counts from.
+   */
+  readonly seq: number;
 }
 
 /**
- * The waiter id of a grant message, or undefined for any other message. The token it carries
- * is not trusted: the waiter confirms the hand-off with its own call, which returns it.
+ * A mutex handed to the queued waiter `waiterId`, on its engine's own inbox channel:
+ * `g<waiterId>:<fence>:<lease>:<seq>` (see GrantNotice).
  */
-export function parseGrant(message: string): { waiterId: string } | undefined {
+export function grantMessage(waiterId: string, fence: number | string, leaseMs: number, seq: number): string {
+  return `${GRANT}${waiterId}:${fence}:${leaseMs}:${seq}`;
+}
+
+/** The grant a message announces, or undefined for any other message (or a malformed one). */
+export function parseGrant(message: string): GrantNotice | undefined {
   if (message.charCodeAt(0) !== GRANT.charCodeAt(0)) return undefined;
-  return { waiterId: message.slice(1, message.lastIndexOf(':')) };
+  const [waiterId, fence, lease, seq] = message.slice(1).split(':');
+  const notice = { waiterId, fencingToken: Number(fence), leaseMs: Number(lease), seq: Number(seq) };
+  if (!waiterId || !(notice.fencingToken > 0) || !(notice.leaseMs > 0) || !Number.isInteger(notice.seq)) {
+    return undefined;
+  }
+  return notice;
 }

@@ -37,15 +37,27 @@ export type LoopResult =
       readonly handOffs?: number;
       /** A release handed this waiter the lock (fair queue) or passed it its permits. */
       readonly handedOff?: boolean;
+      /**
+       * A hand-off used as told, shorter than the lease asked for: the server holds it this
+       * long from `leaseFrom` at least, and the watchdog must extend it at once.
+       */
+      readonly grantedMs?: number;
+      /**
+       * It waited, or was handed the lock: others likely wait for it too, so its release goes
+       * straight to the script that hands it on, without first trying the one-key release.
+       */
+      readonly contended?: boolean;
     }
   | { readonly granted: false; readonly busyMs: number };
 
 /**
  * Waits for one lock. A single round trip when it is free. When it is busy:
- * subscribe to its channel, try again (so a release in between is not missed),
- * then sleep until a release message, a grant, or the holder's remaining lease,
- * whichever comes first, all within the wait budget. On any way out without
- * the lock, it withdraws whatever it left on the server.
+ * subscribe (a mutex waiter to its engine's inbox for the lock), try again, taking a place
+ * in the lock's queue (so a release in between is not missed), then sleep until a hand-off,
+ * a release message, a refresh of its place, or the holder's remaining lease, whichever
+ * comes first, all within the wait budget. A hand-off the message tells of is used at once,
+ * with no call to confirm it, while it is fresh (see fromGrant). On any way out without the
+ * lock, it withdraws whatever it left on the server.
  *
  * What Redis said is what the caller hears:
  * - Until an attempt is answered, the acquire settles by `waitMs` + SETTLE_GRACE_MS whatever
@@ -94,6 +106,8 @@ export async function acquireLoop(
   let lastBusy = false;
   /** Retries in a row that failed after a "busy" answer: their back-off grows with it. */
   let failures = 0;
+  /** When each attempt was sent, by its number: a hand-off's lease counts from the one it names. */
+  const sentTimes: number[] = [];
   try {
     if (attempt.handOff) {
       // Semaphores, where a new caller usually finds every permit taken: on a channel already
@@ -108,12 +122,14 @@ export async function acquireLoop(
       const sentAt = performance.now();
       sent = true;
       lastBusy = false;
-      if (!queued && attempt.starvationMs !== undefined && sentAt - started >= attempt.starvationMs && waiter) {
+      if (!queued && attempt.queues && waiter) {
+        // It found the lock busy and listens on its inbox: from now on it holds a place.
         queued = true;
         waiter.fair = true;
         waiter.waiterId = waiterId = newWaiterId();
       }
-      const work = send(ctx.store, attempt, queued, waiterId, waiter !== undefined);
+      const seq = sentTimes.push(sentAt) - 1;
+      const work = send(ctx.store, attempt, queued, { waiterId, inbox: ctx.bus.inboxId, seq }, waiter !== undefined);
       let reply: number | typeof LATE | typeof FAILED;
       if (!heardBusy) {
         reply = await ask(ctx, gate, attempt.key, work, settleBy - sentAt, settleBy - started, cold);
@@ -136,8 +152,9 @@ export async function acquireLoop(
         if (ctx.firstConnection?.pending) ctx.firstConnection.pending = false;
         if (reply >= 0) {
           granted = true;
-          return handedOff
-            ? { granted: true, fencingToken: reply, leaseFrom: sentAt, handedOff }
+          if (handedOff) return { granted: true, fencingToken: reply, leaseFrom: sentAt, handedOff, contended: true };
+          return heardBusy
+            ? { granted: true, fencingToken: reply, leaseFrom: sentAt, contended: true }
             : { granted: true, fencingToken: reply, leaseFrom: sentAt };
         }
         busyMs = -reply;
@@ -146,7 +163,10 @@ export async function acquireLoop(
         const now = performance.now();
         if (now >= deadline) return { granted: false, busyMs };
         if (!waiter) {
-          waiter = new Waiter(attempt.channel, queued, waiterId);
+          // A waiter that queues listens on its engine's inbox for the lock: a hand-off is
+          // published there only, so no other process wakes for it.
+          const channel = attempt.queues ? `${attempt.channel}:${ctx.bus.inboxId}` : attempt.channel;
+          waiter = new Waiter(channel, queued, waiterId, attempt.channel);
           waiter.handoffMs = attempt.handoffMs;
           waiter.handOff = attempt.handOff;
           // Within the budget and the holder's lease: a subscription that never lands costs at
@@ -160,12 +180,9 @@ export async function acquireLoop(
           // subscription is not missed. Not subscribed (the subscribe failed): wait below, by the lease.
           if (joined !== false) continue;
         }
-        // A waiter not yet queued that may starve checks back as a queued one does: a wake-up
-        // reaches one waiter per process, so one that is never woken would otherwise sleep for
-        // the holder's whole lease while newer waiters elsewhere take the lock. Its next attempt
-        // takes a place in the FIFO queue (it has waited past starvationMs by then).
-        const mayStarve = !queued && attempt.starvationMs !== undefined;
-        const refresh = (queued || mayStarve ? attempt.queueRefreshMs : attempt.refreshMs) ?? Infinity;
+        // A queued waiter checks back before its place lapses; hand-offs to other engines'
+        // waiters are not told to it, so it also learns this way of one that lapsed unused.
+        const refresh = (queued || attempt.queues ? attempt.queueRefreshMs : attempt.refreshMs) ?? Infinity;
         cap = Math.min(busyMs, deadline - now, refresh);
       }
       // A retry follows a "busy" answer, after which this process always has a waiter.
@@ -183,12 +200,16 @@ export async function acquireLoop(
         return { granted: true, ...waiter.handOffGrant!, handedOff: true };
       }
       if (woke === 'grant') {
-        // A release handed us the lock, but the message proves nothing about when: it may
-        // have sat in a paused process past the short hand-off lease, and the lock may be
-        // someone else's by now. Confirm it: the next attempt finds the lock ours, starts the
-        // full lease, and times it from when that attempt was sent.
         waiter.handedOver = false;
         handedOff = true;
+        const used = fromGrant(attempt, waiter, sentTimes);
+        if (used) {
+          granted = true;
+          return used;
+        }
+        // Too late to trust (the message sat in a paused process, say: the lock may be someone
+        // else's by now), or a fixed lease the watchdog will not extend: confirm it. The next
+        // attempt finds the lock ours, starts the full lease, and times it from its sending.
       }
     }
   } finally {
@@ -201,6 +222,29 @@ export async function acquireLoop(
       await withdraw(ctx, attempt, waitFor, performance.now() + leaseMs + ctx.commandTimeoutMs);
     }
   }
+}
+
+/**
+ * The lock a hand-off message gave, when it can be used as told: the server set the lock
+ * to this waiter for `leaseMs` at the grant, and the attempt the message names was sent
+ * before the grant (the server had seen it), so the lease counts from that attempt's sending
+ * (a local moment no later than the grant). Used only while that leaves more than the
+ * margin of so short a lease; undefined otherwise, and the waiter confirms with one call.
+ */
+function fromGrant(attempt: Attempt, waiter: Waiter, sentTimes: readonly number[]): LoopResult | undefined {
+  const notice = waiter.grantNotice;
+  waiter.grantNotice = undefined;
+  if (!notice || !attempt.trustsGrants) return undefined;
+  const from = sentTimes[notice.seq];
+  if (from === undefined || performance.now() >= from + notice.leaseMs - attempt.handoffMarginMs) return undefined;
+  return {
+    granted: true,
+    fencingToken: notice.fencingToken,
+    leaseFrom: from,
+    handedOff: true,
+    grantedMs: notice.leaseMs,
+    contended: true,
+  };
 }
 
 /** A Redis call's failure, in the library's words. */

@@ -9,17 +9,21 @@ import type { LockLogger } from '../observe/logger';
 // so no callback goes back and forth between the granter and the loop.
 
 /**
- * A waiter with a place on the server (a queued mutex waiter, fair or starving, or a waiting
- * writer) keeps its place for the engine's `placeMs` (default 1 s) and checks back every 30 %
- * of it; a release hands a queued mutex waiter the lock for at most `placeMs` until it
- * confirms. So a waiter that dies holds the others up by at most about `placeMs`: its place
- * lapses, or the lock it was handed does.
+ * A waiter with a place on the server (a queued mutex waiter, or a waiting writer) keeps its
+ * place for the engine's `placeMs` (default 1 s) and checks back every 30 % of it. A release
+ * hands a queued mutex waiter the lock for 70 % of `placeMs` (or its lease, if shorter); a
+ * waiter told of it extends that at once, and other engines' waiters are not told at all
+ * (they check back when their refresh is due). So a waiter that dies holds the others up by
+ * at most about `placeMs`: its place lapses, or the lock it was handed does and the next
+ * waiter checks back within a refresh.
  */
 function refreshFor(placeMs: number): number {
   return Math.floor(placeMs * 0.3);
 }
-/** A non-fair waiter waiting longer than this joins the FIFO queue (see Attempt.starvationMs). */
-const STARVATION_MS = 5;
+
+function handoffFor(placeMs: number, leaseMs: number): number {
+  return Math.min(leaseMs, Math.floor(placeMs * 0.7));
+}
 
 /** How the wait loop waits for one kind of lock. */
 interface WaitShape {
@@ -29,16 +33,25 @@ interface WaitShape {
   readonly fair: boolean;
   /** How often a waiter that always holds a place on the server (a waiting writer) checks back. */
   readonly refreshMs: number | undefined;
-  /** How often a waiter checks back once it is queued (fair or starving), so its place does not lapse. */
+  /** How often a waiter checks back once it is queued, so its place does not lapse. */
   readonly queueRefreshMs: number | undefined;
-  /** The longest a release hands a queued waiter the lock for before it confirms (Infinity: no hand-off). */
+  /** The lease a release hands a queued waiter the lock with (Infinity: no hand-off). */
   readonly handoffMs: number;
   /**
-   * Non-fair waiters that have waited this long join the server's FIFO queue,
-   * so the next release hands them the lock (Go's mutex "starvation mode"):
-   * barging stays cheap, while no waiter starves behind luckier processes.
+   * Mutexes on a store with a queue: a waiter takes its place with its second attempt (the
+   * first, uncontended one is a plain SET), listens on its engine's inbox, and a release hands
+   * the lock to the oldest live place. So the first attempt still barges, and no waiter
+   * starves behind luckier processes.
    */
-  readonly starvationMs: number | undefined;
+  readonly queues: boolean;
+  /**
+   * A hand-off told by message may be used at once, with no call to confirm it: the watchdog
+   * extends a short hand-off lease (so not with `renew: false`, unless the hand-off is the
+   * whole lease).
+   */
+  readonly trustsGrants: boolean;
+  /** How long before the hand-off lease ends a waiter stops trusting it (the safety margin of so short a lease). */
+  readonly handoffMarginMs: number;
   /** Semaphores: lets a release of this process pass its permits to this waiter. */
   readonly handOff?: PermitHandOff;
   /** The new holder's secret owner token, drawn once per acquire. */
@@ -47,22 +60,33 @@ interface WaitShape {
 
 /** One acquire's attempts: how its loop waits, and what each attempt asks the store. */
 export type Attempt =
-  | (WaitShape & { readonly kind: 'mutex'; readonly ask: Omit<StoreAcquire, 'fair' | 'waiterId' | 'waited'> })
+  | (WaitShape & {
+      readonly kind: 'mutex';
+      readonly ask: Omit<StoreAcquire, 'fair' | 'waiterId' | 'waited' | 'inbox' | 'seq'>;
+    })
   | (WaitShape & { readonly kind: 'read' | 'write'; readonly ask: StoreRwAcquire })
   | (WaitShape & { readonly kind: 'permit'; readonly ask: StoreSemAcquire });
 
 /** What read/write waiters and semaphore waiters share: no place in a server-side queue, so nothing handed to them by id. */
-const UNQUEUED = { fair: false, queueRefreshMs: undefined, handoffMs: Infinity, starvationMs: undefined } as const;
+const UNQUEUED = {
+  fair: false,
+  queueRefreshMs: undefined,
+  handoffMs: Infinity,
+  queues: false,
+  trustsGrants: false,
+  handoffMarginMs: 0,
+} as const;
 
-/** A mutex acquire; `store` says whether waiters may queue (starvation mode). */
+/** A mutex acquire; `store` says whether waiters may queue (and be handed the lock). */
 export function mutexAttempt(
   keys: MutexKeys,
-  req: { key: string; leaseMs: number; fair: boolean; fenced: boolean },
+  req: { key: string; leaseMs: number; fair: boolean; fenced: boolean; renew: boolean },
   store: LockStore,
   placeMs: number,
+  marginFor: (leaseMs: number) => number,
 ): Attempt {
   const ownerToken = newOwnerToken();
-  const handoffMs = Math.min(req.leaseMs, placeMs);
+  const handoffMs = handoffFor(placeMs, req.leaseMs);
   return {
     kind: 'mutex',
     key: req.key,
@@ -71,7 +95,9 @@ export function mutexAttempt(
     refreshMs: undefined,
     queueRefreshMs: refreshFor(placeMs),
     handoffMs,
-    starvationMs: store.fairQueue ? STARVATION_MS : undefined,
+    queues: store.fairQueue,
+    trustsGrants: req.renew || handoffMs >= req.leaseMs,
+    handoffMarginMs: marginFor(handoffMs),
     ownerToken,
     ask: { keys, ownerToken, leaseMs: req.leaseMs, placeMs, handoffMs, fenced: req.fenced },
   };
@@ -131,6 +157,13 @@ export function permitAttempt(
   };
 }
 
+/** Where a queued attempt stands within its acquire: its waiter id, its engine's inbox, and its number. */
+export interface Place {
+  readonly waiterId: string;
+  readonly inbox: string;
+  readonly seq: number;
+}
+
 /**
  * Sends one attempt, queued (fair) or not: the fencing token (>= 0, UNMINTED for a plain
  * grant) when granted, else -(ms worth waiting). `waited`: an earlier attempt found the lock busy.
@@ -139,7 +172,7 @@ export function send(
   store: LockStore,
   attempt: Attempt,
   queued: boolean,
-  waiterId: string,
+  place: Place,
   waited: boolean,
 ): Promise<number> {
   switch (attempt.kind) {
@@ -154,7 +187,9 @@ export function send(
         handoffMs: attempt.ask.handoffMs,
         fenced: attempt.ask.fenced,
         fair: queued,
-        waiterId,
+        waiterId: place.waiterId,
+        inbox: place.inbox,
+        seq: place.seq,
         waited,
       });
     case 'read':

@@ -1,4 +1,5 @@
 import type { PermitHandOff } from '../backend/lock-store';
+import type { GrantNotice } from '../scripts/wire';
 
 type ParkResult = 'wake' | 'grant' | 'pass' | 'timer' | 'interrupt';
 
@@ -9,8 +10,10 @@ type ParkResult = 'wake' | 'grant' | 'pass' | 'timer' | 'interrupt';
  */
 export class Waiter {
   pendingWake = false;
-  /** A release handed this waiter the lock: it must confirm before using it. */
+  /** A release handed this waiter the lock (`grantNotice` says how). */
   handedOver = false;
+  /** What the hand-off message said: the fencing token, the lease set, and the attempt it counts from. */
+  grantNotice: GrantNotice | undefined;
   /** The longest a release hands another waiter the lock for before it must confirm it. */
   handoffMs = Infinity;
   /** Semaphores: what a release of this process needs to pass its permits to this waiter. */
@@ -23,11 +26,14 @@ export class Waiter {
   private timer: NodeJS.Timeout | undefined;
   private wakeAt = Infinity;
 
-  /** Fair waiters (and starving non-fair ones) hold a place in the server's queue and are granted by id. */
+  /** Queued waiters (fair, or any that waited once on a store with a queue) hold a place on the server and are granted by id. */
   constructor(
+    /** The channel it listens on: its engine's inbox for the lock, or the lock's own channel. */
     readonly channel: string,
     public fair: boolean,
     public waiterId: string,
+    /** The lock's own channel, by which a release of this process knows the lock is waited for. */
+    readonly lockChannel: string = channel,
   ) {}
 
   /** Waits until a wake-up, a grant, `ms` elapsing or `interrupt()`; returns at once if one is pending. */
@@ -62,8 +68,9 @@ export class Waiter {
     if (!this.settle('wake')) this.pendingWake = true;
   }
 
-  grant(): void {
+  grant(notice: GrantNotice): void {
     this.handedOver = true;
+    this.grantNotice = notice;
     this.settle('grant');
   }
 

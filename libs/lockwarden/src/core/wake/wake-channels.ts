@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { parseGrant, WIRE } from '../scripts/wire';
 import type { Waiter } from './waiter';
 import type { WakeBus, WakeSink, WakeSubscriber } from '../backend/wake-bus';
@@ -30,6 +31,8 @@ export class WakeChannels implements WakeBus, WakeSink {
   private sweepTimer: NodeJS.Timeout | undefined;
   private closed = false;
   private readonly subscriber: WakeSubscriber | undefined;
+  /** Random per engine: two engines of one process (or one instanceId) never share an inbox. */
+  readonly inboxId = randomBytes(6).toString('hex');
 
   /**
    * `subscribe` makes the backend's subscriber, given what to call when a message arrives
@@ -53,7 +56,7 @@ export class WakeChannels implements WakeBus, WakeSink {
       this.channels.set(waiter.channel, state);
     }
     state.waiters.push(waiter);
-    this.waited.add(waiter.channel);
+    this.waited.add(waiter.lockChannel);
     return state.ready;
   }
 
@@ -66,7 +69,7 @@ export class WakeChannels implements WakeBus, WakeSink {
     const state = this.channels.get(waiter.channel);
     if (!state?.live) return false;
     state.waiters.push(waiter);
-    this.waited.add(waiter.channel);
+    this.waited.add(waiter.lockChannel);
     return true;
   }
 
@@ -91,7 +94,7 @@ export class WakeChannels implements WakeBus, WakeSink {
     const state = this.channels.get(waiter.channel);
     if (!state) {
       // Its channel failed to subscribe and was dropped, with whoever still waited on it.
-      this.waited.delete(waiter.channel);
+      this.waited.delete(waiter.lockChannel);
       return;
     }
     const i = state.waiters.indexOf(waiter);
@@ -100,7 +103,7 @@ export class WakeChannels implements WakeBus, WakeSink {
     // sent: another waiter may fit in the permits that wake-up announced.
     if (waiter.pendingWake && (!acquired || waiter.handOff)) this.wakeOne(state);
     if (state.waiters.length === 0) {
-      this.waited.delete(waiter.channel);
+      this.waited.delete(waiter.lockChannel);
       state.idleSince = Date.now();
       this.scheduleSweep();
     }
@@ -144,7 +147,7 @@ export class WakeChannels implements WakeBus, WakeSink {
     const grant = parseGrant(message);
     if (grant) {
       for (const w of state.waiters) {
-        if (w.fair && w.waiterId === grant.waiterId) w.grant();
+        if (w.fair && w.waiterId === grant.waiterId) w.grant(grant);
         else w.handedToAnother();
       }
       return;

@@ -1,4 +1,4 @@
--- Releases one mutex held by `token`, and passes it to the first live fair waiter, if any;
+-- Releases one mutex held by `token`, and passes it to the first live queued waiter, if any;
 -- withdraws `token` from the fair queue when it was only waiting (a cancelled acquire). The
 -- messages it publishes are the wire protocol named in scripts/wire.ts. Needs next-fence.
 -- Returns 1 when it released the caller's lock, 0 when the caller did not hold it.
@@ -25,15 +25,19 @@ local function releaseOne(lock, fence, queue, waiters, channel, token, publish)
       redis.call('zrem', queue, head)
       redis.call('hdel', waiters, head)
       if rec then
-        local deadline, lease, waiterId, instance = string.match(rec, '^(%d+)|(%d+)|([^|]*)|(.*)$')
-        if tonumber(deadline) >= now then
+        local deadline, lease, waiterId, inbox, seq, instance =
+          string.match(rec, '^(%d+)|(%d+)|([^|]*)|([^|]*)|(%d+)|(.*)$')
+        if deadline and tonumber(deadline) >= now then
           -- Lock passing: the waiter owns the lock before it even hears about it, for the
-          -- short hand-off lease it asked for. It confirms to get its full lease, so a waiter
-          -- that died in the queue holds the lock up for that short lease at most. Marked as
-          -- waited for: others may still queue or listen behind it.
+          -- short hand-off lease it asked for, which its watchdog extends once it runs. A
+          -- waiter that died in the queue holds the lock up for that short lease at most.
+          -- Marked as waited for: others may still be queued behind it.
           local f = nextFence(fence)
           redis.call('set', lock, head .. '|' .. f .. '|' .. instance .. '|w', 'PX', lease)
-          redis.call(publish, channel, 'g' .. waiterId .. ':' .. f)
+          -- Only the waiter's own engine is told, on its inbox: the lock's channel and the
+          -- inbox id, so the same hash tag and slot as the keys. `seq` names the waiter's
+          -- last attempt seen here, sent before this grant: its lease counts from then.
+          redis.call(publish, channel .. ':' .. inbox, 'g' .. waiterId .. ':' .. f .. ':' .. lease .. ':' .. seq)
           return 1
         end
       end

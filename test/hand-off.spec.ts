@@ -1,0 +1,142 @@
+// The hand-off between processes: a release of a lock others wait for hands it, inside the
+// release script, to the oldest waiting process, tells that process alone, and the new holder
+// starts with no call to confirm it. Watched from outside the library: a client of the test's
+// own subscribed to every channel of the lock, and Redis's own command counts.
+import type { Redis } from 'ioredis';
+import { LockEngine } from 'lockwarden';
+import { runWorker } from './harness/child';
+import { EventLog } from './harness/event-log';
+import type { ChildScript } from './harness/child';
+import { closeNow } from './harness/engines';
+import { startRedis, uniquePrefix } from './harness/redis';
+import type { RedisTarget } from './harness/redis';
+
+let redis: RedisTarget;
+let admin: Redis;
+let listener: Redis;
+const children: ChildScript[] = [];
+const engines: LockEngine[] = [];
+
+beforeAll(async () => {
+  // Its own server: the command counts below are the lock's alone.
+  redis = await startRedis({ own: true });
+  admin = redis.client();
+  listener = redis.client();
+});
+
+afterEach(async () => {
+  for (const c of children.splice(0)) c.kill();
+  await Promise.all(engines.splice(0).map(closeNow));
+});
+
+afterAll(async () => {
+  listener.disconnect();
+  await admin.quit();
+  await redis.stop();
+});
+
+/** How many script calls (EVALSHA) the server has run so far, by its own count. */
+async function scriptCalls(): Promise<number> {
+  const stats = await admin.info('commandstats');
+  const m = /cmdstat_evalsha:calls=(\d+)/.exec(stats);
+  return m ? Number(m[1]) : 0;
+}
+
+/** Waits until `check` holds, looking again each few milliseconds (it observes other processes). */
+async function until(check: () => Promise<boolean> | boolean): Promise<void> {
+  while (!(await check())) await new Promise((resolve) => setTimeout(resolve, 5));
+}
+
+describe('a release others wait for, between processes', () => {
+  it('hands the lock to the oldest waiting process, tells that process alone, and costs it no call', async () => {
+    const PREFIX = uniquePrefix('handoff');
+    const channel = `${PREFIX}{k}:released`;
+    const heard: { channel: string; message: string }[] = [];
+    listener.on('pmessage', (_pattern: string, on: string, message: string) => heard.push({ channel: on, message }));
+    await listener.psubscribe(`${channel}*`);
+
+    const holderEngine = new LockEngine({ redis: redis.url, keyPrefix: PREFIX });
+    engines.push(holderEngine);
+    const holder = await holderEngine.acquire('k');
+    const holderToken = await holder.fencingToken();
+
+    // Three processes queue one after another. Places renewed every 3 minutes, and a lease
+    // renewed after 40 s: no call of theirs but the ones counted falls in the test.
+    const workers: ChildScript[] = [];
+    for (let i = 0; i < 3; i++) {
+      const w = runWorker('lock-worker', {
+        REDIS: redis.url,
+        PREFIX,
+        MODE: 'wait-hold',
+        NAME: `w${i}`,
+        LEASE_MS: '120000',
+        PLACE_MS: '600000',
+      });
+      children.push(w);
+      workers.push(w);
+      await w.waitFor(/^waiting$/);
+      await until(async () => (await holderEngine.inspect('k')).waiters === i + 1);
+    }
+
+    const tokens = [holderToken];
+    let release: () => Promise<unknown> = () => holder.release();
+    for (let i = 0; i < 3; i++) {
+      const before = await scriptCalls();
+      // Whichever of those still waiting gets it first.
+      const waiting = workers.slice(i);
+      const next = Promise.race(
+        waiting.map((w, j) => w.waitFor(/^acquired (\d+) (\w+)$/).then((m) => ({ j: i + j, m }))),
+      );
+      await release();
+      const { j, m } = await next;
+      // The oldest waiter got it, as a hand-off.
+      expect(j).toBe(i);
+      expect(m[2]).toBe('true');
+      // The new holder sent no call. The first releaser took its lock uncontended: its
+      // release-plain.lua found it waited for, then its release.lua handed it over. A holder
+      // that was handed its lock knows others wait, and sends release.lua at once.
+      expect((await scriptCalls()) - before).toBe(i === 0 ? 2 : 1);
+      tokens.push(Number(m[1]));
+      const name = `w${i}`;
+      release = () => admin.rpush(`${PREFIX}go:${name}`, 'go');
+    }
+    await release();
+    await Promise.all(workers.map((w) => w.succeeded()));
+
+    // Tokens rose with each hand-off.
+    expect(tokens).toEqual([...tokens].sort((a, b) => a - b));
+    expect(new Set(tokens).size).toBe(4);
+    // Each hand-off was one message, on the inbox of the process it went to: three inboxes.
+    // The lock's own channel heard only the last release, which found nobody queued.
+    await until(() => heard.length >= 4);
+    const grants = heard.filter((h) => h.channel !== channel);
+    expect(grants).toHaveLength(3);
+    expect(new Set(grants.map((g) => g.channel)).size).toBe(3);
+    for (const [i, g] of grants.entries()) {
+      expect(g.channel).toMatch(new RegExp(`^${channel.replace(/[{}]/g, '\\$&')}:[0-9a-f]{12}$`));
+      expect(g.message).toMatch(new RegExp(`^g[0-9a-f]+:${tokens[i + 1]}:120000:\\d+$`));
+    }
+    expect(heard.filter((h) => h.channel === channel).map((h) => h.message)).toEqual(['r']);
+    await listener.punsubscribe();
+  });
+
+  it('extends a hand-off lease held past it to the full lease, and keeps the signal live', async () => {
+    const keyPrefix = uniquePrefix('handoff-extend');
+    const events = new EventLog();
+    const a = new LockEngine({ redis: redis.url, keyPrefix });
+    const b = new LockEngine({ redis: redis.url, keyPrefix, onEvent: events.listener });
+    engines.push(a, b);
+    const holder = await a.acquire('x');
+    const parked = events.next({ type: 'waiting', key: 'x' });
+    const waiting = b.acquire('x', { leaseMs: 30_000 });
+    await parked;
+    await holder.release();
+    const lock = await waiting;
+    expect(events.count({ type: 'acquired', key: 'x', handedOff: true })).toBe(1);
+    // The hand-off set 700 ms on the server; the first renewal sets the full 30 s.
+    await events.renewals('x', 1);
+    expect(await admin.pttl(`${keyPrefix}{x}`)).toBeGreaterThan(700);
+    expect(lock.signal.aborted).toBe(false);
+    await lock.release();
+  });
+});
