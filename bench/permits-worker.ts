@@ -1,10 +1,15 @@
 // One process of scenario 10's multi-process run: WORKERS flows take and give back one permit
-// each in a loop, starting when the parent says so, and print their count and waits as JSON.
+// each in a loop (holding it HOLD_MS, then waiting THINK_MS before asking again), starting when
+// the parent says so, and print their count and waits as JSON.
 import { Redis } from 'ioredis';
 import { permitTaker } from './semaphores';
 
 async function main(): Promise<void> {
-  const { URL: url, LIB, KEY, NAME, WORKERS = '4', PERMITS = '4', MS } = process.env;
+  const { URL: url, LIB, KEY, NAME, WORKERS = '4', PERMITS = '4', MS, HOLD_MS = '0', THINK_MS = '0' } = process.env;
+  const holdMs = Number(HOLD_MS);
+  const thinkMs = Number(THINK_MS);
+  const pause = (ms: number): Promise<void> | undefined =>
+    ms > 0 ? new Promise((resolve) => setTimeout(resolve, ms)) : undefined;
   const lib = LIB as 'lockwarden' | 'semaphore tuned';
   const { take, close } = permitTaker(lib, url!, KEY!, Number(PERMITS));
   const control = new Redis(url!);
@@ -14,8 +19,10 @@ async function main(): Promise<void> {
       const asked = performance.now();
       const permit = await take();
       waits.push(performance.now() - asked);
+      await pause(holdMs);
       await permit.release();
       count++;
+      await pause(thinkMs);
     }
     return count;
   };

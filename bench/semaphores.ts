@@ -127,6 +127,8 @@ export async function multiProcessPermits(
   lib: 'lockwarden' | 'semaphore tuned',
   ms: number,
   processes = 4,
+  holdMs = 0,
+  thinkMs = 0,
 ): Promise<PermitsResult> {
   const key = `mp-${lib.replace(' ', '-')}-${Date.now()}`;
   const results = await runWorkerProcesses<{ count: number; waits: number[] }>(
@@ -134,7 +136,7 @@ export async function multiProcessPermits(
     'permits-worker.ts',
     key,
     processes,
-    { LIB: lib, MS: String(ms) },
+    { LIB: lib, MS: String(ms), HOLD_MS: String(holdMs), THINK_MS: String(thinkMs) },
     () => Date.now() + 50,
   );
   const counts = results.map((r) => r.count);

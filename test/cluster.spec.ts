@@ -106,6 +106,31 @@ describe('on Redis Cluster', () => {
     expect(order).toEqual([0, 1, 2]);
   });
 
+  it('hands a released lock to the oldest waiter, in default mode, through its engine inbox (sharded)', async () => {
+    const events = new EventLog();
+    // Places renewed every 3 minutes: only the hand-off messages can let the waiters in.
+    const [a, b] = pair({ placeMs: 600_000 }, events);
+    const holder = await a.acquire('pass', { leaseMs: 600_000, renew: false });
+    const order: number[] = [];
+    const waiters: Promise<void>[] = [];
+    for (let i = 0; i < 3; i++) {
+      const parked = events.next({ type: 'waiting', key: 'pass' });
+      waiters.push(
+        (i % 2 ? a : b).acquire('pass', { waitMs: 600_000 }).then(async (lock) => {
+          order.push(i);
+          await lock.release();
+        }),
+      );
+      await parked;
+      // Queued: its second attempt took its place before the next one comes.
+      while ((await a.inspect('pass')).waiters < i + 1) await new Promise((r) => setTimeout(r, 5));
+    }
+    await holder.release();
+    await Promise.all(waiters);
+    expect(order).toEqual([0, 1, 2]);
+    expect(events.count({ type: 'acquired', key: 'pass', handedOff: true })).toBe(3);
+  });
+
   it('renews locks on every node in per-slot batches, and notices a deleted key', async () => {
     const events = new EventLog();
     const e = engine({ keyPrefix: uniquePrefix('clrenew'), leaseMs: 6_000 }, events);
