@@ -139,4 +139,32 @@ describe('a release others wait for, between processes', () => {
     expect(lock.signal.aborted).toBe(false);
     await lock.release();
   });
+
+  it('hands released permits to the oldest waiter of another engine, which holds them with no call', async () => {
+    const keyPrefix = uniquePrefix('handoff-permits');
+    const events = new EventLog();
+    // Places renewed every 3 minutes: only the hand-off can let the waiters in.
+    const a = new LockEngine({ redis: redis.url, keyPrefix, placeMs: 600_000 });
+    const b = new LockEngine({ redis: redis.url, keyPrefix, placeMs: 600_000, onEvent: events.listener });
+    engines.push(a, b);
+    const semA = a.semaphore('pool', { limit: 2 });
+    const semB = b.semaphore('pool', { limit: 2 });
+    const held = [await semA.acquire({ leaseMs: 60_000 }), await semA.acquire({ leaseMs: 60_000 })];
+    const first = events.next({ type: 'waiting', key: 'pool' });
+    const one = semB.acquire({ leaseMs: 60_000, waitMs: 600_000 });
+    await first;
+    const second = events.next({ type: 'waiting', key: 'pool' });
+    const two = semB.acquire({ leaseMs: 60_000, waitMs: 600_000 });
+    await second;
+    for (const [i, h] of held.entries()) {
+      const before = await scriptCalls();
+      await h.release();
+      const got = await (i === 0 ? one : two);
+      // One call, the releaser's sem-release.lua: the waiter sent none to take its permit.
+      expect((await scriptCalls()) - before).toBe(1);
+      expect(events.count({ type: 'acquired', key: 'pool', handedOff: true })).toBe(i + 1);
+      expect(await got.fencingToken()).toBeGreaterThan(await h.fencingToken().catch(() => 0));
+    }
+    await Promise.all([(await one).release(), (await two).release()]);
+  });
 });

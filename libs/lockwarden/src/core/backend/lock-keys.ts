@@ -86,8 +86,16 @@ export interface SemKeys {
   readonly limit: string;
   /** Counter of fencing tokens, one per grant. */
   readonly fence: string;
+  /** Zset of waiters with a place, by arrival; a release hands permits to the oldest that fit. */
+  readonly queue: string;
+  /** Hash of those waiters' records (deadline, permits, hand-off lease, waiter id, inbox, attempt, instance). */
+  readonly waiters: string;
   readonly channel: string;
+  /** KEYS of sem-acquire.lua for a first attempt: the queue is not its business. */
   readonly acquireKeys: readonly string[];
+  /** KEYS of sem-acquire.lua for a queued attempt. */
+  readonly queuedAcquireKeys: readonly string[];
+  /** KEYS of sem-release.lua, with the queue it hands permits on to. */
   readonly releaseKeys: readonly string[];
   readonly limitKeys: readonly string[];
 }
@@ -98,15 +106,20 @@ export function semKeys(prefix: string, key: string): SemKeys {
   const permits = `${base}:permits`;
   const limit = `${base}:limit`;
   const fence = `${base}:fence`;
+  const queue = `${base}:queue`;
+  const waiters = `${base}:waiters`;
   const channel = `${base}:released`;
   return {
     lock: holders,
     permits,
     limit,
     fence,
+    queue,
+    waiters,
     channel,
     acquireKeys: [holders, permits, limit, fence],
-    releaseKeys: [holders, permits, channel, limit, fence],
+    queuedAcquireKeys: [holders, permits, limit, fence, queue, waiters],
+    releaseKeys: [holders, permits, channel, limit, fence, queue, waiters],
     limitKeys: [limit, channel],
   };
 }

@@ -73,6 +73,12 @@ export interface StoreSemAcquire {
   readonly permits: number;
   /** The limit stored when the semaphore has none yet (its first use). */
   readonly initialLimit: number;
+  /** How long a queued waiter keeps its place without checking back. */
+  readonly placeMs: number;
+  /** The lease a release hands this waiter its permits with, until its watchdog extends it. */
+  readonly handoffMs: number;
+  /** Take or keep a place in the queue (see StoreAcquire for the fields that go with it). */
+  readonly queued?: { readonly waiterId: string; readonly inbox: string; readonly seq: number };
 }
 
 /**

@@ -88,7 +88,7 @@ export class LeaseGranter {
 
   /** A new holder of `permits` of a semaphore, or how many ms until its earliest holder's lease ends. */
   permits(req: ResolvedAcquire, keys: SemKeys, permits: number, initialLimit: number): Promise<LeaseHandle | number> {
-    const attempt = permitAttempt(keys, req, permits, initialLimit, this.store);
+    const attempt = permitAttempt(keys, req, permits, initialLimit, this.store, this.options.placeMs, this.marginFor);
     return this.grant(req, attempt, { kind: 'permit', keys });
   }
 

@@ -189,9 +189,12 @@ export class RedisLockStore implements LockStore {
   }
 
   semAcquire(req: StoreSemAcquire): Promise<number> {
-    const args = [req.ownerToken, req.leaseMs, this.instanceId, req.permits, req.initialLimit];
+    const plain = [req.ownerToken, req.leaseMs, this.instanceId, req.permits, req.initialLimit];
+    const q = req.queued;
+    const args = q ? [...plain, q.waiterId, req.placeMs, req.handoffMs, q.inbox, q.seq] : plain;
+    const keys = q ? req.keys.queuedAcquireKeys : req.keys.acquireKeys;
     return this.acknowledged(
-      () => this.run(SCRIPTS.semAcquire, req.keys.acquireKeys, args),
+      () => this.run(SCRIPTS.semAcquire, keys, args),
       req.keys.lock,
       () => this.semRelease(req.keys, req.ownerToken),
     );

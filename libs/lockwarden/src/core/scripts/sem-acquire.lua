@@ -5,8 +5,14 @@
 --         sem-release.lua, so an attempt reads one field rather than every holder's record)
 -- KEYS[3] limit: the number of permits (a string, kept; set here on first use)
 -- KEYS[4] fencing counter (tokens only ever rise; seeded from TIME, expires when idle: next-fence)
+-- Queued attempts only (the key count says which): a waiter that found no room before takes a
+-- place in the semaphore's queue, and a release hands permits to the oldest places that fit.
+-- KEYS[5] queue: zset of waiting owner tokens, scored by arrival (server µs)
+-- KEYS[6] waiter records: hash token -> "deadline|permits|lease|waiterId|inbox|seq|instance"
 -- ARGV[1] owner token   ARGV[2] lease ms   ARGV[3] instance id   ARGV[4] permits asked
 -- ARGV[5] the limit to store when none is stored yet
+-- Queued only: ARGV[6] waiter id   ARGV[7] place ttl ms   ARGV[8] the lease a hand-off starts
+--              with   ARGV[9] the inbox of the waiter's engine   ARGV[10] this attempt's number
 -- Returns the fencing token (> 0) when granted, else -(ms until the earliest live holder's
 -- deadline, at least 1; the lease when nobody holds anything, as a limit lowered below the
 -- permits asked is raised only by a message).
@@ -68,7 +74,34 @@ if not first[1] then
   redis.call('del', KEYS[2])
 end
 
-if used + asked <= limit then
+-- Queued: the oldest live places go first; places that lapsed are dropped. A queued caller
+-- behind a live place waits its turn even when its ask would fit, unless that place asks more
+-- than the limit itself (it waits for a raise, and must not hold everyone up until then).
+local queued = #KEYS == 6
+local ahead = false
+if queued then
+  for _, other in ipairs(redis.call('zrange', KEYS[5], 0, -1)) do
+    if other == token then break end
+    local rec = redis.call('hget', KEYS[6], other)
+    local deadline, n
+    if rec then deadline, n = string.match(rec, '^(%d+)|(%d+)|') end
+    if deadline and tonumber(deadline) >= now then
+      if tonumber(n) <= limit then
+        ahead = true
+        break
+      end
+    else
+      redis.call('zrem', KEYS[5], other)
+      redis.call('hdel', KEYS[6], other)
+    end
+  end
+end
+
+if used + asked <= limit and not ahead then
+  if queued then
+    redis.call('zrem', KEYS[5], token)
+    redis.call('hdel', KEYS[6], token)
+  end
   local f = nextFence(KEYS[4])
   redis.call('zadd', KEYS[1], now + lease, token)
   redis.call('hset', KEYS[2], token, asked .. '|' .. f .. '|' .. ARGV[3], '#used', used + asked)
@@ -78,8 +111,14 @@ if used + asked <= limit then
   return tonumber(f)
 end
 
-if first[1] then
-  if used ~= counted then redis.call('hset', KEYS[2], '#used', used) end
-  return -math.max(1, tonumber(first[2]) - now)
+if first[1] and used ~= counted then redis.call('hset', KEYS[2], '#used', used) end
+if queued then
+  local ttl = tonumber(ARGV[7])
+  redis.call('zadd', KEYS[5], 'NX', tonumber(t[1]) * 1000000 + tonumber(t[2]), token)
+  redis.call('hset', KEYS[6], token,
+    (now + ttl) .. '|' .. asked .. '|' .. ARGV[8] .. '|' .. ARGV[6] .. '|' .. ARGV[9] .. '|' .. ARGV[10] .. '|' .. ARGV[3])
+  redis.call('pexpire', KEYS[5], ttl)
+  redis.call('pexpire', KEYS[6], ttl)
 end
+if first[1] then return -math.max(1, tonumber(first[2]) - now) end
 return -math.max(1, lease)

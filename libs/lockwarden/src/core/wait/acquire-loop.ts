@@ -113,7 +113,7 @@ export async function acquireLoop(
       // Semaphores, where a new caller usually finds every permit taken: on a channel already
       // subscribed, wait for messages from before the first attempt, so that a failed attempt
       // parks at once instead of trying a second time to cover a release in between.
-      const early = new Waiter(attempt.channel, false, '');
+      const early = new Waiter(listenOn(ctx, attempt), false, '', attempt.channel);
       early.handOff = attempt.handOff;
       if (ctx.bus.joinIfLive(early)) waiter = early;
     }
@@ -165,8 +165,7 @@ export async function acquireLoop(
         if (!waiter) {
           // A waiter that queues listens on its engine's inbox for the lock: a hand-off is
           // published there only, so no other process wakes for it.
-          const channel = attempt.queues ? `${attempt.channel}:${ctx.bus.inboxId}` : attempt.channel;
-          waiter = new Waiter(channel, queued, waiterId, attempt.channel);
+          waiter = new Waiter(listenOn(ctx, attempt), queued, waiterId, attempt.channel);
           waiter.handoffMs = attempt.handoffMs;
           waiter.handOff = attempt.handOff;
           // Within the budget and the holder's lease: a subscription that never lands costs at
@@ -222,6 +221,11 @@ export async function acquireLoop(
       await withdraw(ctx, attempt, waitFor, performance.now() + leaseMs + ctx.commandTimeoutMs);
     }
   }
+}
+
+/** The channel a waiter listens on: its engine's inbox for the lock when it queues, else the lock's own. */
+function listenOn(ctx: LoopContext, attempt: Attempt): string {
+  return attempt.queues ? `${attempt.channel}:${ctx.bus.inboxId}` : attempt.channel;
 }
 
 /**

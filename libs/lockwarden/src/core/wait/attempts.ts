@@ -133,27 +133,39 @@ export function rwAttempt(
 }
 
 /**
- * `permits` of a semaphore. Waiters have no place on the server: a release passes its permits
- * to a parked waiter of its own process (where the store can) or wakes one waiter per process
- * for each permit, a raised limit wakes them all, and those that fit take their permits.
+ * `permits` of a semaphore. Where the store can (one server or Cluster, no replicaAck), a
+ * waiter that found no room takes a place in the semaphore's queue, as a mutex waiter does: a
+ * release passes its permits to a parked waiter of its own process first, then hands what is
+ * left to the oldest places that fit, telling only their engines. Elsewhere (the memory
+ * backend, replicaAck) a release wakes one waiter per process for each permit, and a raised
+ * limit wakes them all, and those that fit take their permits.
  */
 export function permitAttempt(
   keys: SemKeys,
-  req: { key: string; leaseMs: number },
+  req: { key: string; leaseMs: number; renew: boolean },
   permits: number,
   initialLimit: number,
   store: LockStore,
+  placeMs: number,
+  marginFor: (leaseMs: number) => number,
 ): Attempt {
   const ownerToken = newOwnerToken();
+  const queues = store.permitHandOff;
+  const handoffMs = handoffFor(placeMs, req.leaseMs);
   return {
     kind: 'permit',
     key: req.key,
     channel: keys.channel,
-    ...UNQUEUED,
+    fair: false,
     refreshMs: undefined,
+    queueRefreshMs: queues ? refreshFor(placeMs) : undefined,
+    handoffMs: queues ? handoffMs : Infinity,
+    queues,
+    trustsGrants: queues && (req.renew || handoffMs >= req.leaseMs),
+    handoffMarginMs: marginFor(handoffMs),
     ownerToken,
     handOff: store.permitHandOff ? { ownerToken, permits, leaseMs: req.leaseMs } : undefined,
-    ask: { keys, ownerToken, leaseMs: req.leaseMs, permits, initialLimit },
+    ask: { keys, ownerToken, leaseMs: req.leaseMs, permits, initialLimit, placeMs, handoffMs },
   };
 }
 
@@ -196,7 +208,7 @@ export function send(
     case 'write':
       return store.rwAcquire(attempt.ask);
     case 'permit':
-      return store.semAcquire(attempt.ask);
+      return store.semAcquire(queued ? { ...attempt.ask, queued: place } : attempt.ask);
   }
 }
 

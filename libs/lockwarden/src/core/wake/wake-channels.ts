@@ -78,10 +78,11 @@ export class WakeChannels implements WakeBus, WakeSink {
    * so that no other release picks it too; undefined when there is none.
    */
   claimHandOffTarget(channel: string): Waiter | undefined {
-    const state = this.channels.get(channel);
+    // Waiters that queue listen on this engine's inbox for the lock.
+    const state = this.channels.get(`${channel}:${this.inboxId}`) ?? this.channels.get(channel);
     if (!state) return undefined;
     for (const w of state.waiters) {
-      if (w.handOff && w.parked && !w.claimed && !w.pendingWake) {
+      if (w.handOff && w.parked && !w.claimed && !w.pendingWake && !w.handedOver) {
         w.claimed = true;
         return w;
       }
