@@ -79,7 +79,8 @@ end
 -- than the limit itself (it waits for a raise, and must not hold everyone up until then).
 local queued = #KEYS == 6
 local ahead = false
-if queued then
+-- Only an ask that fits can be held back by a place ahead: most queued attempts find no room.
+if queued and used + asked <= limit then
   for _, other in ipairs(redis.call('zrange', KEYS[5], 0, -1)) do
     if other == token then break end
     local rec = redis.call('hget', KEYS[6], other)

@@ -57,9 +57,10 @@ end
 -- The queue: the oldest live places whose asks fit get the permits, in order, and only their
 -- engines are told. A live place that does not fit stops it (first come, first served),
 -- unless it asks more than the limit itself: that one waits for a raise, and is passed over.
-if queue and used and redis.call('exists', queue) == 1 then
-  limit = limit or tonumber(redis.call('get', KEYS[4]))
-  for _, head in ipairs(limit and redis.call('zrange', queue, 0, -1) or {}) do
+if queue and used then limit = limit or tonumber(redis.call('get', KEYS[4])) end
+-- Nothing left to hand on (a pass took it all, say): the queue is not looked at.
+if queue and used and limit and used < limit then
+  for _, head in ipairs(redis.call('zrange', queue, 0, -1)) do
     local rec = redis.call('hget', waiters, head)
     local d, n, l, waiterId, inbox, seq, instance
     if rec then
