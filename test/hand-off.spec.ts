@@ -4,6 +4,7 @@
 // own subscribed to every channel of the lock, and Redis's own command counts.
 import type { Redis } from 'ioredis';
 import { LockEngine } from 'lockwarden';
+import type { LockHandle } from 'lockwarden';
 import { runWorker } from './harness/child';
 import { EventLog } from './harness/event-log';
 import type { ChildScript } from './harness/child';
@@ -140,31 +141,89 @@ describe('a release others wait for, between processes', () => {
     await lock.release();
   });
 
-  it('hands released permits to the oldest waiter of another engine, which holds them with no call', async () => {
+  it('hands released permits to the oldest waiting engines in turn, which hold them with no call', async () => {
     const keyPrefix = uniquePrefix('handoff-permits');
     const events = new EventLog();
-    // Places renewed every 3 minutes: only the hand-off can let the waiters in.
-    const a = new LockEngine({ redis: redis.url, keyPrefix, placeMs: 600_000 });
-    const b = new LockEngine({ redis: redis.url, keyPrefix, placeMs: 600_000, onEvent: events.listener });
-    engines.push(a, b);
-    const semA = a.semaphore('pool', { limit: 2 });
-    const semB = b.semaphore('pool', { limit: 2 });
-    const held = [await semA.acquire({ leaseMs: 60_000 }), await semA.acquire({ leaseMs: 60_000 })];
-    const first = events.next({ type: 'waiting', key: 'pool' });
-    const one = semB.acquire({ leaseMs: 60_000, waitMs: 600_000 });
-    await first;
-    const second = events.next({ type: 'waiting', key: 'pool' });
-    const two = semB.acquire({ leaseMs: 60_000, waitMs: 600_000 });
-    await second;
+    // Places renewed every 3 minutes: only the hand-offs can let the waiters in.
+    const make = (onEvent?: EventLog['listener']): LockEngine =>
+      new LockEngine({ redis: redis.url, keyPrefix, placeMs: 600_000, onEvent });
+    const [a, b, c] = [make(), make(events.listener), make(events.listener)];
+    engines.push(a, b, c);
+    const held = [
+      await a.semaphore('pool', { limit: 2 }).acquire({ leaseMs: 60_000 }),
+      await a.semaphore('pool', { limit: 2 }).acquire({ leaseMs: 60_000 }),
+    ];
+    const waiting: Promise<LockHandle>[] = [];
+    for (const e of [b, c]) {
+      const parked = events.next({ type: 'waiting', key: 'pool' });
+      waiting.push(e.semaphore('pool', { limit: 2 }).acquire({ leaseMs: 60_000, waitMs: 600_000 }));
+      await parked;
+    }
     for (const [i, h] of held.entries()) {
+      const heldToken = await h.fencingToken();
       const before = await scriptCalls();
       await h.release();
-      const got = await (i === 0 ? one : two);
+      const got = await waiting[i];
       // One call, the releaser's sem-release.lua: the waiter sent none to take its permit.
       expect((await scriptCalls()) - before).toBe(1);
       expect(events.count({ type: 'acquired', key: 'pool', handedOff: true })).toBe(i + 1);
-      expect(await got.fencingToken()).toBeGreaterThan(await h.fencingToken().catch(() => 0));
+      expect(await got.fencingToken()).toBeGreaterThan(heldToken);
     }
-    await Promise.all([(await one).release(), (await two).release()]);
+    await Promise.all(waiting.map(async (w) => (await w).release()));
+  });
+
+  it("an engine's semaphore waiters share one place, and the next takes it in turn: none is left without one", async () => {
+    const keyPrefix = uniquePrefix('handoff-share');
+    const events = new EventLog();
+    // Places renewed every 3 minutes: a waiter left without a place would wait that long.
+    const a = new LockEngine({ redis: redis.url, keyPrefix, placeMs: 600_000 });
+    const b = new LockEngine({ redis: redis.url, keyPrefix, placeMs: 600_000, onEvent: events.listener });
+    engines.push(a, b);
+    const holder = await a.semaphore('one', { limit: 1 }).acquire({ leaseMs: 60_000 });
+    const sem = b.semaphore('one', { limit: 1 });
+    const turns: number[] = [];
+    const waiters: Promise<void>[] = [];
+    for (let i = 0; i < 3; i++) {
+      const parked = events.next({ type: 'waiting', key: 'one' });
+      waiters.push(sem.withPermit(() => void turns.push(i), { leaseMs: 60_000, waitMs: 600_000 }));
+      await parked;
+    }
+    // One place on the server for the three: the engine's.
+    expect(await admin.zcard(`${keyPrefix}{one}:sem:queue`)).toBe(1);
+    await holder.release();
+    await Promise.all(waiters);
+    // Each got its turn (within the engine, a pass goes to a parked waiter, so the order
+    // there is not promised), and nothing is left queued.
+    expect([...turns].sort()).toEqual([0, 1, 2]);
+    expect(await admin.exists(`${keyPrefix}{one}:sem:queue`, `${keyPrefix}{one}:sem:waiters`)).toBe(0);
+  });
+
+  it("when an engine's semaphore waiter holding the engine's place gives up, the next takes the place", async () => {
+    const keyPrefix = uniquePrefix('handoff-giveup');
+    const events = new EventLog();
+    // Places renewed every 3 minutes: a waiter left without a place would wait that long.
+    const a = new LockEngine({ redis: redis.url, keyPrefix, placeMs: 600_000 });
+    const b = new LockEngine({ redis: redis.url, keyPrefix, placeMs: 600_000, onEvent: events.listener });
+    engines.push(a, b);
+    const holder = await a.semaphore('one', { limit: 1 }).acquire({ leaseMs: 60_000 });
+    const sem = b.semaphore('one', { limit: 1 });
+    const cancel = new AbortController();
+    let parked = events.next({ type: 'waiting', key: 'one' });
+    const first = sem.acquire({ waitMs: 600_000, signal: cancel.signal }).catch((err: unknown) => err);
+    await parked;
+    parked = events.next({ type: 'waiting', key: 'one' });
+    const second = sem.acquire({ leaseMs: 60_000, waitMs: 600_000 });
+    await parked;
+    const queue = `${keyPrefix}{one}:sem:queue`;
+    const [placed] = await admin.zrange(queue, '0', '-1');
+    cancel.abort();
+    await first;
+    // The second waiter took the engine's place: a new one, the first's withdrawn.
+    await until(async () => {
+      const now = await admin.zrange(queue, '0', '-1');
+      return now.length === 1 && now[0] !== placed;
+    });
+    await holder.release();
+    await (await second).release();
   });
 });

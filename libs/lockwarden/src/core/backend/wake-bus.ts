@@ -22,6 +22,12 @@ export interface WakeBus {
   readonly waitedOn: ReadonlySet<string>;
   /** A parked semaphore waiter to pass released permits to, marked so no other release picks it. */
   claimHandOffTarget(channel: string): Waiter | undefined;
+  /**
+   * Whether `waiter` may take a place on the server for its lock now. Waiters that share one
+   * place per engine (semaphores: the rest are served by passes within the process) take it
+   * in turn: true for the one that holds it, or takes it now; false while another does.
+   */
+  mayTakePlace(waiter: Waiter): boolean;
   /** Removes a waiter; `acquired`: it got its lock or permits. */
   leave(waiter: Waiter, acquired: boolean): void;
   /** Interrupts every waiter and closes what the bus opened. */

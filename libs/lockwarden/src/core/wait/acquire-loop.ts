@@ -115,6 +115,7 @@ export async function acquireLoop(
       // parks at once instead of trying a second time to cover a release in between.
       const early = new Waiter(listenOn(ctx, attempt), false, '', attempt.channel);
       early.handOff = attempt.handOff;
+      early.sharesPlace = attempt.queues;
       if (ctx.bus.joinIfLive(early)) waiter = early;
     }
     for (;;) {
@@ -122,7 +123,7 @@ export async function acquireLoop(
       const sentAt = performance.now();
       sent = true;
       lastBusy = false;
-      if (!queued && attempt.queues && waiter) {
+      if (!queued && attempt.queues && waiter && ctx.bus.mayTakePlace(waiter)) {
         // It found the lock busy and listens on its inbox: from now on it holds a place.
         queued = true;
         waiter.fair = true;
@@ -168,6 +169,7 @@ export async function acquireLoop(
           waiter = new Waiter(listenOn(ctx, attempt), queued, waiterId, attempt.channel);
           waiter.handoffMs = attempt.handoffMs;
           waiter.handOff = attempt.handOff;
+          waiter.sharesPlace = attempt.kind === 'permit' && attempt.queues;
           // Within the budget and the holder's lease: a subscription that never lands costs at
           // most the lease, as a lost message does.
           const joined = await gate.orLate(

@@ -18,6 +18,12 @@ export class Waiter {
   handoffMs = Infinity;
   /** Semaphores: what a release of this process needs to pass its permits to this waiter. */
   handOff: PermitHandOff | undefined;
+  /**
+   * Semaphores: this engine's waiters for the semaphore share one place on the server
+   * (WakeBus.mayTakePlace); the others are served by passes within the process, and take
+   * the place in turn.
+   */
+  sharesPlace = false;
   /** A release of this process is passing permits to this waiter (WakeBus.claimHandOffTarget). */
   claimed = false;
   /** The grant a pass brought: its fencing token, when the pass was sent, and how many passes led to it. */

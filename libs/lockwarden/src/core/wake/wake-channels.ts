@@ -8,6 +8,8 @@ interface ChannelState {
   ready: Promise<unknown>;
   /** The subscription is in place: a message published from now on reaches the waiters. */
   live: boolean;
+  /** Of waiters that share one place per engine (semaphores), the one holding it. */
+  placeHolder: Waiter | undefined;
   idleSince: number;
 }
 
@@ -46,7 +48,13 @@ export class WakeChannels implements WakeBus, WakeSink {
   join(waiter: Waiter): Promise<unknown> {
     let state = this.channels.get(waiter.channel);
     if (!state) {
-      const created: ChannelState = { waiters: [], ready: Promise.resolve(), live: false, idleSince: 0 };
+      const created: ChannelState = {
+        waiters: [],
+        ready: Promise.resolve(),
+        live: false,
+        idleSince: 0,
+        placeHolder: undefined,
+      };
       created.ready = this.subscribe(waiter.channel);
       created.ready.then(
         () => (created.live = true),
@@ -90,6 +98,16 @@ export class WakeChannels implements WakeBus, WakeSink {
     return undefined;
   }
 
+  mayTakePlace(waiter: Waiter): boolean {
+    if (!waiter.sharesPlace) return true;
+    const state = this.channels.get(waiter.channel);
+    if (!state) return true;
+    const holder = state.placeHolder;
+    if (holder && holder !== waiter && state.waiters.includes(holder)) return false;
+    state.placeHolder = waiter;
+    return true;
+  }
+
   /** Removes a waiter. One that leaves holding an unused wake-up passes it on. */
   leave(waiter: Waiter, acquired: boolean): void {
     const state = this.channels.get(waiter.channel);
@@ -100,6 +118,12 @@ export class WakeChannels implements WakeBus, WakeSink {
     }
     const i = state.waiters.indexOf(waiter);
     if (i >= 0) state.waiters.splice(i, 1);
+    if (state.placeHolder === waiter) {
+      // The engine's place goes with it: the longest waiting of the others takes it now, so
+      // the engine keeps its turn in the queue (a pass or a hand-off served the one leaving).
+      state.placeHolder = undefined;
+      state.waiters.find((w) => w.sharesPlace && !w.fair)?.wake();
+    }
     // A semaphore caller that got its permits may have got them without the wake-up it was
     // sent: another waiter may fit in the permits that wake-up announced.
     if (waiter.pendingWake && (!acquired || waiter.handOff)) this.wakeOne(state);
