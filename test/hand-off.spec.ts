@@ -226,4 +226,34 @@ describe('a release others wait for, between processes', () => {
     await holder.release();
     await (await second).release();
   });
+
+  it('keeps a handed-over lock whose holder blocks its event loop past the hand-off lease: the renewal went out first', async () => {
+    const keyPrefix = uniquePrefix('handoff-block');
+    const events = new EventLog();
+    // Hand-off lease 1.4 s, so its local abort time is about 1.1 s after the grant; the
+    // server has that long to take the renewal sent as the lock was handed over.
+    const a = new LockEngine({ redis: redis.url, keyPrefix, placeMs: 2_000 });
+    const b = new LockEngine({ redis: redis.url, keyPrefix, placeMs: 2_000, onEvent: events.listener });
+    engines.push(a, b);
+    const holder = await a.acquire('x');
+    const parked = events.next({ type: 'waiting', key: 'x' });
+    const waiting = b.acquire('x', { leaseMs: 30_000 });
+    await parked;
+    await holder.release();
+    const lock = await waiting;
+    expect(events.count({ type: 'acquired', key: 'x', handedOff: true })).toBe(1);
+    // Synchronous work past the local abort time of the hand-off lease, as a CPU-bound
+    // section or a long GC pause would be.
+    const until = performance.now() + 1_500;
+    while (performance.now() < until) {
+      // busy
+    }
+    // The watchdog's timer runs before the renewal's answer is read: the answer still comes
+    // first (renewals() fails the test if the lock is lost before it).
+    await events.renewals('x', 1);
+    expect(events.count({ type: 'lost', key: 'x' })).toBe(0);
+    expect(lock.signal.aborted).toBe(false);
+    expect(await admin.pttl(`${keyPrefix}{x}`)).toBeGreaterThan(2_000);
+    await lock.release();
+  });
 });

@@ -50,6 +50,9 @@ export class HeldLocks implements LeaseHost {
   add(lease: Lease): void {
     this.leases.add(lease);
     this.watchdog.track(lease);
+    // A hand-off's short lease: its renewal goes out now, before the holder's work can hold
+    // up the event loop past it.
+    if (lease.currentLeaseMs < lease.leaseMs) this.watchdog.renewNow(lease);
   }
 
   /**

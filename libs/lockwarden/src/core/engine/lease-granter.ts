@@ -1,5 +1,5 @@
 import { LockLostError, LockTimeoutError, LockUpgradeError } from '../../errors';
-import { Lease, LeaseHandle } from '../lease/lease';
+import { Lease, LeaseHandle, safetyMarginFor } from '../lease/lease';
 import type { LeasedLock, LockContext } from '../lease/lease';
 import type { LockEvent } from '../observe/events';
 import type { LockTracer } from '../observe/telemetry';
@@ -18,12 +18,6 @@ import type { AcquireOptions, CheckedAcquire, ResolvedAcquire, RwAcquireOptions 
 import { checkKey } from '../options/validate';
 
 const RW_OPTION_NAMES: ReadonlySet<string> = new Set(['writerPreference']);
-
-/** The margin for one lease: never more than a third of it, so renewal always gets a chance. */
-function safetyMarginFor(leaseMs: number, configured: number | undefined): number {
-  const margin = configured ?? Math.min(2_000, Math.floor(leaseMs / 5));
-  return Math.min(margin, Math.floor(leaseMs / 3));
-}
 
 /**
  * The acquirer: resolves an acquire's options, re-enters a lock the calling flow already
@@ -88,7 +82,8 @@ export class LeaseGranter {
 
   /** A new holder of `permits` of a semaphore, or how many ms until its earliest holder's lease ends. */
   permits(req: ResolvedAcquire, keys: SemKeys, permits: number, initialLimit: number): Promise<LeaseHandle | number> {
-    const attempt = permitAttempt(keys, req, permits, initialLimit, this.store, this.options.placeMs, this.marginFor);
+    const { placeMs, safetyMarginMs } = this.options;
+    const attempt = permitAttempt(keys, req, permits, initialLimit, this.store, placeMs, safetyMarginMs);
     return this.grant(req, attempt, { kind: 'permit', keys });
   }
 
@@ -169,12 +164,9 @@ export class LeaseGranter {
   /** A new mutex lease, or how many ms the lock stays busy. */
   private mutex(req: ResolvedAcquire): Promise<LeaseHandle | number> {
     const keys = mutexKeys(this.options.keyPrefix, req.key);
-    const attempt = mutexAttempt(keys, req, this.store, this.options.placeMs, this.marginFor);
+    const attempt = mutexAttempt(keys, req, this.store, this.options.placeMs, this.options.safetyMarginMs);
     return this.grant(req, attempt, { kind: 'mutex', keys });
   }
-
-  /** The safety margin of a lease this long, with this engine's setting. */
-  private readonly marginFor = (leaseMs: number): number => safetyMarginFor(leaseMs, this.options.safetyMarginMs);
 
   /** A new lease, or how many ms the lock stays busy, under the acquisition's span when traces are on. */
   private grant(req: ResolvedAcquire, attempt: Attempt, lock: LeasedLock): Promise<LeaseHandle | number> {
@@ -215,7 +207,7 @@ export class LeaseGranter {
     // A hand-off used as told holds the server's short hand-off lease until the watchdog,
     // at once, extends it.
     if (result.grantedMs !== undefined && result.grantedMs < req.leaseMs) {
-      lease.startShort(result.grantedMs, this.marginFor(result.grantedMs));
+      lease.startShort(result.grantedMs, safetyMarginFor(result.grantedMs, this.options.safetyMarginMs));
     }
     if (req.maxHoldMs !== undefined) lease.maxHoldUntil = result.leaseFrom + req.maxHoldMs;
     if (req.lockAtLeastMs !== undefined) lease.keepUntil = result.leaseFrom + req.lockAtLeastMs;

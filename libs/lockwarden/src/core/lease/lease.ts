@@ -8,6 +8,15 @@ import type { LockKind } from '../backend/lock-store';
 
 export type LeaseState = 'held' | 'released' | 'lost';
 
+/**
+ * The safety margin of a lease this long, with the engine's `safetyMarginMs` when set: never
+ * more than a third of it, so renewal always gets a chance.
+ */
+export function safetyMarginFor(leaseMs: number, configured: number | undefined): number {
+  const margin = configured ?? Math.min(2_000, Math.floor(leaseMs / 5));
+  return Math.min(margin, Math.floor(leaseMs / 3));
+}
+
 /** Which lock a lease is of: its kind, with the Redis keys of that kind. */
 export type LeasedLock =
   | { readonly kind: 'mutex'; readonly keys: MutexKeys }
@@ -159,12 +168,12 @@ export class Lease {
   /**
    * A lease handed over by a release, used without a call to confirm it: the server holds it
    * for `grantedMs` (short, so that a waiter that died before using it costs little), so it
-   * ends sooner and is renewed a third of the way into it, as any lease is: a lock held for
-   * less never pays for that call. Until the first renewal, `marginMs` is its safety margin.
+   * ends sooner and is due for renewal at once (HeldLocks.add sends it before the holder's
+   * work runs). Until the first renewal, `marginMs` is its safety margin.
    */
   startShort(grantedMs: number, marginMs: number): void {
     this.expiresAt = this.acquiredAt + grantedMs;
-    this.nextRenewAt = this.renew ? this.acquiredAt + grantedMs / 3 : Infinity;
+    this.nextRenewAt = this.renew ? this.acquiredAt : Infinity;
     this.shortLeaseMs = grantedMs;
     this.fullMarginMs = this.safetyMarginMs;
     this.safetyMarginMs = marginMs;

@@ -69,6 +69,15 @@ export class Watchdog {
     if (at < this.timerAt) this.arm(at);
   }
 
+  /**
+   * Renews one lease at once, outside the rounds: a hand-off's short lease, whose renewal
+   * must be on the wire before the new holder's work can hold up the event loop.
+   */
+  renewNow(lease: Lease): void {
+    if (this.stopped || !lease.renew || lease.renewing || lease.state !== 'held') return;
+    this.renew([lease], performance.now());
+  }
+
   /** Runs the watchdog (it runs from creation; this undoes stop()). */
   start(): void {
     if (!this.stopped) return;
@@ -101,17 +110,22 @@ export class Watchdog {
     this.timerAt = Infinity;
     try {
       const due: Lease[] = [];
+      const answerPending: Lease[] = [];
       for (const lease of this.leases) {
         if (lease.state !== 'held') {
           this.untrack(lease);
         } else if (now >= lease.abortAt) {
-          this.expire(lease, now);
+          // A renewal on the wire may have its answer waiting already: a loop held up past
+          // the abort time runs timers before it reads sockets. Decide after this turn's I/O.
+          if (lease.renewing) answerPending.push(lease);
+          else this.expire(lease, now);
         } else if (lease.renew && !lease.renewing && lease.nextRenewAt - lease.currentLeaseMs / 6 <= now) {
           if (lease.renewalMs(now) > lease.safetyMarginMs) due.push(lease);
           else lease.capped = true;
         }
       }
       if (due.length > 0) this.renew(due, now);
+      if (answerPending.length > 0) setImmediate(() => this.expireUnanswered(answerPending));
     } catch (err) {
       this.logger.warn(`Lock watchdog round failed: ${String(err)}`);
     }
@@ -169,6 +183,21 @@ export class Watchdog {
 
   /** A lease read past its abort time before the timer ran: lost now, not at the next firing. */
   private readonly overdue = (lease: Lease): void => this.expire(lease, performance.now());
+
+  /**
+   * Leases past their abort time when a round ran, with a renewal on the wire: those whose
+   * renewal was not answered in this turn of the event loop are lost now. (A read of the
+   * signal meanwhile already found them lost: Lease.check.)
+   */
+  private expireUnanswered(leases: readonly Lease[]): void {
+    try {
+      const now = performance.now();
+      for (const lease of leases)
+        if (lease.state === 'held' && lease.tracked && now >= lease.abortAt) this.expire(lease, now);
+    } catch (err) {
+      this.logger.warn(`Lock watchdog round failed: ${String(err)}`);
+    }
+  }
 
   private expire(lease: Lease, now: number): void {
     this.untrack(lease);

@@ -6,7 +6,7 @@ import type { LockLogger } from '../observe/logger';
 import type { LockStore } from '../backend/lock-store';
 import type { WakeBus } from '../backend/wake-bus';
 import { Waiter } from '../wake/waiter';
-import { FAILED, LATE, nothingLeft, retry, retryPauseMs, subscribed } from './busy-wait';
+import { FAILED, LATE, listenOn, nothingLeft, retry, retryPauseMs, subscribed, usableGrant } from './busy-wait';
 
 export interface LoopContext {
   readonly store: LockStore;
@@ -56,7 +56,7 @@ export type LoopResult =
  * in the lock's queue (so a release in between is not missed), then sleep until a hand-off,
  * a release message, a refresh of its place, or the holder's remaining lease, whichever
  * comes first, all within the wait budget. A hand-off the message tells of is used at once,
- * with no call to confirm it, while it is fresh (see fromGrant). On any way out without the
+ * with no call to confirm it, while it is fresh (see usableGrant). On any way out without the
  * lock, it withdraws whatever it left on the server.
  *
  * What Redis said is what the caller hears:
@@ -113,7 +113,7 @@ export async function acquireLoop(
       // Semaphores, where a new caller usually finds every permit taken: on a channel already
       // subscribed, wait for messages from before the first attempt, so that a failed attempt
       // parks at once instead of trying a second time to cover a release in between.
-      const early = new Waiter(listenOn(ctx, attempt), false, '', attempt.channel);
+      const early = new Waiter(listenOn(ctx.bus.inboxId, attempt), false, '', attempt.channel);
       early.handOff = attempt.handOff;
       early.sharesPlace = attempt.queues;
       if (ctx.bus.joinIfLive(early)) waiter = early;
@@ -166,7 +166,7 @@ export async function acquireLoop(
         if (!waiter) {
           // A waiter that queues listens on its engine's inbox for the lock: a hand-off is
           // published there only, so no other process wakes for it.
-          waiter = new Waiter(listenOn(ctx, attempt), queued, waiterId, attempt.channel);
+          waiter = new Waiter(listenOn(ctx.bus.inboxId, attempt), queued, waiterId, attempt.channel);
           waiter.handoffMs = attempt.handoffMs;
           waiter.handOff = attempt.handOff;
           waiter.sharesPlace = attempt.kind === 'permit' && attempt.queues;
@@ -203,10 +203,10 @@ export async function acquireLoop(
       if (woke === 'grant') {
         waiter.handedOver = false;
         handedOff = true;
-        const used = fromGrant(attempt, waiter, sentTimes);
+        const used = usableGrant(attempt, waiter, sentTimes);
         if (used) {
           granted = true;
-          return used;
+          return { granted: true, ...used, handedOff: true, contended: true };
         }
         // Too late to trust (the message sat in a paused process, say: the lock may be someone
         // else's by now), or a fixed lease the watchdog will not extend: confirm it. The next
@@ -223,34 +223,6 @@ export async function acquireLoop(
       await withdraw(ctx, attempt, waitFor, performance.now() + leaseMs + ctx.commandTimeoutMs);
     }
   }
-}
-
-/** The channel a waiter listens on: its engine's inbox for the lock when it queues, else the lock's own. */
-function listenOn(ctx: LoopContext, attempt: Attempt): string {
-  return attempt.queues ? `${attempt.channel}:${ctx.bus.inboxId}` : attempt.channel;
-}
-
-/**
- * The lock a hand-off message gave, when it can be used as told: the server set the lock
- * to this waiter for `leaseMs` at the grant, and the attempt the message names was sent
- * before the grant (the server had seen it), so the lease counts from that attempt's sending
- * (a local moment no later than the grant). Used only while that leaves more than the
- * margin of so short a lease; undefined otherwise, and the waiter confirms with one call.
- */
-function fromGrant(attempt: Attempt, waiter: Waiter, sentTimes: readonly number[]): LoopResult | undefined {
-  const notice = waiter.grantNotice;
-  waiter.grantNotice = undefined;
-  if (!notice || !attempt.trustsGrants) return undefined;
-  const from = sentTimes[notice.seq];
-  if (from === undefined || performance.now() >= from + notice.leaseMs - attempt.handoffMarginMs) return undefined;
-  return {
-    granted: true,
-    fencingToken: notice.fencingToken,
-    leaseFrom: from,
-    handedOff: true,
-    grantedMs: notice.leaseMs,
-    contended: true,
-  };
 }
 
 /** A Redis call's failure, in the library's words. */

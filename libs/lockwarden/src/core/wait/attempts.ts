@@ -4,6 +4,7 @@ import { redisReason } from '../../errors/redis-reason';
 import type { MutexKeys, RwKeys, SemKeys } from '../backend/lock-keys';
 import type { LockStore, PermitHandOff, StoreAcquire, StoreRwAcquire, StoreSemAcquire } from '../backend/lock-store';
 import type { LockLogger } from '../observe/logger';
+import { safetyMarginFor } from '../lease/lease';
 
 // What one acquire asks the store, as data: the wait loop sends it and withdraws it itself,
 // so no callback goes back and forth between the granter and the loop.
@@ -83,7 +84,8 @@ export function mutexAttempt(
   req: { key: string; leaseMs: number; fair: boolean; fenced: boolean; renew: boolean },
   store: LockStore,
   placeMs: number,
-  marginFor: (leaseMs: number) => number,
+  /** The engine's `safetyMarginMs`, if set. */
+  configuredMargin: number | undefined,
 ): Attempt {
   const ownerToken = newOwnerToken();
   const handoffMs = handoffFor(placeMs, req.leaseMs);
@@ -97,7 +99,7 @@ export function mutexAttempt(
     handoffMs,
     queues: store.fairQueue,
     trustsGrants: req.renew || handoffMs >= req.leaseMs,
-    handoffMarginMs: marginFor(handoffMs),
+    handoffMarginMs: safetyMarginFor(handoffMs, configuredMargin),
     ownerToken,
     ask: { keys, ownerToken, leaseMs: req.leaseMs, placeMs, handoffMs, fenced: req.fenced },
   };
@@ -147,7 +149,8 @@ export function permitAttempt(
   initialLimit: number,
   store: LockStore,
   placeMs: number,
-  marginFor: (leaseMs: number) => number,
+  /** The engine's `safetyMarginMs`, if set. */
+  configuredMargin: number | undefined,
 ): Attempt {
   const ownerToken = newOwnerToken();
   const queues = store.permitHandOff;
@@ -162,7 +165,7 @@ export function permitAttempt(
     handoffMs: queues ? handoffMs : Infinity,
     queues,
     trustsGrants: queues && (req.renew || handoffMs >= req.leaseMs),
-    handoffMarginMs: marginFor(handoffMs),
+    handoffMarginMs: safetyMarginFor(handoffMs, configuredMargin),
     ownerToken,
     handOff: store.permitHandOff ? { ownerToken, permits, leaseMs: req.leaseMs } : undefined,
     ask: { keys, ownerToken, leaseMs: req.leaseMs, permits, initialLimit, placeMs, handoffMs },

@@ -3,6 +3,7 @@ import { quoteKey } from '../../errors/key-text';
 import { redisReason } from '../../errors/redis-reason';
 import type { LockLogger } from '../observe/logger';
 import type { Attempt } from './attempts';
+import type { Waiter } from '../wake/waiter';
 
 // What the wait loop does once Redis has said "busy", and when it gives up: an uncontended
 // acquire runs none of it.
@@ -69,4 +70,29 @@ export async function subscribed(
  */
 export function nothingLeft(attempt: Attempt, queued: boolean, handedOff: boolean, lastBusy: boolean): boolean {
   return attempt.kind === 'mutex' && !queued && !handedOff && lastBusy;
+}
+
+/** The channel a waiter listens on: its engine's inbox for the lock when it queues, else the lock's own. */
+export function listenOn(inboxId: string, attempt: Attempt): string {
+  return attempt.queues ? `${attempt.channel}:${inboxId}` : attempt.channel;
+}
+
+/**
+ * The lock a hand-off message gave, when it can be used as told: the server set the lock
+ * to this waiter for `leaseMs` at the grant, and the attempt the message names was sent
+ * before the grant (the server had seen it), so the lease counts from that attempt's sending
+ * (a local moment no later than the grant). Used only while that leaves more than the
+ * margin of so short a lease; undefined otherwise, and the waiter confirms with one call.
+ */
+export function usableGrant(
+  attempt: Attempt,
+  waiter: Waiter,
+  sentTimes: readonly number[],
+): { fencingToken: number; leaseFrom: number; grantedMs: number } | undefined {
+  const notice = waiter.grantNotice;
+  waiter.grantNotice = undefined;
+  if (!notice || !attempt.trustsGrants) return undefined;
+  const from = sentTimes[notice.seq];
+  if (from === undefined || performance.now() >= from + notice.leaseMs - attempt.handoffMarginMs) return undefined;
+  return { fencingToken: notice.fencingToken, leaseFrom: from, grantedMs: notice.leaseMs };
 }
