@@ -256,4 +256,29 @@ describe('a release others wait for, between processes', () => {
     expect(await admin.pttl(`${keyPrefix}{x}`)).toBeGreaterThan(2_000);
     await lock.release();
   });
+
+  it('uses a hand-off of a fixed lease (renew: false) with no call, extended once to the end it asked for', async () => {
+    const keyPrefix = uniquePrefix('handoff-fixed');
+    const events = new EventLog();
+    const a = new LockEngine({ redis: redis.url, keyPrefix });
+    const b = new LockEngine({ redis: redis.url, keyPrefix, onEvent: events.listener });
+    engines.push(a, b);
+    const holder = await a.acquire('f');
+    const parked = events.next({ type: 'waiting', key: 'f' });
+    const waiting = b.acquire('f', { leaseMs: 5_000, renew: false });
+    await parked;
+    const before = await scriptCalls();
+    await holder.release();
+    const lock = await waiting;
+    expect(events.count({ type: 'acquired', key: 'f', handedOff: true })).toBe(1);
+    // Its one extension, out of the 700 ms hand-off lease: to 5 s from the grant, no more.
+    await events.renewals('f', 1);
+    const ttl = await admin.pttl(`${keyPrefix}{f}`);
+    expect(ttl).toBeGreaterThan(700);
+    expect(ttl).toBeLessThanOrEqual(5_000);
+    // The release that handed it over and that extension: no call to confirm it.
+    expect((await scriptCalls()) - before).toBe(3); // release-plain.lua, release.lua, renew.lua
+    expect(lock.signal.aborted).toBe(false);
+    await lock.release();
+  });
 });

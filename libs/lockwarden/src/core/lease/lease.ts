@@ -141,7 +141,15 @@ export class Lease {
 
   /** The lease a renewal sent at `now` asks for: never past the maxHoldMs cap. */
   renewalMs(now: number): number {
-    return Math.min(this.leaseMs, Math.floor(this.maxHoldUntil - now));
+    // A fixed lease (renew: false) is renewed only out of a short hand-off lease, and only to
+    // the end it was asked for, counted from its grant.
+    const end = this.renew ? now + this.leaseMs : this.acquiredAt + this.leaseMs;
+    return Math.floor(Math.min(end, this.maxHoldUntil) - now);
+  }
+
+  /** Due for its one renewal: a fixed lease (renew: false) still on a short hand-off lease. */
+  get extendsOnce(): boolean {
+    return !this.renew && this.shortLeaseMs !== undefined;
   }
 
   /** Records a renewal (or extend) sent at `sentAt` that set the server lease to `grantedMs`. */
@@ -169,11 +177,12 @@ export class Lease {
    * A lease handed over by a release, used without a call to confirm it: the server holds it
    * for `grantedMs` (short, so that a waiter that died before using it costs little), so it
    * ends sooner and is due for renewal at once (HeldLocks.add sends it before the holder's
-   * work runs). Until the first renewal, `marginMs` is its safety margin.
+   * work runs): to the full lease, or, for a fixed lease, to the end it was asked for. Until
+   * then, `marginMs` is its safety margin.
    */
   startShort(grantedMs: number, marginMs: number): void {
     this.expiresAt = this.acquiredAt + grantedMs;
-    this.nextRenewAt = this.renew ? this.acquiredAt : Infinity;
+    this.nextRenewAt = this.acquiredAt;
     this.shortLeaseMs = grantedMs;
     this.fullMarginMs = this.safetyMarginMs;
     this.safetyMarginMs = marginMs;

@@ -74,7 +74,7 @@ export class Watchdog {
    * must be on the wire before the new holder's work can hold up the event loop.
    */
   renewNow(lease: Lease): void {
-    if (this.stopped || !lease.renew || lease.renewing || lease.state !== 'held') return;
+    if (this.stopped || !(lease.renew || lease.extendsOnce) || lease.renewing || lease.state !== 'held') return;
     this.renew([lease], performance.now());
   }
 
@@ -119,7 +119,11 @@ export class Watchdog {
           // the abort time runs timers before it reads sockets. Decide after this turn's I/O.
           if (lease.renewing) answerPending.push(lease);
           else this.expire(lease, now);
-        } else if (lease.renew && !lease.renewing && lease.nextRenewAt - lease.currentLeaseMs / 6 <= now) {
+        } else if (
+          (lease.renew || lease.extendsOnce) &&
+          !lease.renewing &&
+          lease.nextRenewAt - lease.currentLeaseMs / 6 <= now
+        ) {
           if (lease.renewalMs(now) > lease.safetyMarginMs) due.push(lease);
           else lease.capped = true;
         }
@@ -137,7 +141,7 @@ export class Watchdog {
     for (const lease of due) lease.renewing = true;
     const items = due.map((lease) => {
       const leaseMs = lease.renewalMs(sentAt);
-      if (leaseMs < lease.leaseMs) lease.capped = true;
+      if (lease.renew && leaseMs < lease.leaseMs) lease.capped = true;
       return { redisKey: lease.keys.lock, ownerToken: lease.ownerToken, leaseMs, kind: lease.kind };
     });
     this.store.renew(items).then(

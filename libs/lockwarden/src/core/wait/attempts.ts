@@ -47,8 +47,8 @@ interface WaitShape {
   readonly queues: boolean;
   /**
    * A hand-off told by message may be used at once, with no call to confirm it: the watchdog
-   * extends a short hand-off lease (so not with `renew: false`, unless the hand-off is the
-   * whole lease).
+   * extends a short hand-off lease at once (a fixed lease, `renew: false`, to the end it was
+   * asked for, counted from the grant).
    */
   readonly trustsGrants: boolean;
   /** How long before the hand-off lease ends a waiter stops trusting it (the safety margin of so short a lease). */
@@ -98,7 +98,7 @@ export function mutexAttempt(
     queueRefreshMs: refreshFor(placeMs),
     handoffMs,
     queues: store.fairQueue,
-    trustsGrants: req.renew || handoffMs >= req.leaseMs,
+    trustsGrants: true,
     handoffMarginMs: safetyMarginFor(handoffMs, configuredMargin),
     ownerToken,
     ask: { keys, ownerToken, leaseMs: req.leaseMs, placeMs, handoffMs, fenced: req.fenced },
@@ -164,7 +164,7 @@ export function permitAttempt(
     queueRefreshMs: queues ? refreshFor(placeMs) : undefined,
     handoffMs: queues ? handoffMs : Infinity,
     queues,
-    trustsGrants: queues && (req.renew || handoffMs >= req.leaseMs),
+    trustsGrants: queues,
     handoffMarginMs: safetyMarginFor(handoffMs, configuredMargin),
     ownerToken,
     handOff: store.permitHandOff ? { ownerToken, permits, leaseMs: req.leaseMs } : undefined,
