@@ -69,7 +69,8 @@ export interface LockEngineOptions {
   /**
    * Longest a Redis call outside an acquire may take (a withdrawal, a release). An acquire itself
    * settles by its `waitMs` + 250 ms whatever Redis does, or, before the engine's connection is
-   * first ready, by this budget (connecting included) when that is later. Default 2 000 ms.
+   * first ready, by this budget (connecting included, on top of what its attempts take by
+   * design: replicaAck's waits, a quorum's nodes) when that is later. Default 2 000 ms.
    */
   commandTimeoutMs?: number;
   /**

@@ -83,10 +83,12 @@ export async function acquireLoop(
   const deadline = started + waitMs;
   // Before the engine's connection is first ready, Redis gets commandTimeoutMs to answer, as
   // any command does: connecting can take longer than a try's 250 ms on a busy machine, and
-  // the first tryAcquire of a process would fail through no fault of Redis.
+  // the first tryAcquire of a process would fail through no fault of Redis. Connecting comes
+  // on top of what an attempt takes by design (replicaAck's WAITs, a quorum's nodes).
   const cold = ctx.firstConnection?.pending === true;
+  const byDesign = ctx.settleGraceMs - SETTLE_GRACE_MS;
   const settleBy = cold
-    ? Math.max(deadline + ctx.settleGraceMs, started + ctx.commandTimeoutMs)
+    ? Math.max(deadline + ctx.settleGraceMs, started + ctx.commandTimeoutMs + byDesign)
     : deadline + ctx.settleGraceMs;
   let queued = attempt.fair;
   let waiterId = queued ? newWaiterId() : '';
