@@ -4,7 +4,7 @@
 // own subscribed to every channel of the lock, and Redis's own command counts.
 import type { Redis } from 'ioredis';
 import { LockEngine } from 'lockwarden';
-import type { LockHandle } from 'lockwarden';
+import type { AcquireOptions, LockEngineOptions, LockHandle } from 'lockwarden';
 import { runWorker } from './harness/child';
 import { EventLog } from './harness/event-log';
 import type { ChildScript } from './harness/child';
@@ -46,6 +46,42 @@ async function scriptCalls(): Promise<number> {
 /** Waits until `check` holds, looking again each few milliseconds (it observes other processes). */
 async function until(check: () => Promise<boolean> | boolean): Promise<void> {
   while (!(await check())) await new Promise((resolve) => setTimeout(resolve, 5));
+}
+
+/** Two engines on one prefix, the second with events and `engineOptions`. */
+function twoEngines(
+  name: string,
+  engineOptions: Partial<LockEngineOptions> = {},
+): { keyPrefix: string; events: EventLog; a: LockEngine; b: LockEngine } {
+  const keyPrefix = uniquePrefix(name);
+  const events = new EventLog();
+  const a = new LockEngine({ redis: redis.url, keyPrefix, ...engineOptions });
+  const b = new LockEngine({ redis: redis.url, keyPrefix, ...engineOptions, onEvent: events.listener });
+  engines.push(a, b);
+  return { keyPrefix, events, a, b };
+}
+
+/**
+ * A mutex `key` held in one engine and waited for in the other (with `options`), then released:
+ * the handed-over lock, once the waiter has it. `beforeRelease` runs with the waiter parked.
+ */
+async function handOver(
+  name: string,
+  key: string,
+  options: AcquireOptions,
+  engineOptions: Partial<LockEngineOptions> = {},
+  beforeRelease: () => Promise<unknown> = async () => undefined,
+): Promise<{ keyPrefix: string; events: EventLog; lock: LockHandle }> {
+  const { keyPrefix, events, a, b } = twoEngines(name, engineOptions);
+  const holder = await a.acquire(key);
+  const parked = events.next({ type: 'waiting', key });
+  const waiting = b.acquire(key, options);
+  await parked;
+  await beforeRelease();
+  await holder.release();
+  const lock = await waiting;
+  expect(events.count({ type: 'acquired', key, handedOff: true })).toBe(1);
+  return { keyPrefix, events, lock };
 }
 
 describe('a release others wait for, between processes', () => {
@@ -122,18 +158,7 @@ describe('a release others wait for, between processes', () => {
   });
 
   it('extends a hand-off lease held past it to the full lease, and keeps the signal live', async () => {
-    const keyPrefix = uniquePrefix('handoff-extend');
-    const events = new EventLog();
-    const a = new LockEngine({ redis: redis.url, keyPrefix });
-    const b = new LockEngine({ redis: redis.url, keyPrefix, onEvent: events.listener });
-    engines.push(a, b);
-    const holder = await a.acquire('x');
-    const parked = events.next({ type: 'waiting', key: 'x' });
-    const waiting = b.acquire('x', { leaseMs: 30_000 });
-    await parked;
-    await holder.release();
-    const lock = await waiting;
-    expect(events.count({ type: 'acquired', key: 'x', handedOff: true })).toBe(1);
+    const { keyPrefix, events, lock } = await handOver('handoff-extend', 'x', { leaseMs: 30_000 });
     // The hand-off set 700 ms on the server; the first renewal sets the full 30 s.
     await events.renewals('x', 1);
     expect(await admin.pttl(`${keyPrefix}{x}`)).toBeGreaterThan(700);
@@ -173,12 +198,8 @@ describe('a release others wait for, between processes', () => {
   });
 
   it("an engine's semaphore waiters share one place, and the next takes it in turn: none is left without one", async () => {
-    const keyPrefix = uniquePrefix('handoff-share');
-    const events = new EventLog();
     // Places renewed every 3 minutes: a waiter left without a place would wait that long.
-    const a = new LockEngine({ redis: redis.url, keyPrefix, placeMs: 600_000 });
-    const b = new LockEngine({ redis: redis.url, keyPrefix, placeMs: 600_000, onEvent: events.listener });
-    engines.push(a, b);
+    const { keyPrefix, events, a, b } = twoEngines('handoff-share', { placeMs: 600_000 });
     const holder = await a.semaphore('one', { limit: 1 }).acquire({ leaseMs: 60_000 });
     const sem = b.semaphore('one', { limit: 1 });
     const turns: number[] = [];
@@ -199,12 +220,8 @@ describe('a release others wait for, between processes', () => {
   });
 
   it("when an engine's semaphore waiter holding the engine's place gives up, the next takes the place", async () => {
-    const keyPrefix = uniquePrefix('handoff-giveup');
-    const events = new EventLog();
     // Places renewed every 3 minutes: a waiter left without a place would wait that long.
-    const a = new LockEngine({ redis: redis.url, keyPrefix, placeMs: 600_000 });
-    const b = new LockEngine({ redis: redis.url, keyPrefix, placeMs: 600_000, onEvent: events.listener });
-    engines.push(a, b);
+    const { keyPrefix, events, a, b } = twoEngines('handoff-giveup', { placeMs: 600_000 });
     const holder = await a.semaphore('one', { limit: 1 }).acquire({ leaseMs: 60_000 });
     const sem = b.semaphore('one', { limit: 1 });
     const cancel = new AbortController();
@@ -228,20 +245,9 @@ describe('a release others wait for, between processes', () => {
   });
 
   it('keeps a handed-over lock whose holder blocks its event loop past the hand-off lease: the renewal went out first', async () => {
-    const keyPrefix = uniquePrefix('handoff-block');
-    const events = new EventLog();
     // Hand-off lease 1.4 s, so its local abort time is about 1.1 s after the grant; the
     // server has that long to take the renewal sent as the lock was handed over.
-    const a = new LockEngine({ redis: redis.url, keyPrefix, placeMs: 2_000 });
-    const b = new LockEngine({ redis: redis.url, keyPrefix, placeMs: 2_000, onEvent: events.listener });
-    engines.push(a, b);
-    const holder = await a.acquire('x');
-    const parked = events.next({ type: 'waiting', key: 'x' });
-    const waiting = b.acquire('x', { leaseMs: 30_000 });
-    await parked;
-    await holder.release();
-    const lock = await waiting;
-    expect(events.count({ type: 'acquired', key: 'x', handedOff: true })).toBe(1);
+    const { keyPrefix, events, lock } = await handOver('handoff-block', 'x', { leaseMs: 30_000 }, { placeMs: 2_000 });
     // Synchronous work past the local abort time of the hand-off lease, as a CPU-bound
     // section or a long GC pause would be.
     const until = performance.now() + 1_500;
@@ -258,19 +264,16 @@ describe('a release others wait for, between processes', () => {
   });
 
   it('uses a hand-off of a fixed lease (renew: false) with no call, extended once to the end it asked for', async () => {
-    const keyPrefix = uniquePrefix('handoff-fixed');
-    const events = new EventLog();
-    const a = new LockEngine({ redis: redis.url, keyPrefix });
-    const b = new LockEngine({ redis: redis.url, keyPrefix, onEvent: events.listener });
-    engines.push(a, b);
-    const holder = await a.acquire('f');
-    const parked = events.next({ type: 'waiting', key: 'f' });
-    const waiting = b.acquire('f', { leaseMs: 5_000, renew: false });
-    await parked;
-    const before = await scriptCalls();
-    await holder.release();
-    const lock = await waiting;
-    expect(events.count({ type: 'acquired', key: 'f', handedOff: true })).toBe(1);
+    let before = 0;
+    const { keyPrefix, events, lock } = await handOver(
+      'handoff-fixed',
+      'f',
+      { leaseMs: 5_000, renew: false },
+      {},
+      async () => {
+        before = await scriptCalls();
+      },
+    );
     // Its one extension, out of the 700 ms hand-off lease: to 5 s from the grant, no more.
     await events.renewals('f', 1);
     const ttl = await admin.pttl(`${keyPrefix}{f}`);
