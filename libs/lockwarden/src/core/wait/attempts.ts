@@ -45,12 +45,6 @@ interface WaitShape {
    * starves behind luckier processes.
    */
   readonly queues: boolean;
-  /**
-   * A hand-off told by message may be used at once, with no call to confirm it: the watchdog
-   * extends a short hand-off lease at once (a fixed lease, `renew: false`, to the end it was
-   * asked for, counted from the grant).
-   */
-  readonly trustsGrants: boolean;
   /** How long before the hand-off lease ends a waiter stops trusting it (the safety margin of so short a lease). */
   readonly handoffMarginMs: number;
   /** Semaphores: lets a release of this process pass its permits to this waiter. */
@@ -74,14 +68,13 @@ const UNQUEUED = {
   queueRefreshMs: undefined,
   handoffMs: Infinity,
   queues: false,
-  trustsGrants: false,
   handoffMarginMs: 0,
 } as const;
 
 /** A mutex acquire; `store` says whether waiters may queue (and be handed the lock). */
 export function mutexAttempt(
   keys: MutexKeys,
-  req: { key: string; leaseMs: number; fair: boolean; fenced: boolean; renew: boolean },
+  req: { key: string; leaseMs: number; fair: boolean; fenced: boolean },
   store: LockStore,
   placeMs: number,
   /** The engine's `safetyMarginMs`, if set. */
@@ -98,7 +91,6 @@ export function mutexAttempt(
     queueRefreshMs: refreshFor(placeMs),
     handoffMs,
     queues: store.fairQueue,
-    trustsGrants: true,
     handoffMarginMs: safetyMarginFor(handoffMs, configuredMargin),
     ownerToken,
     ask: { keys, ownerToken, leaseMs: req.leaseMs, placeMs, handoffMs, fenced: req.fenced },
@@ -144,7 +136,7 @@ export function rwAttempt(
  */
 export function permitAttempt(
   keys: SemKeys,
-  req: { key: string; leaseMs: number; renew: boolean },
+  req: { key: string; leaseMs: number },
   permits: number,
   initialLimit: number,
   store: LockStore,
@@ -164,7 +156,6 @@ export function permitAttempt(
     queueRefreshMs: queues ? refreshFor(placeMs) : undefined,
     handoffMs: queues ? handoffMs : Infinity,
     queues,
-    trustsGrants: queues,
     handoffMarginMs: safetyMarginFor(handoffMs, configuredMargin),
     ownerToken,
     handOff: store.permitHandOff ? { ownerToken, permits, leaseMs: req.leaseMs } : undefined,
