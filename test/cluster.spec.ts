@@ -190,6 +190,9 @@ describe('on Redis Cluster', () => {
     await Promise.all(workers.map((w) => w.succeeded()));
     const events = await admin.lrange(`${PREFIX}log`, 0, -1);
     expect(events).toHaveLength(2 * 2 * 300);
+    // The releases handed the lock to queued waiters: the path under test ran.
+    const handed = workers.map((w) => Number(/^handed (\d+)$/m.exec(w.lines.join('\n'))?.[1] ?? 0));
+    expect(handed.reduce((a, b) => a + b)).toBeGreaterThan(0);
     let writer = 0;
     let readers = 0;
     let maxReaders = 0;

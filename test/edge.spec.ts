@@ -86,16 +86,27 @@ async function count(prefix: string, what: string, who: string): Promise<number>
   return Number((await observerClient.get(`${prefix}${what}:${who}`)) ?? '0');
 }
 
-describe('a queued waiter paused past its lease', () => {
+/** Until every key has one waiter with a place in its queue (a mutex's, or a read/write lock's). */
+async function queuedOn(prefix: string, ks: readonly string[], write: boolean): Promise<void> {
+  const queue = (k: string): string => `${prefix}{${k}}${write ? ':rw' : ''}:queue`;
+  await until(async () => (await Promise.all(ks.map((k) => admin.zcard(queue(k))))).every((n) => n === 1));
+}
+
+describe.each([
+  ['a mutex (fair)', false],
+  ['a write lock', true],
+])('a queued waiter for %s paused past its lease', (_kind, write) => {
   it(`is never handed a stale lock, nor writes while another process holds it (${TRIALS} trials)`, async () => {
-    const prefix = uniquePrefix('paused-waiter');
+    const prefix = uniquePrefix(write ? 'paused-writer' : 'paused-waiter');
     const holder = engine(prefix);
     const other = engine(prefix);
+    const take = (e: LockEngine, k: string, waitMs?: number): Promise<LockHandle> =>
+      write ? e.acquireWrite(k, { waitMs }) : e.acquire(k, { waitMs });
     const resource = new FencedResource(observer.client(), prefix);
     closers.push(async () => resource.client.disconnect());
     const ks = keys('k');
-    const held = await Promise.all(ks.map((k) => holder.acquire(k)));
-    // Its own lease is long (its hand-off lease, 1 s, is what lapses while it is paused), so the
+    const held = await Promise.all(ks.map((k) => take(holder, k)));
+    // Its own lease is long (its hand-off lease, 700 ms, is what lapses while it is paused), so the
     // grant it finally gets is still its own when it reads its token on a loaded machine.
     const w = worker({
       PREFIX: prefix,
@@ -103,16 +114,17 @@ describe('a queued waiter paused past its lease', () => {
       KEYS: ks.join(','),
       LEASE_MS: '30000',
       FAIR: '1',
+      WRITE: write ? '1' : '0',
       NAME: 'waiter',
     });
     await w.waitFor(/^queued$/);
-    await until(async () => (await Promise.all(ks.map((k) => holder.inspect(k)))).every((i) => i.waiters === 1));
+    await queuedOn(prefix, ks, write);
 
     w.kill('SIGSTOP');
-    // Each release hands its lock to the paused waiter; the hand-off lapses unconfirmed,
+    // Each release hands its lock to the paused waiter; the hand-off lapses unused,
     // and another process takes the lock.
     for (const h of held) await h.release();
-    const taken = await Promise.all(ks.map((k) => other.acquire(k, { waitMs: 10_000 })));
+    const taken = await Promise.all(ks.map((k) => take(other, k, 10_000)));
     const takenTokens = new Map<string, number>();
     for (const t of taken) takenTokens.set(t.key, await t.fencingToken());
     for (const t of taken) expect(await resource.write(t.key, takenTokens.get(t.key)!, 'other')).toBe(true);
@@ -157,9 +169,10 @@ describe('a holder paused past its lease', () => {
 });
 
 describe.each([
-  ['default', false],
-  ['fair', true],
-])('queued waiters killed (%s mode)', (mode, fair) => {
+  ['default', false, false],
+  ['fair', true, false],
+  ['write lock', false, true],
+])('queued waiters killed (%s)', (mode, fair, write) => {
   it(`cost the live waiters at most the ${HANDOFF_LEASE_MS} ms hand-off lease (${TRIALS} kills)`, async () => {
     const prefix = uniquePrefix(`dead-waiter-${mode}`);
     const holder = engine(prefix, { instanceId: 'holder' });
@@ -167,7 +180,7 @@ describe.each([
     const live = engine(prefix, { instanceId: 'live', onEvent: liveEvents.listener });
     const ks = keys('k');
     const held = new Map<string, LockHandle>();
-    for (const k of ks) held.set(k, await holder.acquire(k));
+    for (const k of ks) held.set(k, await (write ? holder.acquireWrite(k) : holder.acquire(k)));
 
     const d = worker({
       PREFIX: prefix,
@@ -175,10 +188,13 @@ describe.each([
       KEYS: ks.join(','),
       LEASE_MS: '30000',
       FAIR: fair ? '1' : '0',
+      WRITE: write ? '1' : '0',
       NAME: 'dead',
     });
     await d.waitFor(/^queued$/);
-    if (!fair) {
+    if (write) {
+      await queuedOn(prefix, ks, true);
+    } else if (!fair) {
       // A default-mode waiter joins the queue once it has waited a while and still found the
       // lock held: wake it with a spurious release message until it has.
       for (const k of ks) {
@@ -188,14 +204,14 @@ describe.each([
         }
       }
     }
-    await until(async () => (await Promise.all(ks.map((k) => holder.inspect(k)))).every((i) => i.waiters === 1));
+    await queuedOn(prefix, ks, write);
     d.kill('SIGKILL');
     await d.exited;
 
     const waiting = liveEvents.next({ type: 'waiting' }, TRIALS);
     const acquiredAt = new Map<string, number>();
     const liveDone = ks.map(async (k) => {
-      const lock = await live.acquire(k, { waitMs: 30_000, fair });
+      const lock = await (write ? live.acquireWrite(k, { waitMs: 30_000 }) : live.acquire(k, { waitMs: 30_000, fair }));
       acquiredAt.set(k, performance.now());
       await lock.release();
     });

@@ -157,6 +157,71 @@ describe('a release others wait for, between processes', () => {
     await listener.punsubscribe();
   });
 
+  it('hands a write lock to the oldest waiting writer, then the readers queued behind it together, telling only their processes, at no call of theirs', async () => {
+    const PREFIX = uniquePrefix('handoff-rw');
+    const channel = `${PREFIX}{k}:rw:released`;
+    const heard: { channel: string; message: string }[] = [];
+    listener.on('pmessage', (_pattern: string, on: string, message: string) => heard.push({ channel: on, message }));
+    await listener.psubscribe(`${channel}*`);
+
+    const holderEngine = new LockEngine({ redis: redis.url, keyPrefix: PREFIX });
+    engines.push(holderEngine);
+    const holder = await holderEngine.acquireWrite('k');
+    const holderToken = await holder.fencingToken();
+
+    // A writer, then two readers, each in its own process, queue in that order (the readers
+    // behind the writer: writer preference). Leases and places long enough that no renewal
+    // of theirs falls in the test.
+    const workers: ChildScript[] = [];
+    for (const [i, kind] of ['write', 'read', 'read'].entries()) {
+      const w = runWorker('lock-worker', {
+        REDIS: redis.url,
+        PREFIX,
+        MODE: 'wait-hold',
+        KIND: kind,
+        NAME: `w${i}`,
+        LEASE_MS: '120000',
+        PLACE_MS: '600000',
+      });
+      children.push(w);
+      workers.push(w);
+      await w.waitFor(/^waiting$/);
+      await until(async () => (await admin.zcard(`${PREFIX}{k}:rw:queue`)) === i + 1);
+    }
+    const acquired = workers.map((w) => w.waitFor(/^acquired (\d+) (\w+)$/));
+    let calls = await scriptCalls();
+
+    await holder.release();
+    const first = await Promise.race(acquired.map((got, i) => got.then((m) => ({ i, m }))));
+    // The writer first, handed the lock, and the readers still wait behind it.
+    expect(first.i).toBe(0);
+    const writer = first.m;
+    expect(writer[2]).toBe('true');
+    expect(Number(writer[1])).toBeGreaterThan(holderToken);
+    expect(workers[1].lines.some((l) => l.startsWith('acquired'))).toBe(false);
+    expect((await scriptCalls()) - calls).toBe(1); // the release; the new holder sent none
+
+    calls = await scriptCalls();
+    await admin.rpush(`${PREFIX}go:w0`, 'go');
+    const readers = await Promise.all(acquired.slice(1));
+    // Both readers together, each handed its read hold, with the writer's token.
+    for (const r of readers) expect([r[1], r[2]]).toEqual([writer[1], 'true']);
+    expect((await scriptCalls()) - calls).toBe(1);
+
+    await admin.rpush(`${PREFIX}go:w1`, 'go');
+    await admin.rpush(`${PREFIX}go:w2`, 'go');
+    await Promise.all(workers.map((w) => w.succeeded()));
+    // Three grants, each one message on the inbox of the process it went to; the lock's own
+    // channel heard nothing (readers leaving with nobody waiting wake nobody).
+    await until(() => heard.length >= 3);
+    expect(new Set(heard.map((h) => h.channel)).size).toBe(3);
+    for (const h of heard) {
+      expect(h.channel).toMatch(new RegExp(`^${channel.replace(/[{}]/g, '\\$&')}:[0-9a-f]{12}$`));
+      expect(h.message).toMatch(new RegExp(`^g[0-9a-f]+:${writer[1]}:120000:\\d+$`));
+    }
+    await listener.punsubscribe();
+  });
+
   it('extends a hand-off lease held past it to the full lease, and keeps the signal live', async () => {
     const { keyPrefix, events, lock } = await handOver('handoff-extend', 'x', { leaseMs: 30_000 });
     // The hand-off set 700 ms on the server; the first renewal sets the full 30 s.

@@ -52,6 +52,16 @@ it('leaves nothing without a TTL of a minute or less, per 1 000 names of each ki
       await held.release();
       await (await waiting).release();
     });
+    // The same for read/write locks: a reader and a writer queued behind a writer, and a writer that gave up.
+    await each('rw-queued', async (k) => {
+      const held = await engine.acquireWrite(k);
+      const reading = other.acquireRead(k, { waitMs: 30_000 });
+      const writing = other.acquireWrite(k, { waitMs: 30_000 });
+      await other.acquireWrite(k, { waitMs: 5 }).catch(() => undefined);
+      await held.release();
+      await (await reading).release();
+      await (await writing).release();
+    });
 
     const keys = await keysOf(keyPrefix);
     const forever = [...keys].filter(([key, ttl]) => ttl < 0 && !key.endsWith(':sem:limit'));

@@ -36,6 +36,8 @@ interface RwKeys {
   lock: string;
   writers: string;
   fence: string;
+  queue: string;
+  waiters: string;
   channel: string;
 }
 
@@ -52,7 +54,14 @@ function mutexKeys(prefix: string, name = 'k'): MKeys {
 
 function rwKeys(prefix: string, name = 'k'): RwKeys {
   const lock = `${prefix}{${name}}:rw`;
-  return { lock, writers: `${lock}:writers`, fence: `${lock}:fence`, channel: `${lock}:released` };
+  return {
+    lock,
+    writers: `${lock}:writers`,
+    fence: `${lock}:fence`,
+    queue: `${lock}:queue`,
+    waiters: `${lock}:waiters`,
+    channel: `${lock}:released`,
+  };
 }
 
 /** A fresh mutex and read/write lock of one name, under a prefix no other test uses. */
@@ -122,47 +131,72 @@ async function renew(items: readonly [key: string, entry: string][]): Promise<nu
   return reply as number[];
 }
 
-/** rw-acquire.lua, read: ARGV token, lease, instance, 'r', held write token, writer preference. */
+/** A queued read/write attempt: it takes or keeps a place in the lock's queue. */
+interface RwQueued {
+  waiterId?: string;
+  placeTtl?: number;
+  /** The lease a hand-off starts with. */
+  grant?: number;
+  seq?: number;
+}
+
+/**
+ * rw-acquire.lua. First attempt: KEYS lock, writers, fence; ARGV token, lease, instance, 'r' or
+ * 'w', held write token (reads) or place ttl (writes), writer preference. Queued: KEYS also
+ * queue, waiters; ARGV also waiter id, place ttl, hand-off lease, inbox (INBOX), attempt number.
+ */
+async function rwAcquire(rw: RwKeys, args: (string | number)[], queued: RwQueued | undefined, token: string) {
+  if (!queued) return (await run(RW_ACQUIRE, [rw.lock, rw.writers, rw.fence], args)) as number;
+  const extra = [
+    queued.waiterId ?? `w-${token}`,
+    queued.placeTtl ?? 60_000,
+    queued.grant ?? 250,
+    INBOX,
+    queued.seq ?? 1,
+  ];
+  return (await run(RW_ACQUIRE, [rw.lock, rw.writers, rw.fence, rw.queue, rw.waiters], [...args, ...extra])) as number;
+}
+
 async function readLock(
   rw: RwKeys,
   token: string,
-  a: { lease?: number; instance?: string; heldWrite?: string; preference?: boolean } = {},
+  a: { lease?: number; instance?: string; heldWrite?: string; preference?: boolean; queued?: RwQueued } = {},
 ): Promise<number> {
-  const reply = await run(
-    RW_ACQUIRE,
-    [rw.lock, rw.writers, rw.fence],
-    [token, a.lease ?? 30_000, a.instance ?? `inst-${token}`, 'r', a.heldWrite ?? '', a.preference ? '1' : '0'],
-  );
-  return reply as number;
+  const args = [
+    token,
+    a.lease ?? 30_000,
+    a.instance ?? `inst-${token}`,
+    'r',
+    a.heldWrite ?? '',
+    a.preference ? '1' : '0',
+  ];
+  return rwAcquire(rw, args, a.queued, token);
 }
 
-/** rw-acquire.lua, write: ARGV token, lease, instance, 'w', place ttl, (unused). */
 async function writeLock(
   rw: RwKeys,
   token: string,
-  a: { lease?: number; instance?: string; placeTtl?: number } = {},
+  a: { lease?: number; instance?: string; placeTtl?: number; queued?: RwQueued } = {},
 ): Promise<number> {
-  const reply = await run(
-    RW_ACQUIRE,
-    [rw.lock, rw.writers, rw.fence],
-    [token, a.lease ?? 30_000, a.instance ?? `inst-${token}`, 'w', a.placeTtl ?? 1_000, '0'],
-  );
-  return reply as number;
+  const args = [token, a.lease ?? 30_000, a.instance ?? `inst-${token}`, 'w', a.placeTtl ?? 1_000, '0'];
+  return rwAcquire(rw, args, a.queued, token);
 }
 
-/** rw-release.lua: KEYS lock, writers, channel; ARGV token, 'r' | 'w', publish command. */
+/** rw-release.lua: KEYS lock, writers, channel, fence, queue, waiters; ARGV token, 'r' | 'w', publish command. */
 async function rwRelease(rw: RwKeys, token: string, mode: 'r' | 'w'): Promise<number> {
-  return (await run(RW_RELEASE, [rw.lock, rw.writers, rw.channel], [token, mode, 'publish'])) as number;
+  const keys = [rw.lock, rw.writers, rw.channel, rw.fence, rw.queue, rw.waiters];
+  return (await run(RW_RELEASE, keys, [token, mode, 'publish'])) as number;
 }
 
-/** inspect.lua: KEYS mutex lock, fence, queue, rw lock, writers, rw fence. */
+/** inspect.lua: KEYS mutex lock, fence, queue, rw lock, writers, rw fence, rw queue. */
 async function inspect(m: MKeys, rw: RwKeys): Promise<(string | number)[]> {
-  return (await run(INSPECT, [m.lock, m.fence, m.queue, rw.lock, rw.writers, rw.fence], [])) as (string | number)[];
+  const keys = [m.lock, m.fence, m.queue, rw.lock, rw.writers, rw.fence, rw.queue];
+  return (await run(INSPECT, keys, [])) as (string | number)[];
 }
 
-/** force-unlock.lua: KEYS mutex lock, queue, waiters, channel, rw lock, writers, rw channel. */
+/** force-unlock.lua: KEYS mutex lock, queue, waiters, channel, rw lock, writers, rw channel, rw queue, rw waiters. */
 async function forceUnlock(m: MKeys, rw: RwKeys, publish = 'publish'): Promise<number> {
-  const keys = [m.lock, m.queue, m.waiters, m.channel, rw.lock, rw.writers, rw.channel];
+  const keys = [m.lock, m.queue, m.waiters, m.channel, rw.lock, rw.writers, rw.channel, rw.queue, rw.waiters];
   return (await run(FORCE_UNLOCK, keys, [publish])) as number;
 }
 
@@ -885,16 +919,19 @@ describe('rw-acquire.lua', () => {
     expect((await client.hkeys(rw.lock)).sort()).toEqual(['r:tok-1', 'r:tok-2', 'r:tok-3']);
   });
 
-  it('read by a reader that already holds: returns the counter and changes nothing', async () => {
+  it('read by a reader that already holds (a hand-off confirmed, a lost reply): returns the counter, restarts its lease from now', async () => {
     const { rw } = fresh('rw-read-again');
     await client.set(rw.fence, '12');
-    await readLock(rw, 'tok-r', { lease: 20_000 });
-    const field = await client.hget(rw.lock, 'r:tok-r');
+    await readLock(rw, 'tok-r', { lease: 2_000, instance: 'inst-r' });
 
+    const before = await clock();
     expect(await readLock(rw, 'tok-r', { lease: 90_000, instance: 'other' })).toBe(12);
+    const after = await clock();
 
-    expect(await client.hget(rw.lock, 'r:tok-r')).toBe(field);
-    await expectPttlNear(rw.lock, 20_000);
+    const [deadline, instance] = (await client.hget(rw.lock, 'r:tok-r'))!.split('|');
+    expectWithin(Number(deadline), before.ms + 90_000, after.ms + 90_000);
+    expect(instance).toBe('inst-r');
+    await expectPttlNear(rw.lock, 90_000);
   });
 
   it('write on a free lock: seeds a missing counter from TIME (µs), sets w/wd/f/wi, leases the hash', async () => {
@@ -924,16 +961,20 @@ describe('rw-acquire.lua', () => {
     expect(await zset(rw.writers)).toEqual(['tok-other', String(far + 1)]);
   });
 
-  it('write by the writer that holds it: returns its token and changes nothing', async () => {
+  it('write by the writer that holds it: returns its token, restarts its lease from now, mints nothing', async () => {
     const { rw } = fresh('rw-write-again');
-    const fence = await writeLock(rw, 'tok-w', { lease: 20_000 });
-    const flat = await client.hgetall(rw.lock);
+    const fence = await writeLock(rw, 'tok-w', { lease: 2_000 });
+    const { wd: _wd, ...flat } = await client.hgetall(rw.lock);
 
+    const before = await clock();
     expect(await writeLock(rw, 'tok-w', { lease: 90_000 })).toBe(fence);
+    const after = await clock();
 
-    expect(await client.hgetall(rw.lock)).toEqual(flat);
+    const { wd, ...rest } = await client.hgetall(rw.lock);
+    expect(rest).toEqual(flat);
+    expectWithin(Number(wd), before.ms + 90_000, after.ms + 90_000);
     expect(await client.get(rw.fence)).toBe(String(fence));
-    await expectPttlNear(rw.lock, 20_000);
+    await expectPttlNear(rw.lock, 90_000);
   });
 
   it('write while readers hold: waits for the latest reader, takes a place (score now + place TTL)', async () => {
@@ -1171,6 +1212,168 @@ describe('rw-release.lua', () => {
   });
 });
 
+describe('rw queue: places, and the hand-off in rw-release.lua', () => {
+  /** The record rw-acquire.lua keeps for a place: "deadline|kind|lease|waiterId|inbox|seq|instance". */
+  async function record(rw: RwKeys, token: string): Promise<string[] | undefined> {
+    return (await client.hget(rw.waiters, token))?.split('|');
+  }
+
+  it('a queued attempt that finds the lock busy takes a place by arrival (µs) with its record; a writer stays a waiting writer too', async () => {
+    const { rw } = fresh('rwq-place');
+    await readLock(rw, 'tok-r', { lease: 30_000 });
+
+    const before = await clock();
+    expect(
+      await writeLock(rw, 'tok-w', { queued: { waiterId: 'w-w', placeTtl: 5_000, grant: 700, seq: 3 } }),
+    ).toBeLessThan(0);
+    const after = await clock();
+
+    const [member, score] = await zset(rw.queue);
+    expect(member).toBe('tok-w');
+    expectWithin(Number(score), before.us, after.us);
+    const [deadline, ...rest] = (await record(rw, 'tok-w'))!;
+    expectWithin(Number(deadline), before.ms + 5_000, after.ms + 5_000);
+    expect(rest).toEqual(['w', '700', 'w-w', INBOX, '3', 'inst-tok-w']);
+    expect((await zset(rw.writers))[0]).toBe('tok-w');
+    await expectPttlNear(rw.queue, 5_000);
+    await expectPttlNear(rw.waiters, 5_000);
+  });
+
+  it('the last reader hands the lock to the queued writer: w/wd/f/wi set for the hand-off lease, one message on its inbox only', async () => {
+    const { rw } = fresh('rwq-to-writer');
+    const inbox = await listen(`${rw.channel}:${INBOX}`);
+    const everyone = await listen(rw.channel);
+    await readLock(rw, 'tok-r');
+    await client.set(rw.fence, '8000000000000041');
+    await writeLock(rw, 'tok-w', { instance: 'inst-w', queued: { waiterId: 'w-w', grant: 5_000, seq: 2 } });
+
+    const before = await clock();
+    expect(await rwRelease(rw, 'tok-r', 'r')).toBe(1);
+    const after = await clock();
+
+    const { wd, ...rest } = await client.hgetall(rw.lock);
+    expect(rest).toEqual({ w: 'tok-w', f: '8000000000000042', wi: 'inst-w' });
+    expectWithin(Number(wd), before.ms + 5_000, after.ms + 5_000);
+    expect(await client.get(rw.fence)).toBe('8000000000000042');
+    expect(await client.exists(rw.queue, rw.waiters, rw.writers)).toBe(0);
+    expect(await inbox.take()).toEqual(['gw-w:8000000000000042:5000:2']);
+    expect(await everyone.take()).toEqual([]);
+    // The writer, told, holds it; a confirming attempt would find it its own and start the full lease.
+    expect(await writeLock(rw, 'tok-w', { lease: 30_000 })).toBe(8000000000000042);
+    await expectPttlNear(rw.lock, 30_000);
+  });
+
+  it('a writer hands the lock to the readers at the head of the queue together, with the last write token, and stops at a writer', async () => {
+    const { rw } = fresh('rwq-to-readers');
+    const inbox = await listen(`${rw.channel}:${INBOX}`);
+    const everyone = await listen(rw.channel);
+    const fence = await writeLock(rw, 'tok-w');
+    for (const [token, kind] of [
+      ['tok-1', 'r'],
+      ['tok-2', 'r'],
+      ['tok-3', 'w'],
+      ['tok-4', 'r'],
+    ] as const) {
+      const queued = { waiterId: `w-${token}`, grant: 4_000 };
+      if (kind === 'r') await readLock(rw, token, { preference: true, queued });
+      else await writeLock(rw, token, { queued });
+    }
+
+    expect(await rwRelease(rw, 'tok-w', 'w')).toBe(1);
+
+    expect((await client.hkeys(rw.lock)).sort()).toEqual(['r:tok-1', 'r:tok-2']);
+    await expectPttlNear(rw.lock, 4_000);
+    expect(await inbox.take()).toEqual([`gw-tok-1:${fence}:4000:1`, `gw-tok-2:${fence}:4000:1`]);
+    expect(await everyone.take()).toEqual([]);
+    expect(await client.zrange(rw.queue, 0, -1)).toEqual(['tok-3', 'tok-4']);
+    expect((await client.hkeys(rw.waiters)).sort()).toEqual(['tok-3', 'tok-4']);
+    // tok-4 waits behind the writer ahead of it, though readers hold.
+    expect(await readLock(rw, 'tok-4', { preference: true, queued: {} })).toBeLessThan(0);
+  });
+
+  it('lapsed places (past their deadline, or without a record) are skipped and dropped', async () => {
+    const { rw } = fresh('rwq-lapsed');
+    const inbox = await listen(`${rw.channel}:${INBOX}`);
+    await writeLock(rw, 'tok-w');
+    const now = (await clock()).ms;
+    await client.zadd(rw.queue, 1, 'tok-gone', 2, 'tok-late', 3, 'tok-live');
+    await client.hset(rw.waiters, 'tok-late', `${now - 1}|w|250|w-late|${INBOX}|1|inst-late`);
+    await client.hset(rw.waiters, 'tok-live', `${now + 60_000}|w|250|w-live|${INBOX}|1|inst-live`);
+
+    expect(await rwRelease(rw, 'tok-w', 'w')).toBe(1);
+
+    expect(await client.hget(rw.lock, 'w')).toBe('tok-live');
+    expect(await client.exists(rw.queue, rw.waiters)).toBe(0);
+    expect(await inbox.take()).toEqual([expect.stringMatching(/^gw-live:\d+:250:1$/)]);
+  });
+
+  it('a queued writer waits behind a live place ahead of it even on a free lock; a first attempt may still barge', async () => {
+    const { rw } = fresh('rwq-order');
+    const now = (await clock()).ms;
+    await client.zadd(rw.queue, 1, 'tok-head');
+    await client.hset(rw.waiters, 'tok-head', `${now + 20_000}|r|250|w-head|${INBOX}|1|inst-head`);
+
+    const reply = await writeLock(rw, 'tok-w', { queued: {} });
+    expectWithin(-reply, 1, 20_000);
+    expect(await client.exists(rw.lock)).toBe(0);
+    expect(await client.zrange(rw.queue, 0, -1)).toEqual(['tok-head', 'tok-w']);
+
+    // A reader without writer preference goes in past the queued writer; with it, it queues behind.
+    expect(await readLock(rw, 'tok-np', { queued: {} })).toBeGreaterThan(0);
+    expect(await readLock(rw, 'tok-p', { preference: true, queued: {} })).toBeLessThan(0);
+    // A first (unqueued) write finds a reader holding: busy, but no place in the queue.
+    expect(await writeLock(rw, 'tok-x')).toBeLessThan(0);
+    expect(await client.zscore(rw.queue, 'tok-x')).toBeNull();
+  });
+
+  it('a queued reader with writer preference also waits for a waiting writer that has no place yet, but not for one behind it', async () => {
+    const { rw } = fresh('rwq-unplaced-writer');
+    const now = (await clock()).ms;
+    await readLock(rw, 'tok-r', { preference: true, queued: {} }); // free: granted, no place
+    await client.zadd(rw.writers, now + 20_000, 'tok-w');
+
+    expect(await readLock(rw, 'tok-p', { preference: true, queued: {} })).toBeLessThan(0);
+    expect(await client.zrange(rw.queue, 0, -1)).toEqual(['tok-p']);
+    // Once that writer has its place (behind the reader), the reader goes first.
+    await client.zadd(rw.queue, Number.MAX_SAFE_INTEGER, 'tok-w');
+    await client.hset(rw.waiters, 'tok-w', `${now + 20_000}|w|250|w-w|${INBOX}|1|inst-w`);
+    expect(await readLock(rw, 'tok-p', { preference: true, queued: {} })).toBeGreaterThan(0);
+    expect(await client.zrange(rw.queue, 0, -1)).toEqual(['tok-w']);
+  });
+
+  it('a read released while the write it was downgraded from is held hands nothing on', async () => {
+    const { rw } = fresh('rwq-downgrade');
+    const inbox = await listen(`${rw.channel}:${INBOX}`);
+    await writeLock(rw, 'tok-w');
+    await readLock(rw, 'tok-d', { heldWrite: 'tok-w' });
+    await readLock(rw, 'tok-r', { preference: true, queued: {} });
+
+    expect(await rwRelease(rw, 'tok-d', 'r')).toBe(1);
+
+    expect(await client.hget(rw.lock, 'w')).toBe('tok-w');
+    expect(await client.hexists(rw.lock, 'r:tok-r')).toBe(0);
+    expect(await inbox.take()).toEqual([]);
+    // The writer's release hands it on.
+    expect(await rwRelease(rw, 'tok-w', 'w')).toBe(1);
+    expect(await client.hexists(rw.lock, 'r:tok-r')).toBe(1);
+    expect(await inbox.take()).toEqual([expect.stringMatching(/^gw-tok-r:\d+:250:1$/)]);
+  });
+
+  it('a waiter that gives up withdraws its place and record (and its waiting-writer entry)', async () => {
+    const { rw } = fresh('rwq-withdraw');
+    await readLock(rw, 'tok-r');
+    await writeLock(rw, 'tok-w', { queued: {} });
+    await writeLock(rw, 'tok-v', { queued: {} });
+
+    expect(await rwRelease(rw, 'tok-w', 'w')).toBe(0);
+
+    expect(await client.zrange(rw.queue, 0, -1)).toEqual(['tok-v']);
+    expect(await client.hkeys(rw.waiters)).toEqual(['tok-v']);
+    expect(await client.zrange(rw.writers, 0, -1)).toEqual(['tok-v']);
+    expect(await client.hkeys(rw.lock)).toEqual(['r:tok-r']);
+  });
+});
+
 describe('inspect.lua', () => {
   it("a lock never used: ['', 0, 0, 0]", async () => {
     const { m, rw } = fresh('insp-empty');
@@ -1184,11 +1387,13 @@ describe('inspect.lua', () => {
     await client.set(rw.fence, '99');
     await queueWaiter(m, 'tok-x', 1, `${now + 60_000}|250|w-x|ib|1|inst-x`);
     await queueWaiter(m, 'tok-y', 2, `${now + 60_000}|250|w-y|ib|1|inst-y`);
-    await client.zadd(rw.writers, now + 60_000, 'tok-w');
+    // Read/write waiters: a writer without a place yet, and a writer and a reader with one.
+    await client.zadd(rw.writers, now + 60_000, 'tok-w', now + 60_000, 'tok-v');
+    await client.zadd(rw.queue, 1, 'tok-v', 2, 'tok-r');
     await client.hset(rw.lock, 'w', 'tok-dead', 'wd', now - 1_000, 'f', '99', 'wi', 'inst-dead');
     await client.hset(rw.lock, 'r:tok-old', `${now - 1_000}|inst-old`);
 
-    expect(await inspect(m, rw)).toEqual(['', 0, 41, 3]);
+    expect(await inspect(m, rw)).toEqual(['', 0, 41, 5]);
   });
 
   it("a plain grant whose token nobody read (empty fence in the value): '' for the token, not the counter", async () => {
@@ -1276,12 +1481,13 @@ describe('force-unlock.lua', () => {
     const mutexFence = await acquire(m, 'tok-a');
     await acquire(m, 'tok-b', { fair: true });
     const rwFence = await writeLock(rw, 'tok-w');
-    await writeLock(rw, 'tok-v');
-    expect(await client.exists(m.lock, m.queue, m.waiters, rw.lock, rw.writers)).toBe(5);
+    await writeLock(rw, 'tok-v', { queued: {} });
+    const keys = [m.lock, m.queue, m.waiters, rw.lock, rw.writers, rw.queue, rw.waiters];
+    expect(await client.exists(...keys)).toBe(7);
 
     expect(await forceUnlock(m, rw)).toBe(2);
 
-    expect(await client.exists(m.lock, m.queue, m.waiters, rw.lock, rw.writers)).toBe(0);
+    expect(await client.exists(...keys)).toBe(0);
     expect(await client.get(m.fence)).toBe(String(mutexFence));
     expect(await client.get(rw.fence)).toBe(String(rwFence));
     expect(await mutexChannel.take()).toEqual(['r']);

@@ -38,6 +38,9 @@ describe('randomized read/write concurrency', () => {
     });
     await Promise.all(workers.map((w) => w.succeeded()));
     for (const w of workers) expect(w.lines).toContain('done 1002');
+    // The releases handed the lock to queued waiters: the path under test ran.
+    const handed = workers.map((w) => Number(/^handed (\d+)$/m.exec(w.lines.join('\n'))?.[1] ?? 0));
+    expect(handed.reduce((a, b) => a + b)).toBeGreaterThan(0);
 
     const events = await admin.lrange(`${PREFIX}log`, 0, -1);
     expect(events).toHaveLength(2 * 2 * 1002);

@@ -3,15 +3,16 @@
 // MODE=fence    ROUNDS times: take the lock and print its fencing token.
 // MODE=hold     take the lock, print "held <token>", and keep it until killed.
 // MODE=read-hold  the same with a read hold of a read/write lock.
-// MODE=wait-hold  wait for the lock, print "acquired <token> <handed off?>", release it once
-//                 "<PREFIX>go:<NAME>" is pushed, then print "released".
+// MODE=wait-hold  wait for the lock (KIND=read or write: that hold of a read/write lock), print
+//                 "acquired <token> <handed off?>", release it once "<PREFIX>go:<NAME>" is
+//                 pushed, then print "released".
 // PLACE_MS sets the engine's placeMs.
 import type { Cluster, Redis } from 'ioredis';
 import { dataClient, lockRedis } from './connect';
 import { LockEngine } from '../../libs/lockwarden/src/core';
 
 async function main(): Promise<void> {
-  const { PREFIX, KEY = 'k', MODE, ROUNDS = '0', LEASE_MS = '30000', PLACE_MS, NAME = '' } = process.env;
+  const { PREFIX, KEY = 'k', MODE, KIND, ROUNDS = '0', LEASE_MS = '30000', PLACE_MS, NAME = '' } = process.env;
   let handedOff = false;
   const engine = new LockEngine({
     redis: lockRedis(),
@@ -43,7 +44,11 @@ async function main(): Promise<void> {
     await new Promise(() => undefined);
   } else if (MODE === 'wait-hold') {
     console.log('waiting');
-    const lock = await engine.acquire(KEY);
+    const lock = await (KIND === 'read'
+      ? engine.acquireRead(KEY)
+      : KIND === 'write'
+        ? engine.acquireWrite(KEY)
+        : engine.acquire(KEY));
     console.log(`acquired ${await lock.fencingToken()} ${handedOff}`);
     const go = dataClient();
     await go.blpop(`${PREFIX}go:${NAME}`, 0);

@@ -52,8 +52,16 @@ export interface RwKeys {
   readonly writers: string;
   /** Counter of write fencing tokens. */
   readonly fence: string;
+  /** Zset of waiters with a place, readers and writers, by arrival; a release hands the lock to the oldest. */
+  readonly queue: string;
+  /** Hash of those waiters' records (deadline, read or write, hand-off lease, waiter id, inbox, attempt, instance). */
+  readonly waiters: string;
   readonly channel: string;
+  /** KEYS of rw-acquire.lua for a first attempt: the queue is not its business. */
   readonly acquireKeys: readonly string[];
+  /** KEYS of rw-acquire.lua for a queued attempt. */
+  readonly queuedAcquireKeys: readonly string[];
+  /** KEYS of rw-release.lua, with the queue it hands the lock on to. */
   readonly releaseKeys: readonly string[];
 }
 
@@ -61,14 +69,19 @@ export function rwKeys(prefix: string, key: string): RwKeys {
   const base = `${prefix}{${key}}:rw`;
   const writers = `${base}:writers`;
   const fence = `${base}:fence`;
+  const queue = `${base}:queue`;
+  const waiters = `${base}:waiters`;
   const channel = `${base}:released`;
   return {
     lock: base,
     writers,
     fence,
+    queue,
+    waiters,
     channel,
     acquireKeys: [base, writers, fence],
-    releaseKeys: [base, writers, channel],
+    queuedAcquireKeys: [base, writers, fence, queue, waiters],
+    releaseKeys: [base, writers, channel, fence, queue, waiters],
   };
 }
 

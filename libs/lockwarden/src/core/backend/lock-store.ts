@@ -54,8 +54,12 @@ export interface StoreRwAcquire {
   readonly heldWriteToken: string;
   /** Reads: wait behind waiting writers. */
   readonly writerPreference: boolean;
-  /** Writes: how long a waiting writer keeps its place without checking back. */
+  /** How long a waiter keeps its place (a waiting writer's, or any queued one's) without checking back. */
   readonly placeMs: number;
+  /** The lease a release hands this waiter the lock with, until its watchdog extends it. */
+  readonly handoffMs: number;
+  /** Take or keep a place in the lock's queue (see StoreAcquire for the fields that go with it). */
+  readonly queued?: { readonly waiterId: string; readonly inbox: string; readonly seq: number };
 }
 
 /** The waiter a release passes its permits to (sem-release.lua): its owner token, its ask and its lease. */
@@ -151,6 +155,12 @@ export interface LockStore {
   readonly fairQueue: boolean;
   /** Whether read/write locks are available. */
   readonly readWrite: boolean;
+  /**
+   * Whether read/write waiters take places in the lock's queue, and releases hand the lock to
+   * them (not where a grant needs replicas' acknowledgement, nor on the memory backend, whose
+   * waiters are woken to try).
+   */
+  readonly rwQueue: boolean;
   /** How much clock drift between servers to allow for on a lease of `leaseMs` (0 on one server). */
   clockDriftMs(leaseMs: number): number;
   /** One key's mutex or read/write state, for operators; never an owner token. */

@@ -4,7 +4,7 @@ import type { LeasedLock, LockContext } from '../lease/lease';
 import type { LockEvent } from '../observe/events';
 import type { LockTracer } from '../observe/telemetry';
 import { mutexKeys, rwKeys } from '../backend/lock-keys';
-import type { SemKeys } from '../backend/lock-keys';
+import type { RwKeys, SemKeys } from '../backend/lock-keys';
 import { noFairQueue, noReadWrite, UNMINTED } from '../backend/lock-store';
 import type { LockKind, LockStore } from '../backend/lock-store';
 import { acquireLoop } from '../wait/acquire-loop';
@@ -64,7 +64,7 @@ export class LeaseGranter {
     if (enclosing instanceof LeaseHandle) return enclosing;
     const preference = options?.writerPreference !== false;
     const keys = rwKeys(this.options.keyPrefix, req.key);
-    const attempt = rwAttempt(keys, req, 'read', enclosing?.ownerToken ?? '', preference, this.options.placeMs);
+    const attempt = this.rw(keys, req, 'read', enclosing?.ownerToken ?? '', preference);
     return this.orThrow(req, this.grant(req, attempt, { kind: 'read', keys }));
   }
 
@@ -74,10 +74,18 @@ export class LeaseGranter {
     const enclosing = this.rwEnclosing(req.key, 'write');
     if (enclosing instanceof LeaseHandle) return enclosing;
     const keys = rwKeys(this.options.keyPrefix, req.key);
-    return this.orThrow(
-      req,
-      this.grant(req, rwAttempt(keys, req, 'write', '', true, this.options.placeMs), { kind: 'write', keys }),
-    );
+    return this.orThrow(req, this.grant(req, this.rw(keys, req, 'write', '', true), { kind: 'write', keys }));
+  }
+
+  private rw(
+    keys: RwKeys,
+    req: ResolvedAcquire,
+    kind: 'read' | 'write',
+    heldWriteToken: string,
+    writerPreference: boolean,
+  ): Attempt {
+    const { placeMs, safetyMarginMs } = this.options;
+    return rwAttempt(keys, req, kind, heldWriteToken, writerPreference, this.store, placeMs, safetyMarginMs);
   }
 
   /** A new holder of `permits` of a semaphore, or how many ms until its earliest holder's lease ends. */

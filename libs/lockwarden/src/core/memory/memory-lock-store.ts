@@ -9,6 +9,7 @@ export class MemoryLockStore implements LockStore {
   readonly fairQueue = true;
   readonly attemptMs = 0;
   readonly readWrite = true;
+  readonly rwQueue = false;
   readonly semaphores = true;
 
   constructor(

@@ -8,9 +8,11 @@ import type { LockHolderInfo, LockInfo } from '../backend/lock-info';
 export async function inspectLock(client: RedisConnection, prefix: string, key: string): Promise<LockInfo> {
   const m = mutexKeys(prefix, key);
   const rw = rwKeys(prefix, key);
-  const reply = (await SCRIPTS.inspect.run(client, [m.lock, m.fence, m.queue, rw.lock, rw.writers, rw.fence], [])) as (
-    string | number
-  )[];
+  const reply = (await SCRIPTS.inspect.run(
+    client,
+    [m.lock, m.fence, m.queue, rw.lock, rw.writers, rw.fence, rw.queue],
+    [],
+  )) as (string | number)[];
   const mode = String(reply[0]);
   const leaseLeftMs = Math.max(0, Number(reply[1]));
   const holders: LockHolderInfo[] = [];
@@ -35,7 +37,7 @@ export async function forceUnlockKey(client: RedisConnection, prefix: string, ke
   const rw = rwKeys(prefix, key);
   const reply = await SCRIPTS.forceUnlock.run(
     client,
-    [m.lock, m.queue, m.waiters, m.channel, rw.lock, rw.writers, rw.channel],
+    [m.lock, m.queue, m.waiters, m.channel, rw.lock, rw.writers, rw.channel, rw.queue, rw.waiters],
     [client.cluster ? 'spublish' : 'publish'],
   );
   return Number(reply) > 0;

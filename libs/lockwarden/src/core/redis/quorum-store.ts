@@ -32,6 +32,7 @@ type Outcome<T> = { ok: true; value: T } | { ok: false; error: unknown };
 export class QuorumLockStore implements LockStore {
   readonly fairQueue = false;
   readonly readWrite = false;
+  readonly rwQueue = false;
   readonly semaphores = false;
   readonly majority: number;
 

@@ -168,14 +168,17 @@ export class RedisLockStore implements LockStore {
 
   async rwAcquire(req: StoreRwAcquire): Promise<number> {
     const read = req.kind === 'read';
-    const reply = await this.run(SCRIPTS.rwAcquire, req.keys.acquireKeys, [
+    const plain = [
       req.ownerToken,
       req.leaseMs,
       this.instanceId,
       read ? 'r' : 'w',
       read ? req.heldWriteToken : req.placeMs,
       req.writerPreference ? '1' : '0',
-    ]);
+    ];
+    const q = req.queued;
+    const args = q ? [...plain, q.waiterId, req.placeMs, req.handoffMs, q.inbox, q.seq] : plain;
+    const reply = await this.run(SCRIPTS.rwAcquire, q ? req.keys.queuedAcquireKeys : req.keys.acquireKeys, args);
     return Number(reply);
   }
 
@@ -206,6 +209,11 @@ export class RedisLockStore implements LockStore {
   }
 
   get permitHandOff(): boolean {
+    return !this.ack;
+  }
+
+  /** As for permits: a hand-off in the release script is a grant no replica acknowledged. */
+  get rwQueue(): boolean {
     return !this.ack;
   }
 

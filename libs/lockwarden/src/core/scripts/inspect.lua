@@ -1,6 +1,7 @@
 -- Describe one lock for operators, without ever returning an owner token.
 -- KEYS[1] mutex (see acquire.lua)   KEYS[2] mutex fencing counter   KEYS[3] mutex fair queue
 -- KEYS[4] read/write hash   KEYS[5] waiting writers   KEYS[6] read/write fencing counter
+-- KEYS[7] read/write queue (readers and writers with a place; a writer may be in both)
 -- Returns { mode, ttl ms, fencing token ('' for none minted), waiters, instance, ttl ms, ... }
 -- with mode 'mutex', 'write', 'read' or '' (free); one instance/ttl pair per holder.
 local t = redis.call('time')
@@ -14,7 +15,12 @@ if held then
   return { 'mutex', ttl, tonumber(f) or '', redis.call('zcard', KEYS[3]), i or '', ttl }
 end
 
-local out = { '', 0, 0, redis.call('zcard', KEYS[5]) }
+-- Waiters of the read/write lock: every place in its queue, and the writers without one yet.
+local rwWaiters = redis.call('zcard', KEYS[7])
+for _, w in ipairs(redis.call('zrange', KEYS[5], 0, -1)) do
+  if not redis.call('zscore', KEYS[7], w) then rwWaiters = rwWaiters + 1 end
+end
+local out = { '', 0, 0, rwWaiters }
 local flat = redis.call('hgetall', KEYS[4])
 local writer, writerDeadline, writerInstance, writerFence
 for i = 1, #flat, 2 do

@@ -30,7 +30,7 @@ function handoffFor(placeMs: number, leaseMs: number): number {
 interface WaitShape {
   readonly key: string;
   readonly channel: string;
-  /** Grants arrive by waiter id (fair mutex) instead of as wake-ups. */
+  /** Grants arrive by waiter id from the first attempt (a fair mutex) instead of as wake-ups. */
   readonly fair: boolean;
   /** How often a waiter that always holds a place on the server (a waiting writer) checks back. */
   readonly refreshMs: number | undefined;
@@ -62,15 +62,6 @@ export type Attempt =
   | (WaitShape & { readonly kind: 'read' | 'write'; readonly ask: StoreRwAcquire })
   | (WaitShape & { readonly kind: 'permit'; readonly ask: StoreSemAcquire });
 
-/** What read/write waiters and semaphore waiters share: no place in a server-side queue, so nothing handed to them by id. */
-const UNQUEUED = {
-  fair: false,
-  queueRefreshMs: undefined,
-  handoffMs: Infinity,
-  queues: false,
-  handoffMarginMs: 0,
-} as const;
-
 /** A mutex acquire; `store` says whether waiters may queue (and be handed the lock). */
 export function mutexAttempt(
   keys: MutexKeys,
@@ -97,22 +88,38 @@ export function mutexAttempt(
   };
 }
 
-/** One side of a read/write lock; a waiting writer keeps a place on the server. */
+/**
+ * One side of a read/write lock. Where the store can (one server or Cluster, no replicaAck), a
+ * waiter that found the lock busy takes a place in the lock's queue with its next attempt, as
+ * a mutex waiter does, and a release hands the lock to the oldest places: the readers at the
+ * head together, or the writer at the head once no reader is left, each told on its engine's
+ * inbox. Elsewhere a waiting writer keeps a place that holds new readers back, and a release
+ * wakes every waiter to try.
+ */
 export function rwAttempt(
   keys: RwKeys,
   req: { key: string; leaseMs: number },
   kind: 'read' | 'write',
   heldWriteToken: string,
   writerPreference: boolean,
+  store: LockStore,
   placeMs: number,
+  /** The engine's `safetyMarginMs`, if set. */
+  configuredMargin: number | undefined,
 ): Attempt {
   const ownerToken = newOwnerToken();
+  const queues = store.rwQueue;
+  const handoffMs = handoffFor(placeMs, req.leaseMs);
   return {
     kind,
     key: req.key,
     channel: keys.channel,
-    ...UNQUEUED,
+    fair: false,
     refreshMs: kind === 'write' ? refreshFor(placeMs) : undefined,
+    queueRefreshMs: queues ? refreshFor(placeMs) : undefined,
+    handoffMs: queues ? handoffMs : Infinity,
+    queues,
+    handoffMarginMs: safetyMarginFor(handoffMs, configuredMargin),
     ownerToken,
     ask: {
       keys,
@@ -122,6 +129,7 @@ export function rwAttempt(
       heldWriteToken,
       writerPreference,
       placeMs,
+      handoffMs,
     },
   };
 }
@@ -200,7 +208,7 @@ export function send(
       });
     case 'read':
     case 'write':
-      return store.rwAcquire(attempt.ask);
+      return store.rwAcquire(queued ? { ...attempt.ask, queued: place } : attempt.ask);
     case 'permit':
       return store.semAcquire(queued ? { ...attempt.ask, queued: place } : attempt.ask);
   }
