@@ -33,8 +33,11 @@ async function main(): Promise<void> {
   const [, startsIn] = (await control.blpop(`${KEY}:go:${NAME}`, 0))!;
   await new Promise((r) => setTimeout(r, Math.max(0, Number(startsIn) - Date.now())));
   const waits: number[] = [];
+  const cpuBefore = process.cpuUsage();
   const counts = await flows(performance.now() + Number(MS), waits);
-  process.stdout.write(`${JSON.stringify({ count: counts.reduce((a, b) => a + b, 0), waits })}\n`);
+  const cpu = process.cpuUsage(cpuBefore);
+  const cpuMs = (cpu.user + cpu.system) / 1000;
+  process.stdout.write(`${JSON.stringify({ count: counts.reduce((a, b) => a + b, 0), waits, cpuMs })}\n`);
   control.disconnect();
   await close();
 }

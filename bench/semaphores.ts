@@ -16,6 +16,8 @@ export interface PermitsResult {
   readonly waitP99: number;
   /** The fewest cycles any worker made over the most: 1 is even, 0 is a worker starved. */
   readonly fairness: number;
+  /** Across processes: the client CPU (all processes) per cycle, µs. */
+  readonly clientCpuUs?: number;
 }
 
 /** `workers` flows loop acquire+release of one permit of a `permits`-permit semaphore. */
@@ -131,7 +133,7 @@ export async function multiProcessPermits(
   thinkMs = 0,
 ): Promise<PermitsResult> {
   const key = `mp-${lib.replace(' ', '-')}-${Date.now()}`;
-  const results = await runWorkerProcesses<{ count: number; waits: number[] }>(
+  const results = await runWorkerProcesses<{ count: number; waits: number[]; cpuMs: number }>(
     url,
     'permits-worker.ts',
     key,
@@ -140,7 +142,9 @@ export async function multiProcessPermits(
     () => Date.now() + 50,
   );
   const counts = results.map((r) => r.count);
+  const cycles = counts.reduce((a, b) => a + b, 0);
   return {
+    clientCpuUs: (results.reduce((a, r) => a + r.cpuMs, 0) * 1000) / cycles,
     opsPerSec: (counts.reduce((a, b) => a + b, 0) * 1000) / ms,
     waitP99: percentile(
       results.flatMap((r) => r.waits),

@@ -18,10 +18,16 @@ export async function runWorkerProcesses<T>(
 ): Promise<T[]> {
   const control = new Redis(url);
   const children = Array.from({ length: processes }, (_, i) => {
-    const child = spawn(process.execPath, ['-r', resolve('tools/ts-register.cjs'), resolve('bench', script)], {
-      env: { ...process.env, TS_NODE_PROJECT: resolve('tsconfig.json'), URL: url, KEY: key, NAME: `p${i}`, ...env },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
+    // BENCH_PROFILE=<folder>: each worker writes a CPU profile there (node --cpu-prof).
+    const profile = process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
+    const child = spawn(
+      process.execPath,
+      [...profile, '-r', resolve('tools/ts-register.cjs'), resolve('bench', script)],
+      {
+        env: { ...process.env, TS_NODE_PROJECT: resolve('tsconfig.json'), URL: url, KEY: key, NAME: `p${i}`, ...env },
+        stdio: ['ignore', 'pipe', 'inherit'],
+      },
+    );
     let out = '';
     child.stdout!.on('data', (chunk: Buffer) => (out += chunk.toString()));
     return new Promise<T>((done, fail) =>

@@ -262,6 +262,32 @@ describe('a release others wait for, between processes', () => {
     await Promise.all(waiting.map(async (w) => (await w).release()));
   });
 
+  it('a new caller of an engine that already waits for a semaphore waits in line behind its waiters, asking Redis nothing', async () => {
+    const { events, a, b } = twoEngines('handoff-in-line', { placeMs: 600_000 });
+    const held = await a.semaphore('s', { limit: 1 }).acquire({ leaseMs: 60_000 });
+    const sem = b.semaphore('s', { limit: 1 });
+    const order: number[] = [];
+    const take = (n: number): Promise<LockHandle> =>
+      sem.acquire({ leaseMs: 60_000, waitMs: 600_000 }).then((h) => (order.push(n), h));
+    const firstParked = events.next({ type: 'waiting', key: 's' });
+    const first = take(1);
+    await firstParked;
+
+    const before = await scriptCalls();
+    const secondParked = events.next({ type: 'waiting', key: 's' });
+    const second = take(2);
+    await secondParked;
+    // It waits with no attempt of its own: it would find no room, or take the permit from under the first.
+    expect((await scriptCalls()) - before).toBe(0);
+
+    await held.release();
+    await (await first).release();
+    await (await second).release();
+    // In line: the first got the permit from the queue, and passed it to the second.
+    expect(order).toEqual([1, 2]);
+    expect(events.count({ type: 'acquired', key: 's', handedOff: true })).toBe(2);
+  });
+
   it("an engine's semaphore waiters share one place, and the next takes it in turn: none is left without one", async () => {
     // Places renewed every 3 minutes: a waiter left without a place would wait that long.
     const { keyPrefix, events, a, b } = twoEngines('handoff-share', { placeMs: 600_000 });

@@ -1285,7 +1285,7 @@ describe('rw queue: places, and the hand-off in rw-release.lua', () => {
     await expectPttlNear(rw.lock, 4_000);
     expect(await inbox.take()).toEqual([`gw-tok-1:${fence}:4000:1`, `gw-tok-2:${fence}:4000:1`]);
     expect(await everyone.take()).toEqual([]);
-    expect(await client.zrange(rw.queue, 0, -1)).toEqual(['tok-3', 'tok-4']);
+    expect(await client.zrange(rw.queue, '0', '-1')).toEqual(['tok-3', 'tok-4']);
     expect((await client.hkeys(rw.waiters)).sort()).toEqual(['tok-3', 'tok-4']);
     // tok-4 waits behind the writer ahead of it, though readers hold.
     expect(await readLock(rw, 'tok-4', { preference: true, queued: {} })).toBeLessThan(0);
@@ -1316,7 +1316,7 @@ describe('rw queue: places, and the hand-off in rw-release.lua', () => {
     const reply = await writeLock(rw, 'tok-w', { queued: {} });
     expectWithin(-reply, 1, 20_000);
     expect(await client.exists(rw.lock)).toBe(0);
-    expect(await client.zrange(rw.queue, 0, -1)).toEqual(['tok-head', 'tok-w']);
+    expect(await client.zrange(rw.queue, '0', '-1')).toEqual(['tok-head', 'tok-w']);
 
     // A reader without writer preference goes in past the queued writer; with it, it queues behind.
     expect(await readLock(rw, 'tok-np', { queued: {} })).toBeGreaterThan(0);
@@ -1333,12 +1333,12 @@ describe('rw queue: places, and the hand-off in rw-release.lua', () => {
     await client.zadd(rw.writers, now + 20_000, 'tok-w');
 
     expect(await readLock(rw, 'tok-p', { preference: true, queued: {} })).toBeLessThan(0);
-    expect(await client.zrange(rw.queue, 0, -1)).toEqual(['tok-p']);
+    expect(await client.zrange(rw.queue, '0', '-1')).toEqual(['tok-p']);
     // Once that writer has its place (behind the reader), the reader goes first.
     await client.zadd(rw.queue, Number.MAX_SAFE_INTEGER, 'tok-w');
     await client.hset(rw.waiters, 'tok-w', `${now + 20_000}|w|250|w-w|${INBOX}|1|inst-w`);
     expect(await readLock(rw, 'tok-p', { preference: true, queued: {} })).toBeGreaterThan(0);
-    expect(await client.zrange(rw.queue, 0, -1)).toEqual(['tok-w']);
+    expect(await client.zrange(rw.queue, '0', '-1')).toEqual(['tok-w']);
   });
 
   it('a read released while the write it was downgraded from is held hands nothing on', async () => {
@@ -1367,9 +1367,9 @@ describe('rw queue: places, and the hand-off in rw-release.lua', () => {
 
     expect(await rwRelease(rw, 'tok-w', 'w')).toBe(0);
 
-    expect(await client.zrange(rw.queue, 0, -1)).toEqual(['tok-v']);
+    expect(await client.zrange(rw.queue, '0', '-1')).toEqual(['tok-v']);
     expect(await client.hkeys(rw.waiters)).toEqual(['tok-v']);
-    expect(await client.zrange(rw.writers, 0, -1)).toEqual(['tok-v']);
+    expect(await client.zrange(rw.writers, '0', '-1')).toEqual(['tok-v']);
     expect(await client.hkeys(rw.lock)).toEqual(['r:tok-r']);
   });
 });

@@ -28,6 +28,11 @@ export interface WakeBus {
    * in turn: true for the one that holds it, or takes it now; false while another does.
    */
   mayTakePlace(waiter: Waiter): boolean;
+  /**
+   * Whether other waiters of this engine share `waiter`'s place (semaphores) and wait already:
+   * a new caller then waits in line behind them.
+   */
+  othersWaiting(waiter: Waiter): boolean;
   /** Removes a waiter; `acquired`: it got its lock or permits. */
   leave(waiter: Waiter, acquired: boolean): void;
   /** Interrupts every waiter and closes what the bus opened. */

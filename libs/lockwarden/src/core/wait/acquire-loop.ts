@@ -110,6 +110,8 @@ export async function acquireLoop(
   let failures = 0;
   /** When each attempt was sent, by its number: a hand-off's lease counts from the one it names. */
   const sentTimes: number[] = [];
+  /** Join this engine's line of waiters for the semaphore without a first attempt (see below). */
+  let inLine = false;
   try {
     if (attempt.handOff) {
       // Semaphores, where a new caller usually finds every permit taken: on a channel already
@@ -118,10 +120,36 @@ export async function acquireLoop(
       const early = new Waiter(listenOn(ctx.bus.inboxId, attempt), false, '', attempt.channel);
       early.handOff = attempt.handOff;
       early.sharesPlace = attempt.queues;
-      if (ctx.bus.joinIfLive(early)) waiter = early;
+      if (ctx.bus.joinIfLive(early)) {
+        waiter = early;
+        // Where this engine already waits for the semaphore, a new caller waits behind its
+        // waiters (releases here pass permits to the oldest of them; the engine's place in the
+        // queue passes from one to the next), instead of an attempt that would find no room, or
+        // take the permits from under them. Not a single try (waitMs 0): that asks the server.
+        inLine = waitMs > 0 && attempt.queues && ctx.bus.othersWaiting(early);
+      }
     }
     for (;;) {
       gate.check();
+      if (inLine) {
+        inLine = false;
+        // As if told "busy": its wait is bounded by its budget alone, and it withdraws on the
+        // way out (a pass may have named it as it gave up).
+        sent = true;
+        heardBusy = true;
+        busyMs = attempt.queueRefreshMs ?? 0;
+        if (!parked) {
+          parked = true;
+          ctx.emit?.({ type: 'waiting', key: attempt.key });
+        }
+        const woke = await parkFor(gate, waiter!, Math.min(busyMs, deadline - performance.now()));
+        if (woke === 'pass') {
+          granted = true;
+          return { granted: true, ...waiter!.handOffGrant!, handedOff: true };
+        }
+        if (performance.now() >= deadline) return { granted: false, busyMs };
+        continue;
+      }
       const sentAt = performance.now();
       sent = true;
       lastBusy = false;
@@ -194,9 +222,7 @@ export async function acquireLoop(
         parked = true;
         ctx.emit?.({ type: 'waiting', key: attempt.key });
       }
-      gate.whenAborted(() => waiter?.interrupt());
-      const woke = await waiter.park(cap);
-      gate.whenAborted(undefined);
+      const woke = await parkFor(gate, waiter, cap);
       if (woke === 'pass') {
         // Granted in a release of this process, timed from when that release was sent.
         granted = true;
@@ -225,6 +251,14 @@ export async function acquireLoop(
       await withdraw(ctx, attempt, waitFor, performance.now() + leaseMs + ctx.commandTimeoutMs);
     }
   }
+}
+
+/** Parks `waiter` for `ms` at most, or until a signal fires (it then wakes to see the gate closed). */
+async function parkFor(gate: AcquireGate, waiter: Waiter, ms: number): ReturnType<Waiter['park']> {
+  gate.whenAborted(() => waiter.interrupt());
+  const woke = await waiter.park(ms);
+  gate.whenAborted(undefined);
+  return woke;
 }
 
 /** A Redis call's failure, in the library's words. */

@@ -108,6 +108,12 @@ export class WakeChannels implements WakeBus, WakeSink {
     return true;
   }
 
+  othersWaiting(waiter: Waiter): boolean {
+    if (!waiter.sharesPlace) return false;
+    const state = this.channels.get(waiter.channel);
+    return state?.waiters.some((w) => w !== waiter && w.sharesPlace) ?? false;
+  }
+
   /** Removes a waiter. One that leaves holding an unused wake-up passes it on. */
   leave(waiter: Waiter, acquired: boolean): void {
     const state = this.channels.get(waiter.channel);
