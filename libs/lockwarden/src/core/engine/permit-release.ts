@@ -7,7 +7,7 @@ import type { Waiter } from '../wake/waiter';
  * How many times in a row a release passes permits to a waiter of its own process (see
  * releasePermits) before it gives them back to everyone.
  */
-export const MAX_HANDOFFS = 4;
+export const MAX_HANDOFFS = 16;
 
 /**
  * Gives a holder's permits back, passing them straight to a waiter of this process when one

@@ -25,19 +25,19 @@ local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 -- Readers still live (a read hold a writer downgraded to, or others of a read): a waiting
 -- writer waits on for them; a reader may still join them.
-local readers, writing = 0, false
+local reading = false
 local flat = redis.call('hgetall', KEYS[1])
 for i = 1, #flat, 2 do
-  local field, value = flat[i], flat[i + 1]
-  if string.sub(field, 1, 2) == 'r:' and tonumber(string.match(value, '^(%d+)')) >= now then
-    readers = readers + 1
-  elseif field == 'wd' and tonumber(value) >= now then
-    writing = true
+  if string.sub(flat[i], 1, 2) == 'r:' and tonumber(string.match(flat[i + 1], '^(%d+)')) >= now then
+    reading = true
+    break
   end
 end
 -- A reader that leaves others reading, or the write it downgraded from still held, changes
 -- nothing for anyone waiting.
-if ARGV[2] == 'r' and (readers > 0 or writing) then return 1 end
+if ARGV[2] == 'r' then
+  if reading or tonumber(redis.call('hget', KEYS[1], 'wd') or '0') >= now then return 1 end
+end
 
 -- Hand the lock on, in arrival order: the readers at the head of the queue together, or the
 -- writer at its head once no reader is left. Each is told on its engine's inbox (the
@@ -53,7 +53,7 @@ if redis.call('exists', KEYS[5]) == 1 then
         string.match(rec, '^(%d+)|(%a)|(%d+)|([^|]*)|([^|]*)|(%d+)|(.*)$')
     end
     local live = d and tonumber(d) >= now
-    if live and kind == 'w' and (granted > 0 or readers > 0) then break end
+    if live and kind == 'w' and (granted > 0 or reading) then break end
     redis.call('zrem', KEYS[5], head)
     redis.call('hdel', KEYS[6], head)
     if live then
