@@ -71,6 +71,7 @@ function recordPermits(r: PermitsResult, lib: string, prefix = 's10'): void {
   record(`${prefix}.ops`, lib, r.opsPerSec);
   record(`${prefix}.waitP99`, lib, r.waitP99);
   record(`${prefix}.fair`, lib, r.fairness);
+  if (r.clientCpuUs !== undefined) record(`${prefix}.cpu`, lib, r.clientCpuUs);
 }
 
 function recordContention(prefix: string, lib: string, r: ContentionResult): void {
@@ -291,6 +292,12 @@ const ROWS: Row[] = [
   { label: '10 permits across processes, 4 workers each', metric: 's10mp.ops', higherIsBetter: true, unit: 'k/s' },
   { label: '10 across processes: wait p99', metric: 's10mp.waitP99', higherIsBetter: false, unit: 'ms' },
   { label: '10 across processes: fairness', metric: 's10mp.fair', higherIsBetter: true, unit: 'x' },
+  {
+    label: '10 across processes: client CPU per cycle, µs (all processes)',
+    metric: 's10mp.cpu',
+    higherIsBetter: false,
+    unit: 'µs',
+  },
   {
     label: '10 across processes, held 2 ms, think 1 ms',
     metric: 's10mph.ops',
