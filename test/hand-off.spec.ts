@@ -48,6 +48,44 @@ async function until(check: () => Promise<boolean> | boolean): Promise<void> {
   while (!(await check())) await new Promise((resolve) => setTimeout(resolve, 5));
 }
 
+/** Every message published on `channel` and on the channels under it (its inboxes), as heard. */
+async function overhear(channel: string): Promise<{ channel: string; message: string }[]> {
+  const heard: { channel: string; message: string }[] = [];
+  listener.removeAllListeners('pmessage');
+  listener.on('pmessage', (_pattern: string, on: string, message: string) => heard.push({ channel: on, message }));
+  await listener.psubscribe(`${channel}*`);
+  return heard;
+}
+
+/**
+ * One process per entry of `kinds` (a lock-worker's KIND: undefined for a mutex) waiting for
+ * `k` under `PREFIX`, each in the queue (`queued(n)` holds with n of them there) before the
+ * next starts. Leases and places long enough that no renewal of theirs falls in a test.
+ */
+async function queuedWorkers(
+  PREFIX: string,
+  kinds: readonly (string | undefined)[],
+  queued: (n: number) => Promise<boolean>,
+): Promise<ChildScript[]> {
+  const workers: ChildScript[] = [];
+  for (const [i, kind] of kinds.entries()) {
+    const w = runWorker('lock-worker', {
+      REDIS: redis.url,
+      PREFIX,
+      MODE: 'wait-hold',
+      ...(kind ? { KIND: kind } : {}),
+      NAME: `w${i}`,
+      LEASE_MS: '120000',
+      PLACE_MS: '600000',
+    });
+    children.push(w);
+    workers.push(w);
+    await w.waitFor(/^waiting$/);
+    await until(() => queued(i + 1));
+  }
+  return workers;
+}
+
 /** Two engines on one prefix, the second with events and `engineOptions`. */
 function twoEngines(
   name: string,
@@ -88,32 +126,16 @@ describe('a release others wait for, between processes', () => {
   it('hands the lock to the oldest waiting process, tells that process alone, and costs it no call', async () => {
     const PREFIX = uniquePrefix('handoff');
     const channel = `${PREFIX}{k}:released`;
-    const heard: { channel: string; message: string }[] = [];
-    listener.on('pmessage', (_pattern: string, on: string, message: string) => heard.push({ channel: on, message }));
-    await listener.psubscribe(`${channel}*`);
+    const heard = await overhear(channel);
 
     const holderEngine = new LockEngine({ redis: redis.url, keyPrefix: PREFIX });
     engines.push(holderEngine);
     const holder = await holderEngine.acquire('k');
     const holderToken = await holder.fencingToken();
 
-    // Three processes queue one after another. Places renewed every 3 minutes, and a lease
-    // renewed after 40 s: no call of theirs but the ones counted falls in the test.
-    const workers: ChildScript[] = [];
-    for (let i = 0; i < 3; i++) {
-      const w = runWorker('lock-worker', {
-        REDIS: redis.url,
-        PREFIX,
-        MODE: 'wait-hold',
-        NAME: `w${i}`,
-        LEASE_MS: '120000',
-        PLACE_MS: '600000',
-      });
-      children.push(w);
-      workers.push(w);
-      await w.waitFor(/^waiting$/);
-      await until(async () => (await holderEngine.inspect('k')).waiters === i + 1);
-    }
+    // Three processes queue one after another.
+    const queued = async (n: number): Promise<boolean> => (await holderEngine.inspect('k')).waiters === n;
+    const workers = await queuedWorkers(PREFIX, [undefined, undefined, undefined], queued);
 
     const tokens = [holderToken];
     let release: () => Promise<unknown> = () => holder.release();
@@ -160,9 +182,7 @@ describe('a release others wait for, between processes', () => {
   it('hands a write lock to the oldest waiting writer, then the readers queued behind it together, telling only their processes, at no call of theirs', async () => {
     const PREFIX = uniquePrefix('handoff-rw');
     const channel = `${PREFIX}{k}:rw:released`;
-    const heard: { channel: string; message: string }[] = [];
-    listener.on('pmessage', (_pattern: string, on: string, message: string) => heard.push({ channel: on, message }));
-    await listener.psubscribe(`${channel}*`);
+    const heard = await overhear(channel);
 
     const holderEngine = new LockEngine({ redis: redis.url, keyPrefix: PREFIX });
     engines.push(holderEngine);
@@ -170,24 +190,9 @@ describe('a release others wait for, between processes', () => {
     const holderToken = await holder.fencingToken();
 
     // A writer, then two readers, each in its own process, queue in that order (the readers
-    // behind the writer: writer preference). Leases and places long enough that no renewal
-    // of theirs falls in the test.
-    const workers: ChildScript[] = [];
-    for (const [i, kind] of ['write', 'read', 'read'].entries()) {
-      const w = runWorker('lock-worker', {
-        REDIS: redis.url,
-        PREFIX,
-        MODE: 'wait-hold',
-        KIND: kind,
-        NAME: `w${i}`,
-        LEASE_MS: '120000',
-        PLACE_MS: '600000',
-      });
-      children.push(w);
-      workers.push(w);
-      await w.waitFor(/^waiting$/);
-      await until(async () => (await admin.zcard(`${PREFIX}{k}:rw:queue`)) === i + 1);
-    }
+    // behind the writer: writer preference).
+    const queued = async (n: number): Promise<boolean> => (await admin.zcard(`${PREFIX}{k}:rw:queue`)) === n;
+    const workers = await queuedWorkers(PREFIX, ['write', 'read', 'read'], queued);
     const acquired = workers.map((w) => w.waitFor(/^acquired (\d+) (\w+)$/));
     let calls = await scriptCalls();
 

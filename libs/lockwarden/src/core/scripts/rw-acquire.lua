@@ -17,6 +17,7 @@
 -- Returns the fencing token (>= 0) when granted, else -(ms worth waiting).
 -- #include next-fence
 -- #include last-fence
+-- #include place-ahead
 local t = redis.call('time')
 local nowUs = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local now = math.floor(nowUs / 1000)
@@ -79,21 +80,10 @@ end
 -- with writer preference.
 local ahead, aheadDeadline = false, now
 if queued then
-  for _, other in ipairs(redis.call('zrange', KEYS[4], 0, -1)) do
-    if other == token then break end
-    local rec = redis.call('hget', KEYS[5], other)
-    local deadline, kind
-    if rec then deadline, kind = string.match(rec, '^(%d+)|(%a)|') end
-    if deadline and tonumber(deadline) >= now then
-      if mode == 'w' or (kind == 'w' and ARGV[6] == '1') then
-        ahead, aheadDeadline = true, tonumber(deadline)
-        break
-      end
-    else
-      redis.call('zrem', KEYS[4], other)
-      redis.call('hdel', KEYS[5], other)
-    end
-  end
+  local deadline = placeAhead(KEYS[4], KEYS[5], token, now, function(rec)
+    return mode == 'w' or (ARGV[6] == '1' and string.match(rec, '^%d+|(%a)|') == 'w')
+  end)
+  if deadline then ahead, aheadDeadline = true, deadline end
 end
 
 -- A waiting writer that has no place yet (its first attempt found the lock busy) holds a

@@ -17,6 +17,7 @@
 -- deadline, at least 1; the lease when nobody holds anything, as a limit lowered below the
 -- permits asked is raised only by a message).
 -- #include next-fence
+-- #include place-ahead
 local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local token, lease, asked = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[4])
@@ -81,21 +82,9 @@ local queued = #KEYS == 6
 local ahead = false
 -- Only an ask that fits can be held back by a place ahead: most queued attempts find no room.
 if queued and used + asked <= limit then
-  for _, other in ipairs(redis.call('zrange', KEYS[5], 0, -1)) do
-    if other == token then break end
-    local rec = redis.call('hget', KEYS[6], other)
-    local deadline, n
-    if rec then deadline, n = string.match(rec, '^(%d+)|(%d+)|') end
-    if deadline and tonumber(deadline) >= now then
-      if tonumber(n) <= limit then
-        ahead = true
-        break
-      end
-    else
-      redis.call('zrem', KEYS[5], other)
-      redis.call('hdel', KEYS[6], other)
-    end
-  end
+  ahead = placeAhead(KEYS[5], KEYS[6], token, now, function(rec)
+    return tonumber(string.match(rec, '^%d+|(%d+)|')) <= limit
+  end) ~= nil
 end
 
 if used + asked <= limit and not ahead then
