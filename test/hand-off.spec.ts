@@ -227,6 +227,19 @@ describe('a release others wait for, between processes', () => {
     await listener.punsubscribe();
   });
 
+  it("counts a handed-over lock's hold from when its holder had it, not from the attempt its lease is timed from", async () => {
+    // The waiter's last attempt went out before a 200 ms pause; its lease counts from then,
+    // its hold from when the hand-off reached it.
+    const pause = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, 200));
+    const { events, lock } = await handOver('handoff-held', 'h', {}, {}, pause);
+    const heldFrom = performance.now();
+    await lock.release();
+    const heldFor = performance.now() - heldFrom;
+    const released = events.events.find((e) => e.type === 'released' && e.key === 'h');
+    // Half the pause: room for the step from the grant to this test's next line, never for the pause.
+    expect(released?.heldMs).toBeLessThan(heldFor + 100);
+  });
+
   it('extends a hand-off lease held past it to the full lease, and keeps the signal live', async () => {
     const { keyPrefix, events, lock } = await handOver('handoff-extend', 'x', { leaseMs: 30_000 });
     // The hand-off set 700 ms on the server; the first renewal sets the full 30 s.

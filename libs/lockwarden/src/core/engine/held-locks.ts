@@ -191,7 +191,7 @@ export class HeldLocks implements LeaseHost {
         key: lease.key,
         name: lease.name,
         fencingToken: lease.fence,
-        heldMs: Math.round(performance.now() - lease.acquiredAt),
+        heldMs: Math.round(performance.now() - lease.heldSince),
       });
       return released;
     } catch (err) {

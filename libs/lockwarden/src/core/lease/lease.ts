@@ -65,8 +65,13 @@ export class Lease {
   lostError: LockLostError | undefined;
   /** The low-cardinality name metrics label it with. */
   name = '';
-  /** When it was granted (performance.now()), for hold times. */
+  /**
+   * Where the lease counts from (performance.now()): a local moment no later than the grant,
+   * such as when the attempt that was granted was sent. Its end is timed from here.
+   */
   readonly acquiredAt: number;
+  /** When the holder had the grant in hand (performance.now()): hold times count from here. */
+  readonly heldSince = performance.now();
   /** Ends its `lockwarden.hold` span once it is released or lost; undefined when not traced. */
   trace: HoldTrace | undefined;
   readonly kind: LockKind;

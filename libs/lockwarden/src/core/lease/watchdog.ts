@@ -233,7 +233,7 @@ export class Watchdog {
       name: lease.name,
       fencingToken: lease.fence,
       reason,
-      heldMs: Math.round(performance.now() - lease.acquiredAt),
+      heldMs: Math.round(performance.now() - lease.heldSince),
     });
     return true;
   }

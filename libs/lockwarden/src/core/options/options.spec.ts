@@ -58,7 +58,7 @@ describe('bad input', () => {
     [
       'the removed ttlMs (now leaseMs with renew: false)',
       () => engine.acquire('k', { ttlMs: 100 } as unknown as AcquireOptions),
-      /Unknown acquire option "ttlMs"/,
+      /Unknown acquire option "ttlMs" \(for a lease that is not renewed, write \{ leaseMs: n, renew: false \}\)/,
     ],
     ['negative waitMs', () => engine.acquire('k', { waitMs: -1 }), /waitMs must be an integer from 0 to 2147483647/],
     ['fractional waitMs', () => engine.acquire('k', { waitMs: 0.5 }), /waitMs/],

@@ -53,12 +53,19 @@ export function checkInteger(field: string, value: unknown, min: number, max: nu
   return value;
 }
 
+/** What to write instead of an option name the library had before its first release (see CHANGELOG). */
+const RETIRED: Readonly<Record<string, string>> = {
+  ttlMs: 'for a lease that is not renewed, write { leaseMs: n, renew: false }',
+  clockTokens: 'it is gone: fencing tokens always follow the server clock',
+};
+
 /** Rejects option names we do not know, so a typo such as `waitMS` is never silently ignored. */
 export function checkKnownNames(what: string, options: object, allowed: ReadonlySet<string>, key?: string): void {
   for (const name of Object.keys(options)) {
     if (!allowed.has(name)) {
+      const instead = Object.hasOwn(RETIRED, name) ? ` (${RETIRED[name]})` : '';
       throw new LockConfigError(
-        `Unknown ${what} option ${quoteKey(name)}. Allowed: ${[...allowed].sort().join(', ')}.`,
+        `Unknown ${what} option ${quoteKey(name)}${instead}. Allowed: ${[...allowed].sort().join(', ')}.`,
         key,
       );
     }
