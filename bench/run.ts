@@ -16,6 +16,7 @@ import { lockwardenPermits, multiProcessPermits, peerPermits } from './semaphore
 import type { PermitsResult } from './semaphores';
 import { decoratorOverhead, lockwardenScale, readWrite, semaphoreScale } from './scale';
 import { median } from './stats';
+import { valkey9Binary, valkey9Cycles } from './valkey9';
 
 const quick = process.argv.includes('--quick');
 const CFG = quick
@@ -94,7 +95,8 @@ async function main(): Promise<void> {
   const tokenReader = makeAdapter('lockwarden token', url);
   const fencedReader = makeAdapter('lockwarden fenced', url);
   const nodeRedis = makeAdapter('lockwarden node-redis', url);
-  steps = CFG.rounds * (MAIN.length * 5 + 8) + MULTI.length + 8;
+  const v9 = valkey9Binary();
+  steps = CFG.rounds * (MAIN.length * 5 + 8 + (v9 ? 6 : 0)) + MULTI.length + 8;
   const admin = new Redis(url);
   try {
     for (let round = 0; round < CFG.rounds; round++) {
@@ -181,6 +183,11 @@ async function main(): Promise<void> {
       recordPermits(await multiProcessPermits(url, lib, CFG.mpMs, CFG.mpProcs), lib, 's10mp');
       progress(`permits across ${CFG.mpProcs} processes, held 2 ms · ${lib}`);
       recordPermits(await multiProcessPermits(url, lib, CFG.mpMs, CFG.mpProcs, 2, 1), lib, 's10mph');
+    }
+    if (v9) {
+      for (let round = 0; round < CFG.rounds; round++) await valkey9Cycles(v9, CFG, record, progress);
+    } else {
+      console.log('\nValkey 9: not built here, so scenario 12 is skipped (tools/valkey9.sh builds it).');
     }
     progress('leader failover');
     for (let round = 0; round < CFG.rounds; round++) {
@@ -313,6 +320,70 @@ const ROWS: Row[] = [
     higherIsBetter: false,
     unit: 'ms',
   },
+  {
+    label: '12 Valkey 9: Redis CPU per cycle, native release, µs',
+    metric: 's12.redisUs',
+    higherIsBetter: false,
+    unit: 'µs',
+  },
+  { label: '12 Valkey 9: serial, native release', metric: 's12.ops', higherIsBetter: true, unit: 'k/s' },
+  { label: '12 Valkey 9: 64 flows, native release', metric: 's12.flows', higherIsBetter: true, unit: 'k/s' },
+  {
+    label: '12 Valkey 9: Redis CPU per cycle, script release, µs',
+    metric: 's12lua.redisUs',
+    higherIsBetter: false,
+    unit: 'µs',
+    peers: 's12.redisUs',
+  },
+  {
+    label: '12 Valkey 9: serial, script release',
+    metric: 's12lua.ops',
+    higherIsBetter: true,
+    unit: 'k/s',
+    peers: 's12.ops',
+  },
+  {
+    label: '12 Valkey 9: 64 flows, script release',
+    metric: 's12lua.flows',
+    higherIsBetter: true,
+    unit: 'k/s',
+    peers: 's12.flows',
+  },
+  {
+    label: '12n Valkey 9, node-redis: Redis CPU per cycle, native, µs',
+    metric: 's12n.redisUs',
+    higherIsBetter: false,
+    unit: 'µs',
+    peers: 's12.redisUs',
+  },
+  {
+    label: '12n Valkey 9, node-redis: serial, native',
+    metric: 's12n.ops',
+    higherIsBetter: true,
+    unit: 'k/s',
+    peers: 's12.ops',
+  },
+  {
+    label: '12n Valkey 9, node-redis: 64 flows, native',
+    metric: 's12n.flows',
+    higherIsBetter: true,
+    unit: 'k/s',
+    peers: 's12.flows',
+  },
+  {
+    label: '12n Valkey 9, node-redis: serial, script release',
+    metric: 's12nlua.ops',
+    higherIsBetter: true,
+    unit: 'k/s',
+    peers: 's12.ops',
+  },
+  {
+    label: '12n Valkey 9, node-redis: 64 flows, script release',
+    metric: 's12nlua.flows',
+    higherIsBetter: true,
+    unit: 'k/s',
+    peers: 's12.flows',
+  },
 ];
 
 function fmt(value: number | undefined, unit: Row['unit']): string {
@@ -435,6 +506,26 @@ function checkTargets(): { text: string; ok: boolean }[] {
       text: `9: a crashed leader is replaced within its lease and a little (${ours('s9.crash').toFixed(0)} ms, lease ${LEADER_LEASE_MS} ms)`,
       ok: ours('s9.crash') <= LEADER_LEASE_MS * 1.05,
     },
+    ...valkey9Targets(ours),
+  ];
+}
+
+/** On Valkey 9, when it was built: the native release against redis-semaphore, and against the script release. */
+function valkey9Targets(ours: (m: string) => number): { text: string; ok: boolean }[] {
+  if (med('s12.redisUs', 'lockwarden') === undefined) return [];
+  const us = ours('s12.redisUs') / (med('s12.redisUs', 'semaphore') ?? NaN);
+  const pairs: [string, string, string][] = [
+    ['serial', 's12.ops', 's12lua.ops'],
+    ['64 flows', 's12.flows', 's12lua.flows'],
+    ['serial through node-redis', 's12n.ops', 's12nlua.ops'],
+    ['64 flows through node-redis', 's12n.flows', 's12nlua.flows'],
+  ];
+  return [
+    { text: `12: Redis CPU per cycle on Valkey 9 ≤ 0.5× redis-semaphore's (${us.toFixed(2)}×)`, ok: us <= 0.5 },
+    ...pairs.map(([what, native, lua]) => {
+      const r = ours(native) / ours(lua);
+      return { text: `12: ${what} on Valkey 9, native release ≥ 1.0× the script's (${r.toFixed(2)}×)`, ok: r >= 1 };
+    }),
   ];
 }
 

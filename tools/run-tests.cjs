@@ -31,6 +31,21 @@ const valkeyLine =
     : 'Valkey: valkey-server is not installed, so its tests are skipped (.ci/run installs it from bookworm-backports)';
 console.log(valkeyLine);
 
+// Valkey 9 (its own compare-and-delete) runs where tools/valkey9.sh built it (.ci/run does):
+// at $VALKEY9_SERVER, or in that script's cache folder. Its path goes to the tests as VALKEY9_SERVER.
+const valkey9Cache = path.join(
+  process.env.VALKEY9_CACHE ||
+    path.join(process.env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache'), 'lockwarden', 'valkey9'),
+  'valkey-server',
+);
+const valkey9Path = process.env.VALKEY9_SERVER || valkey9Cache;
+const valkey9 = spawnSync(valkey9Path, ['--version'], { encoding: 'utf8' });
+const valkey9Version = valkey9.status === 0 ? (/ v=(9\.\S+)/.exec(valkey9.stdout) ?? [])[1] : undefined;
+const valkey9Line = valkey9Version
+  ? `Valkey 9: ${valkey9Version}, its tests run`
+  : 'Valkey 9: not built here, so its tests are skipped (tools/valkey9.sh builds it; .ci/run runs that)';
+console.log(valkey9Line);
+
 const report = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'lockwarden-jest-')), 'report.json');
 const jest = spawnSync(
   process.execPath,
@@ -43,7 +58,7 @@ const jest = spawnSync(
     ...jestArgs,
     ...selection,
   ],
-  { stdio: 'inherit', cwd: root },
+  { stdio: 'inherit', cwd: root, env: { ...process.env, VALKEY9_SERVER: valkey9Version ? valkey9Path : '' } },
 );
 
 /** The slowest tests and files, so a slow suite says where its time goes. */
@@ -85,5 +100,5 @@ try {
   // keep the fallback line
 }
 fs.rmSync(path.dirname(report), { recursive: true, force: true });
-console.log(`\n${valkeyLine}\n${summary}`);
+console.log(`\n${valkeyLine}\n${valkey9Line}\n${summary}`);
 process.exit(jest.status ?? 1);

@@ -1,14 +1,17 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync, unlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { freePort } from './free-port';
 
 export interface RedisProcessOptions {
   /** Extra `--name value` settings, e.g. `['--cluster-enabled', 'yes']`. */
   args?: string[];
-  /** 'redis-server' (default), 'redis-sentinel', or 'valkey-server' (Valkey, from Debian's backports). */
-  binary?: 'redis-server' | 'redis-sentinel' | 'valkey-server';
+  /**
+   * 'redis-server' (default), 'redis-sentinel', 'valkey-server' (Valkey, from Debian's
+   * backports), or the path of a server binary (Valkey 9, which tools/valkey9.sh builds).
+   */
+  binary?: string;
   /** Lines of a config file, for settings that must come from a file (Sentinel needs one it can rewrite). */
   configLines?: string[];
   /** A fixed port (restarts reuse theirs); otherwise a free one is picked. */
@@ -80,7 +83,7 @@ export class RedisProcess {
     const binary = this.options.binary ?? 'redis-server';
     const args: string[] = [];
     if (this.options.configLines) {
-      const file = join(this.dir, `${binary}.conf`);
+      const file = join(this.dir, `${basename(binary)}.conf`);
       writeFileSync(file, `${this.options.configLines.join('\n')}\n`);
       args.push(file);
     }

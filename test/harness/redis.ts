@@ -2,14 +2,26 @@ import { spawnSync } from 'node:child_process';
 import { Redis } from 'ioredis';
 import { RedisProcess } from './redis-process';
 
-/** Which server a test runs against: Redis (always), or Valkey where it is installed. */
-export type ServerKind = 'redis' | 'valkey';
+/**
+ * Which server a test runs against: Redis (always), Valkey 8 where it is installed, or
+ * Valkey 9 where tools/valkey9.sh built it.
+ */
+export type ServerKind = 'redis' | 'valkey' | 'valkey9';
 
 /** Whether `valkey-server` is installed here: the Valkey tests run only then (npm test says so). */
 export const hasValkey: boolean = spawnSync('valkey-server', ['--version']).status === 0;
 
 /** `describe` where Valkey is installed, `describe.skip` where it is not. */
 export const describeOnValkey: typeof describe = hasValkey ? describe : describe.skip;
+
+/**
+ * The Valkey 9 server tools/valkey9.sh built, if it did (npm test finds it and passes its path
+ * as VALKEY9_SERVER): its tests run only then, and npm test says so.
+ */
+export const valkey9: string | undefined = process.env.VALKEY9_SERVER || undefined;
+
+/** `describe` where Valkey 9 was built, `describe.skip` where it was not. */
+export const describeOnValkey9: typeof describe = valkey9 ? describe : describe.skip;
 
 /** A Redis to test against: one this harness started, or the one REDIS_URL names. */
 export interface RedisTarget {
@@ -30,8 +42,8 @@ export interface RedisTarget {
  */
 export async function startRedis(options: { own?: boolean; server?: ServerKind } = {}): Promise<RedisTarget> {
   const external = process.env.REDIS_URL;
-  const valkey = options.server === 'valkey';
-  if (external && !options.own && !valkey) {
+  const server = options.server ?? 'redis';
+  if (external && !options.own && server === 'redis') {
     return {
       url: external,
       external: true,
@@ -40,7 +52,9 @@ export async function startRedis(options: { own?: boolean; server?: ServerKind }
       stop: async () => undefined,
     };
   }
-  const proc = await RedisProcess.start(valkey ? { binary: 'valkey-server' } : {});
+  const binary = server === 'valkey' ? 'valkey-server' : server === 'valkey9' ? valkey9 : undefined;
+  if (server === 'valkey9' && !binary) throw new Error('Valkey 9 is not built here: run tools/valkey9.sh');
+  const proc = await RedisProcess.start(binary ? { binary } : {});
   return {
     url: proc.url,
     external: false,

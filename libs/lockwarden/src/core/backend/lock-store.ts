@@ -116,9 +116,10 @@ export interface LockStore {
   /**
    * Releases a mutex lease this process holds: as `release`, but a store may first try the
    * release of a lock nobody waited for, with fewer keys. `waited`: a waiter of this process
-   * is known to wait for the lock, so that step would be wasted.
+   * is known to wait for the lock, so that step would be wasted. `fence`: the lease's fencing
+   * token, when minted (a store may compare the lock's whole value).
    */
-  releaseHeld(keys: MutexKeys, ownerToken: string, waited: boolean): Promise<boolean>;
+  releaseHeld(keys: MutexKeys, ownerToken: string, waited: boolean, fence?: number): Promise<boolean>;
   rwAcquire(req: StoreRwAcquire): Promise<number>;
   /** True when it released our lease; false when we held nothing (a waiting writer's place is dropped too). */
   rwRelease(keys: RwKeys, ownerToken: string, kind: 'read' | 'write'): Promise<boolean>;

@@ -300,7 +300,7 @@ export class HeldLocks implements LeaseHost {
     const lock = lease.lock;
     if (lock.kind === 'mutex') {
       const waited = lease.contended || this.waitedOn.has(lock.keys.channel);
-      return this.store.releaseHeld(lock.keys, lease.ownerToken, waited);
+      return this.store.releaseHeld(lock.keys, lease.ownerToken, waited, lease.fence);
     }
     if (lock.kind === 'permit') return releasePermits(this.store, lease, lock.keys, this.handOffTarget);
     return this.store.rwRelease(lock.keys, lease.ownerToken, lock.kind);

@@ -38,6 +38,25 @@ export interface ServerConnection {
   /** One SCAN call: the next cursor ('0' at the end) and the keys it walked. */
   scan(cursor: string, match: string, count: number): Promise<[string, string[]]>;
   dbsize(): Promise<number>;
+  /** Whether the server has each command, by `COMMAND INFO`, in order. */
+  commandsKnown(names: readonly string[]): Promise<boolean[]>;
+}
+
+/**
+ * The server's own compare-and-delete, where it has one: `DELIFEQ key value` (Valkey 9.0 and
+ * later), or `DELEX key IFEQ value` (Redis 8.4, Valkey 9.2). Each deletes the key only while
+ * it holds exactly `value`, and answers 1 or 0.
+ */
+export type CompareDelete = 'DELIFEQ' | 'DELEX';
+
+/** The arguments of one compare-and-delete, after its name. */
+export function compareDeleteArgs(name: CompareDelete, key: string, value: string): string[] {
+  return name === 'DELIFEQ' ? [key, value] : [key, 'IFEQ', value];
+}
+
+/** Whether `COMMAND INFO` answered for a command the server has (null for one it has not). */
+export function commandKnown(entry: unknown): boolean {
+  return Array.isArray(entry) && entry.length > 0;
 }
 
 /** A subscriber connection of the library's own, made from the engine's connection. */
@@ -77,6 +96,11 @@ export interface RedisConnection {
   run(script: ScriptSource, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown>;
   /** `SET key value PX ms NX`: whether it was set. */
   setNxPx(key: string, value: string, ms: number): Promise<boolean>;
+  /**
+   * The server's compare-and-delete (`name`): whether `key` held exactly `value` and is now
+   * deleted. Only where every server has `name` (NativeCommands).
+   */
+  compareDelete(name: CompareDelete, key: string, value: string): Promise<boolean>;
   get(key: string): Promise<string | null>;
   hgetall(key: string): Promise<Record<string, string>>;
   exists(key: string): Promise<number>;

@@ -1,5 +1,6 @@
 import type { LockLogger } from '../observe/logger';
 import type {
+  CompareDelete,
   ConnectionState,
   RedisConnection,
   ScriptSource,
@@ -47,6 +48,10 @@ export class GivenConnection implements RedisConnection {
 
   setNxPx(key: string, value: string, ms: number): Promise<boolean> {
     return this.live().setNxPx(key, value, ms);
+  }
+
+  compareDelete(name: CompareDelete, key: string, value: string): Promise<boolean> {
+    return this.live().compareDelete(name, key, value);
   }
 
   get(key: string): Promise<string | null> {

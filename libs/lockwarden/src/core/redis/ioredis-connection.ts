@@ -8,7 +8,8 @@ import type {
   StreamEntry,
   SubscriberConnection,
 } from './connection';
-import { isNoScript } from './connection';
+import { commandKnown, compareDeleteArgs, isNoScript } from './connection';
+import type { CompareDelete } from './connection';
 
 type IoClient = Redis | Cluster;
 
@@ -36,6 +37,12 @@ export class IoRedisConnection implements RedisConnection {
 
   async setNxPx(key: string, value: string, ms: number): Promise<boolean> {
     return (await this.client.set(key, value, 'PX', ms, 'NX')) === 'OK';
+  }
+
+  async compareDelete(name: CompareDelete, key: string, value: string): Promise<boolean> {
+    // On a Cluster, to the master of the key's slot; a slot that moved answers MOVED, and the
+    // caller falls back to its script.
+    return Number(await this.nodeFor(key).call(name, ...compareDeleteArgs(name, key, value))) === 1;
   }
 
   get(key: string): Promise<string | null> {
@@ -151,6 +158,11 @@ class IoRedisServer implements ServerConnection {
 
   dbsize(): Promise<number> {
     return this.node.dbsize();
+  }
+
+  async commandsKnown(names: readonly string[]): Promise<boolean[]> {
+    const reply = (await this.node.call('COMMAND', 'INFO', ...names)) as unknown[];
+    return names.map((_, i) => commandKnown(reply[i]));
   }
 }
 

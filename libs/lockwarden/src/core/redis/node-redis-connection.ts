@@ -6,7 +6,8 @@ import type {
   StreamEntry,
   SubscriberConnection,
 } from './connection';
-import { hashReply, isNoScript, streamReply } from './connection';
+import { commandKnown, compareDeleteArgs, hashReply, isNoScript, streamReply } from './connection';
+import type { CompareDelete } from './connection';
 
 /** What Lockwarden listens with: 'error' gets the error; the others get nothing it reads. */
 type Listener = (err: Error) => void;
@@ -125,6 +126,10 @@ export class NodeRedisConnection implements RedisConnection {
 
   async setNxPx(key: string, value: string, ms: number): Promise<boolean> {
     return (await this.send(key, ['SET', key, value, 'PX', String(ms), 'NX'])) === 'OK';
+  }
+
+  async compareDelete(name: CompareDelete, key: string, value: string): Promise<boolean> {
+    return Number(await this.send(key, [name, ...compareDeleteArgs(name, key, value)])) === 1;
   }
 
   async get(key: string): Promise<string | null> {
@@ -293,6 +298,11 @@ class NodeRedisServer implements ServerConnection {
 
   async dbsize(): Promise<number> {
     return Number(await this.send(['DBSIZE']));
+  }
+
+  async commandsKnown(names: readonly string[]): Promise<boolean[]> {
+    const reply = (await this.send(['COMMAND', 'INFO', ...names])) as unknown[];
+    return names.map((_, i) => commandKnown(reply[i]));
   }
 }
 

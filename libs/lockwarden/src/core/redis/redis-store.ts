@@ -9,6 +9,7 @@ import type { ReplicaAck } from './replica-ack';
 import { SCRIPTS } from './lua-script';
 import type { LuaScript } from './lua-script';
 import { TurnBatch } from './turn-batch';
+import { NativeCommands } from './native-commands';
 import { BUSY_FOR_UNKNOWN, UNMINTED } from '../backend/lock-store';
 import type {
   LockStore,
@@ -27,6 +28,8 @@ interface HeldRelease {
   readonly keys: MutexKeys;
   readonly ownerToken: string;
   readonly waited: boolean;
+  /** The lease's fencing token, when minted: with the owner token, what the lock's value is. */
+  readonly fence: number | undefined;
 }
 
 export class RedisLockStore implements LockStore {
@@ -36,6 +39,8 @@ export class RedisLockStore implements LockStore {
   readonly semaphores = true;
   /** Single server: the releases of one event-loop turn go out together (release-plain.lua). */
   private readonly releases: TurnBatch<HeldRelease, boolean> | undefined;
+  /** The server's own commands the store may use instead of a script (none for a quorum's nodes). */
+  private readonly native: NativeCommands | undefined;
 
   constructor(
     readonly client: RedisConnection,
@@ -48,6 +53,7 @@ export class RedisLockStore implements LockStore {
     private readonly plainGrants = true,
   ) {
     this.publishCommand = client.cluster ? 'spublish' : 'publish';
+    this.native = plainGrants ? new NativeCommands(client) : undefined;
     if (!client.cluster) {
       this.releases = new TurnBatch(
         (item) => this.releaseHeldMany([item]).then((done) => done[0]),
@@ -104,16 +110,19 @@ export class RedisLockStore implements LockStore {
     return this.releaseOne(keys, ownerToken);
   }
 
-  releaseHeld(keys: MutexKeys, ownerToken: string, waited: boolean): Promise<boolean> {
-    const item = { keys, ownerToken, waited };
+  releaseHeld(keys: MutexKeys, ownerToken: string, waited: boolean, fence?: number): Promise<boolean> {
+    const item = { keys, ownerToken, waited, fence };
     return this.releases ? this.releases.push(item) : this.releaseHeldMany([item]).then((done) => done[0]);
   }
 
   /**
-   * Releases of leases this process holds. Those nobody waited for go as one
-   * release-plain.lua, with one key each; a lock a waiter of this process waits for goes
-   * straight to release.lua, with all five keys, and so does one release-plain.lua finds
-   * waited for (one round trip more, for a lock whose waiters are all in other processes).
+   * Releases of leases this process holds. Those nobody waited for go together: as the
+   * server's own compare-and-delete of each lock's exact value where every server has one
+   * (NativeCommands), else as one release-plain.lua with one key each. A lock a waiter of this
+   * process waits for goes straight to release.lua, with all five keys, and so does one that
+   * turns out to be waited for (its value was marked, so the compare-and-delete refused it, or
+   * release-plain.lua answered 2): one round trip more, for a lock whose waiters are all in
+   * other processes.
    */
   private async releaseHeldMany(items: readonly HeldRelease[]): Promise<boolean[]> {
     const done = new Array<Promise<boolean>>(items.length);
@@ -123,20 +132,49 @@ export class RedisLockStore implements LockStore {
       else plain.push(i);
     });
     if (plain.length > 0) {
-      // One lock answers a number, several a list (release-plain.lua).
-      const sent = this.run(
-        SCRIPTS.releasePlain,
-        plain.map((i) => items[i].keys.lock),
-        plain.map((i) => items[i].ownerToken),
-      ).then((reply) => (Array.isArray(reply) ? reply : [reply]));
+      const sent = this.releasePlain(plain.map((i) => items[i]));
       plain.forEach((i, j) => {
         done[i] = sent.then((replies) => {
-          const reply = Number(replies[j]);
+          const reply = replies[j];
           return reply === 2 ? this.releaseOne(items[i].keys, items[i].ownerToken) : reply === 1;
         });
       });
     }
     return Promise.all(done);
+  }
+
+  /** Per lock: 1 released, 0 not ours, 2 maybe waited for (release.lua decides). */
+  private async releasePlain(items: readonly HeldRelease[]): Promise<number[]> {
+    // One release: the server's own command, where it has one. Several in one turn: still one
+    // script call, which costs the client less than a command each (64 flows on Valkey 9: 80k
+    // cycles/s with the script against 66k with a pipeline of DELIFEQ, measured A/B).
+    const native = items.length === 1 ? this.native?.compareDelete : undefined;
+    if (native) {
+      const [item] = items;
+      try {
+        // Refused: marked waited for, or no longer ours; release.lua tells which.
+        return [(await this.client.compareDelete(native, item.keys.lock, this.holderValue(item))) ? 1 : 2];
+      } catch (err) {
+        // A server without the command after all (a failover to an older one): the script,
+        // from now until the commands are looked up again. A slot being moved: the script,
+        // which follows it. Anything else is a failed release.
+        const message = err instanceof Error ? err.message : '';
+        if (!/unknown command|^(MOVED|ASK) /i.test(message)) throw err;
+        if (/unknown command/i.test(message)) this.native?.refused();
+      }
+    }
+    // One lock answers a number, several a list (release-plain.lua).
+    const reply = await this.run(
+      SCRIPTS.releasePlain,
+      items.map((i) => i.keys.lock),
+      items.map((i) => i.ownerToken),
+    );
+    return (Array.isArray(reply) ? reply : [reply]).map(Number);
+  }
+
+  /** The value a lock holds while `item`'s holder has it and nobody waits: "owner|fence|instance" (acquire.lua). */
+  private holderValue(item: HeldRelease): string {
+    return `${item.ownerToken}|${item.fence ?? ''}|${this.instanceId}`;
   }
 
   private async releaseOne(keys: MutexKeys, ownerToken: string): Promise<boolean> {
