@@ -4,6 +4,7 @@ import { describeLockBehaviour } from './behaviour/lock-behaviour';
 import { engineFactory } from './harness/engines';
 import { describeOnValkey9, startRedis, uniquePrefix, valkey9 } from './harness/redis';
 import { RedisProcess } from './harness/redis-process';
+import { RedisCluster } from './harness/redis-cluster';
 import type { RedisTarget } from './harness/redis';
 
 /**
@@ -103,6 +104,38 @@ describeOnValkey9('on Valkey 9', () => {
       await engine.close();
       await second?.destroy();
       await first.destroy();
+    }
+  });
+
+  it("releases on a Valkey 9 Cluster with each master's DELIFEQ, and waiters still get their locks", async () => {
+    const cluster = await RedisCluster.start({ binary: valkey9 });
+    const keyPrefix = uniquePrefix('native-cluster');
+    const engines = [0, 1].map(() => new LockEngine({ redis: { cluster: cluster.startupNodes }, keyPrefix }));
+    const masters = cluster.startupNodes.map((n) => new Redis(n.port, n.host));
+    const deletes = async (): Promise<number> => {
+      let sum = 0;
+      for (const m of masters)
+        sum += Number(/cmdstat_delifeq:calls=(\d+)/.exec(await m.info('commandstats'))?.[1] ?? 0);
+      return sum;
+    };
+    try {
+      const [a, b] = engines;
+      // Keys on every master (their hash tags spread over the slots).
+      const keys = Array.from({ length: 12 }, (_, i) => `k${i}`);
+      for (let i = 0; i < 1_000 && (await deletes()) === 0; i++) await (await a.acquire(keys[0])).release();
+      for (const k of keys) expect(await (await a.acquire(k)).release()).toBe(true);
+      expect(await deletes()).toBeGreaterThanOrEqual(keys.length);
+      // Contended, across two engines: the waiter is handed each lock.
+      for (const k of keys) {
+        const held = await a.acquire(k);
+        const waiting = b.acquire(k, { waitMs: 30_000 });
+        await held.release();
+        expect(await (await waiting).release()).toBe(true);
+      }
+    } finally {
+      for (const m of masters) m.disconnect();
+      await Promise.all(engines.map((e) => e.close()));
+      await cluster.stop();
     }
   });
 

@@ -13,12 +13,19 @@ const exec = promisify(execFile);
 export class RedisCluster {
   private constructor(readonly nodes: RedisProcess[]) {}
 
-  static async start(options: { masters?: number; replicas?: number } = {}): Promise<RedisCluster> {
+  static async start(
+    options: {
+      masters?: number;
+      replicas?: number;
+      /** A server binary other than redis-server (Valkey 9). */ binary?: string;
+    } = {},
+  ): Promise<RedisCluster> {
     const masters = options.masters ?? 3;
     const replicas = options.replicas ?? 0;
     const nodes = await Promise.all(
       Array.from({ length: masters * (1 + replicas) }, () =>
         RedisProcess.start({
+          binary: options.binary,
           args: ['--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf', '--cluster-node-timeout', '2000'],
         }),
       ),
