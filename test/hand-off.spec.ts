@@ -238,6 +238,10 @@ describe('a release others wait for, between processes', () => {
     const released = events.events.find((e) => e.type === 'released' && e.key === 'h');
     // Half the pause: room for the step from the grant to this test's next line, never for the pause.
     expect(released?.heldMs).toBeLessThan(heldFor + 100);
+    // The wait was told under the lock's name, as the release is.
+    const waiting = events.events.find((e) => e.type === 'waiting' && e.key === 'h');
+    expect(waiting?.name).toBeDefined();
+    expect(waiting?.name).toBe(released?.name);
   });
 
   it('extends a hand-off lease held past it to the full lease, and keeps the signal live', async () => {

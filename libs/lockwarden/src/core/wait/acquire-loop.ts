@@ -140,7 +140,7 @@ export async function acquireLoop(
         busyMs = attempt.queueRefreshMs ?? 0;
         if (!parked) {
           parked = true;
-          ctx.emit?.({ type: 'waiting', key: attempt.key });
+          ctx.emit?.({ type: 'waiting', key: attempt.key, name: attempt.name });
         }
         const woke = await parkFor(gate, waiter!, Math.min(busyMs, deadline - performance.now()));
         if (woke === 'pass') {
@@ -220,7 +220,7 @@ export async function acquireLoop(
       if (!waiter) return { granted: false, busyMs };
       if (!parked) {
         parked = true;
-        ctx.emit?.({ type: 'waiting', key: attempt.key });
+        ctx.emit?.({ type: 'waiting', key: attempt.key, name: attempt.name });
       }
       const woke = await parkFor(gate, waiter, cap);
       if (woke === 'pass') {

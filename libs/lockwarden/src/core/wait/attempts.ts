@@ -29,6 +29,8 @@ function handoffFor(placeMs: number, leaseMs: number): number {
 /** How the wait loop waits for one kind of lock. */
 interface WaitShape {
   readonly key: string;
+  /** The lock's low-cardinality name, for events. */
+  readonly name: string;
   readonly channel: string;
   /** Grants arrive by waiter id from the first attempt (a fair mutex) instead of as wake-ups. */
   readonly fair: boolean;
@@ -65,7 +67,7 @@ export type Attempt =
 /** A mutex acquire; `store` says whether waiters may queue (and be handed the lock). */
 export function mutexAttempt(
   keys: MutexKeys,
-  req: { key: string; leaseMs: number; fair: boolean; fenced: boolean },
+  req: { key: string; name: string; leaseMs: number; fair: boolean; fenced: boolean },
   store: LockStore,
   placeMs: number,
   /** The engine's `safetyMarginMs`, if set. */
@@ -76,6 +78,7 @@ export function mutexAttempt(
   return {
     kind: 'mutex',
     key: req.key,
+    name: req.name,
     channel: keys.channel,
     fair: req.fair,
     refreshMs: undefined,
@@ -98,7 +101,7 @@ export function mutexAttempt(
  */
 export function rwAttempt(
   keys: RwKeys,
-  req: { key: string; leaseMs: number },
+  req: { key: string; name: string; leaseMs: number },
   kind: 'read' | 'write',
   heldWriteToken: string,
   writerPreference: boolean,
@@ -113,6 +116,7 @@ export function rwAttempt(
   return {
     kind,
     key: req.key,
+    name: req.name,
     channel: keys.channel,
     fair: false,
     refreshMs: kind === 'write' ? refreshFor(placeMs) : undefined,
@@ -144,7 +148,7 @@ export function rwAttempt(
  */
 export function permitAttempt(
   keys: SemKeys,
-  req: { key: string; leaseMs: number },
+  req: { key: string; name: string; leaseMs: number },
   permits: number,
   initialLimit: number,
   store: LockStore,
@@ -158,6 +162,7 @@ export function permitAttempt(
   return {
     kind: 'permit',
     key: req.key,
+    name: req.name,
     channel: keys.channel,
     fair: false,
     refreshMs: undefined,
