@@ -320,71 +320,39 @@ const ROWS: Row[] = [
     higherIsBetter: false,
     unit: 'ms',
   },
-  {
-    label: '12 Valkey 9: Redis CPU per cycle, native release, µs',
-    metric: 's12.redisUs',
-    higherIsBetter: false,
-    unit: 'µs',
-  },
-  { label: '12 Valkey 9: serial, native release', metric: 's12.ops', higherIsBetter: true, unit: 'k/s' },
-  { label: '12 Valkey 9: 64 flows, native release', metric: 's12.flows', higherIsBetter: true, unit: 'k/s' },
-  {
-    label: '12 Valkey 9: Redis CPU per cycle, script release, µs',
-    metric: 's12lua.redisUs',
-    higherIsBetter: false,
-    unit: 'µs',
-    peers: 's12.redisUs',
-  },
-  {
-    label: '12 Valkey 9: serial, script release',
-    metric: 's12lua.ops',
-    higherIsBetter: true,
-    unit: 'k/s',
-    peers: 's12.ops',
-  },
-  {
-    label: '12 Valkey 9: 64 flows, script release',
-    metric: 's12lua.flows',
-    higherIsBetter: true,
-    unit: 'k/s',
-    peers: 's12.flows',
-  },
-  {
-    label: '12n Valkey 9, node-redis: Redis CPU per cycle, native, µs',
-    metric: 's12n.redisUs',
-    higherIsBetter: false,
-    unit: 'µs',
-    peers: 's12.redisUs',
-  },
-  {
-    label: '12n Valkey 9, node-redis: serial, native',
-    metric: 's12n.ops',
-    higherIsBetter: true,
-    unit: 'k/s',
-    peers: 's12.ops',
-  },
-  {
-    label: '12n Valkey 9, node-redis: 64 flows, native',
-    metric: 's12n.flows',
-    higherIsBetter: true,
-    unit: 'k/s',
-    peers: 's12.flows',
-  },
-  {
-    label: '12n Valkey 9, node-redis: serial, script release',
-    metric: 's12nlua.ops',
-    higherIsBetter: true,
-    unit: 'k/s',
-    peers: 's12.ops',
-  },
-  {
-    label: '12n Valkey 9, node-redis: 64 flows, script release',
-    metric: 's12nlua.flows',
-    higherIsBetter: true,
-    unit: 'k/s',
-    peers: 's12.flows',
-  },
+  ...valkey9Rows(),
 ];
+
+/** Scenario 12's rows: each run on Valkey 9, its figures beside the peers' on the same server. */
+function valkey9Rows(): Row[] {
+  const runs: [metric: string, what: string][] = [
+    ['s12', 'native release'],
+    ['s12lua', 'script release'],
+    ['s12n', 'node-redis, native release'],
+    ['s12nlua', 'node-redis, script release'],
+  ];
+  return runs.flatMap(([metric, what]): Row[] => {
+    const label = `${metric.startsWith('s12n') ? '12n' : '12'} Valkey 9, ${what}`;
+    const peers = (figure: string): string | undefined => (metric === 's12' ? undefined : `s12.${figure}`);
+    return [
+      {
+        label: `${label}: Redis CPU per cycle, µs`,
+        metric: `${metric}.redisUs`,
+        peers: peers('redisUs'),
+        higherIsBetter: false,
+        unit: 'µs',
+      },
+      { label: `${label}: serial`, metric: `${metric}.ops`, peers: peers('ops'), higherIsBetter: true, unit: 'k/s' },
+      {
+        label: `${label}: 64 flows`,
+        metric: `${metric}.flows`,
+        peers: peers('flows'),
+        higherIsBetter: true,
+        unit: 'k/s',
+      },
+    ];
+  });
+}
 
 function fmt(value: number | undefined, unit: Row['unit']): string {
   if (value === undefined || Number.isNaN(value)) return '—';
