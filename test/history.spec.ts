@@ -86,6 +86,15 @@ describe('history check: 10 000 sections over 4 processes', () => {
     180_000,
   );
 
+  it('on a single Redis, through a Valkey GLIDE client', async () => {
+    const redis = await startRedis();
+    try {
+      expectClean(await runHistory({ REDIS: redis.url, CLIENT: 'glide' }));
+    } finally {
+      await redis.stop();
+    }
+  }, 180_000);
+
   it('on a single Redis, through a node-redis client', async () => {
     const redis = await startRedis();
     try {

@@ -79,14 +79,17 @@ function engine(lines: Lines, options: Partial<LockEngineOptions> = {}, events?:
 
 /** Resolves once the engine's client has reported `count` more connection errors (failed reconnections). */
 function connectionErrors(e: LockEngine, count: number): Promise<void> {
+  const client = e.client;
+  // The engine made an ioredis client of its own here (a URL).
+  if (!('on' in client)) throw new Error('expected a client with events');
   return new Promise((resolve) => {
     let seen = 0;
     const onError = (): void => {
       if (++seen < count) return;
-      e.client.off('error', onError);
+      client.off('error', onError);
       resolve();
     };
-    e.client.on('error', onError);
+    client.on('error', onError);
   });
 }
 

@@ -17,7 +17,7 @@ import {
 } from './validate';
 import type { ResolvedQuorum } from '../redis/redis-backend';
 import type { RedisClient, RedisSpec, RedisTarget } from '../redis/redis-client';
-import { isRedisClient } from '../redis/client-kind';
+import { isGlide, isGlideCluster, isRedisClient } from '../redis/client-kind';
 import type { ReplicaAckOptions } from '../redis/replica-ack';
 
 /**
@@ -214,7 +214,12 @@ export function resolveEngineOptions(
   }
   if (o.client !== undefined && !isRedisClient(o.client)) {
     throw new LockConfigError(
-      `client must be a Redis client you own (ioredis Redis or Cluster, node-redis createClient, createCluster or createSentinel), got ${describe(o.client)}; give redis for a URL or options.`,
+      `client must be a Redis client you own (ioredis Redis or Cluster, node-redis createClient, createCluster or createSentinel, Valkey GLIDE GlideClient), got ${describe(o.client)}; give redis for a URL or options.`,
+    );
+  }
+  if (isGlide(o.client) && isGlideCluster(o.client)) {
+    throw new LockConfigError(
+      'a Valkey GLIDE cluster client (GlideClusterClient) is not supported yet: give a GlideClient (one server), or an ioredis or node-redis Cluster client.',
     );
   }
   const keyPrefix = o.keyPrefix === undefined ? 'lock:' : o.keyPrefix;

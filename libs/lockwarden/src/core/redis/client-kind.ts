@@ -1,5 +1,6 @@
 import type { Cluster, Redis } from 'ioredis';
 import type { AnyNodeRedis } from './node-redis-connection';
+import type { GlideClientLike } from './glide-connection';
 
 /**
  * Which client a value is, told by the public methods each has (no client is loaded to ask).
@@ -31,7 +32,27 @@ export function isNodeRedis(value: unknown): value is AnyNodeRedis {
   );
 }
 
-/** Whether `value` is a client Lockwarden can use as it is: ioredis or node-redis. */
-export function isRedisClient(value: unknown): value is Redis | Cluster | AnyNodeRedis {
-  return isIoRedis(value) || isNodeRedis(value);
+/**
+ * A Valkey GLIDE client (`@valkey/valkey-glide` 2.x): `customCommand`, `invokeScript` and
+ * `getPubSubMessage`, which neither other client has.
+ */
+export function isGlide(value: unknown): value is GlideClientLike {
+  const v = value as { customCommand?: unknown; invokeScript?: unknown; getPubSubMessage?: unknown };
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    typeof v.customCommand === 'function' &&
+    typeof v.invokeScript === 'function' &&
+    typeof v.getPubSubMessage === 'function'
+  );
+}
+
+/** A GLIDE cluster client: it alone has sharded subscriptions. */
+export function isGlideCluster(value: GlideClientLike): boolean {
+  return typeof (value as { ssubscribe?: unknown }).ssubscribe === 'function';
+}
+
+/** Whether `value` is a client Lockwarden can use as it is: ioredis, node-redis or Valkey GLIDE. */
+export function isRedisClient(value: unknown): value is Redis | Cluster | AnyNodeRedis | GlideClientLike {
+  return isIoRedis(value) || isNodeRedis(value) || isGlide(value);
 }

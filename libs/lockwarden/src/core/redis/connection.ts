@@ -84,7 +84,7 @@ export interface SubscriberConnection {
  */
 export interface RedisConnection {
   /** Which client this is, for messages and the bench. */
-  readonly kind: 'ioredis' | 'node-redis';
+  readonly kind: 'ioredis' | 'node-redis' | 'glide';
   /** Whether this is a Cluster: scripts use SPUBLISH, and batches split by slot. */
   readonly cluster: boolean;
   /** The client object itself (what `LockEngine.client` gives back). */

@@ -3,7 +3,9 @@ import { ownRequire } from '../own-require';
 import type { RedisConnection } from './connection';
 import { IoRedisConnection } from './ioredis-connection';
 import { NodeRedisConnection } from './node-redis-connection';
-import { isIoRedis, isRedisClient } from './client-kind';
+import { isGlide, isIoRedis, isRedisClient } from './client-kind';
+import { GlideConnection } from './glide-connection';
+import type { GlideClientLike } from './glide-connection';
 import { GivenConnection } from './given-connection';
 import type { LockLogger } from '../observe/logger';
 import type { AnyNodeRedis } from './node-redis-connection';
@@ -25,8 +27,9 @@ export interface ClusterSpec {
 export type RedisTarget = string | RedisOptions | ClusterSpec;
 
 /**
- * A client the application made, connected, and closes: ioredis (`Redis`, `Cluster`) or
- * node-redis (`createClient()`, `createCluster()`, `createSentinel()`, `redis` 5 or 6).
+ * A client the application made, connected, and closes: ioredis (`Redis`, `Cluster`),
+ * node-redis (`createClient()`, `createCluster()`, `createSentinel()`, `redis` 5 or 6), or a
+ * Valkey GLIDE `GlideClient` (one server; see docs/topologies.md).
  *
  * @example
  * ```ts
@@ -35,7 +38,7 @@ export type RedisTarget = string | RedisOptions | ClusterSpec;
  * LockModule.forRoot({ client });
  * ```
  */
-export type RedisClient = Redis | Cluster | AnyNodeRedis;
+export type RedisClient = Redis | Cluster | AnyNodeRedis | GlideClientLike;
 
 /** Where to find Redis: where to connect (RedisTarget), or a client the caller owns and closes. */
 export type RedisSpec = RedisTarget | RedisClient;
@@ -68,7 +71,11 @@ const wrapped = new WeakMap<object, RedisConnection>();
 export function connectionOf(client: RedisClient): RedisConnection {
   let connection = wrapped.get(client);
   if (!connection) {
-    connection = isIoRedis(client) ? new IoRedisConnection(client) : new NodeRedisConnection(client);
+    connection = isIoRedis(client)
+      ? new IoRedisConnection(client)
+      : isGlide(client)
+        ? new GlideConnection(client)
+        : new NodeRedisConnection(client);
     wrapped.set(client, connection);
   }
   return connection;
