@@ -7,7 +7,8 @@ import type {
   StreamEntry,
   SubscriberConnection,
 } from './connection';
-import { commandKnown, compareDeleteArgs, hashReply, streamReply } from './connection';
+import { compareDeleteArgs, hashReply, streamReply } from './connection';
+import { CommandServer } from './command-server';
 
 /**
  * What Lockwarden uses of a Valkey GLIDE client (`@valkey/valkey-glide` 2.x, `GlideClient`),
@@ -108,7 +109,7 @@ export class GlideConnection implements RedisConnection {
 
   servers(): ServerConnection[] {
     return [
-      new GlideServer(
+      new CommandServer(
         'the Valkey GLIDE client',
         () => this.state(),
         (args) => this.send(args),
@@ -140,40 +141,6 @@ export class GlideConnection implements RedisConnection {
   async close(): Promise<void> {
     // The application's client: it closes it.
     this.closed = true;
-  }
-}
-
-class GlideServer implements ServerConnection {
-  constructor(
-    readonly address: string,
-    readonly state: () => ConnectionState,
-    private readonly send: (args: (string | number)[]) => Promise<unknown>,
-  ) {}
-
-  ping(): Promise<unknown> {
-    return this.send(['PING']);
-  }
-
-  scriptLoad(source: string): Promise<unknown> {
-    return this.send(['SCRIPT', 'LOAD', source]);
-  }
-
-  async scriptExists(shas: readonly string[]): Promise<number[]> {
-    return ((await this.send(['SCRIPT', 'EXISTS', ...shas])) as unknown[]).map((v) => Number(v === true ? 1 : v));
-  }
-
-  async scan(cursor: string, match: string, count: number): Promise<[string, string[]]> {
-    const [next, keys] = (await this.send(['SCAN', cursor, 'MATCH', match, 'COUNT', count])) as [unknown, unknown[]];
-    return [String(next), keys.map(String)];
-  }
-
-  async dbsize(): Promise<number> {
-    return Number(await this.send(['DBSIZE']));
-  }
-
-  async commandsKnown(names: readonly string[]): Promise<boolean[]> {
-    const reply = (await this.send(['COMMAND', 'INFO', ...names])) as unknown[];
-    return names.map((_, i) => commandKnown(reply[i]));
   }
 }
 

@@ -6,7 +6,8 @@ import type {
   StreamEntry,
   SubscriberConnection,
 } from './connection';
-import { commandKnown, compareDeleteArgs, hashReply, isNoScript, streamReply } from './connection';
+import { compareDeleteArgs, hashReply, isNoScript, streamReply } from './connection';
+import { CommandServer } from './command-server';
 import type { CompareDelete } from './connection';
 
 /** What Lockwarden listens with: 'error' gets the error; the others get nothing it reads. */
@@ -161,7 +162,7 @@ export class NodeRedisConnection implements RedisConnection {
   servers(): ServerConnection[] {
     if (this.shape !== 'cluster') {
       return [
-        new NodeRedisServer(
+        new CommandServer(
           this.describe(),
           () => this.state(),
           (args) => this.send(undefined, args),
@@ -171,7 +172,7 @@ export class NodeRedisConnection implements RedisConnection {
     const cluster = this.client as NodeRedisCluster;
     return cluster.masters.map(
       (master) =>
-        new NodeRedisServer(
+        new CommandServer(
           master.address,
           () => (master.client?.isReady ? 'ready' : 'connecting'),
           async (args) => (await cluster.nodeClient(master as never)).sendCommand(args),
@@ -267,43 +268,6 @@ function scriptArgs(
   const out = [command, script, String(keys.length), ...keys];
   for (const arg of args) out.push(String(arg));
   return out;
-}
-
-class NodeRedisServer implements ServerConnection {
-  constructor(
-    readonly address: string,
-    readonly state: () => ConnectionState,
-    private readonly send: (args: string[]) => Promise<unknown>,
-  ) {}
-
-  ping(): Promise<unknown> {
-    return this.send(['PING']);
-  }
-
-  scriptLoad(source: string): Promise<unknown> {
-    return this.send(['SCRIPT', 'LOAD', source]);
-  }
-
-  async scriptExists(shas: readonly string[]): Promise<number[]> {
-    return ((await this.send(['SCRIPT', 'EXISTS', ...shas])) as unknown[]).map(Number);
-  }
-
-  async scan(cursor: string, match: string, count: number): Promise<[string, string[]]> {
-    const [next, keys] = (await this.send(['SCAN', cursor, 'MATCH', match, 'COUNT', String(count)])) as [
-      unknown,
-      unknown[],
-    ];
-    return [String(next), keys.map(String)];
-  }
-
-  async dbsize(): Promise<number> {
-    return Number(await this.send(['DBSIZE']));
-  }
-
-  async commandsKnown(names: readonly string[]): Promise<boolean[]> {
-    const reply = (await this.send(['COMMAND', 'INFO', ...names])) as unknown[];
-    return names.map((_, i) => commandKnown(reply[i]));
-  }
 }
 
 /** node-redis wants one listener per channel; ours hands every message to one handler. */
