@@ -3,6 +3,7 @@ import { Redlock as SesameRedlock } from '@sesamecare-oss/redlock';
 import Redlock from 'redlock';
 import { Mutex } from 'redis-semaphore';
 import { createClient } from 'redis';
+import { GlideClient } from '@valkey/valkey-glide';
 import { LockEngine } from '../libs/lockwarden/src/core/engine/lock-engine';
 
 /** A held lock, whichever library took it. */
@@ -63,6 +64,30 @@ export function lockwarden(
     close: async () => {
       await engine.close();
       await client?.close();
+    },
+  };
+}
+
+/**
+ * Lockwarden through a Valkey GLIDE client the caller made (GLIDE connects asynchronously, so
+ * the engine is made on the first acquire), on the peers' terms as above.
+ */
+export function lockwardenGlide(url: string): Adapter {
+  const { hostname, port } = new URL(url);
+  let glide: GlideClient | undefined;
+  let ready: Promise<LockEngine> | undefined;
+  const engine = (): Promise<LockEngine> =>
+    (ready ??= GlideClient.createClient({ addresses: [{ host: hostname, port: Number(port) }] }).then((client) => {
+      glide = client;
+      return new LockEngine({ client, keyPrefix: 'bench:lw:', waitMs: 60_000 });
+    }));
+  return {
+    name: 'lockwarden glide',
+    peer: false,
+    acquire: async (key) => (await engine()).acquire(key, { leaseMs: TTL, renew: false }),
+    close: async () => {
+      if (ready) await (await ready).close();
+      glide?.close();
     },
   };
 }
@@ -133,6 +158,7 @@ export const LIBRARIES: Record<string, (url: string) => Adapter> = {
   'lockwarden token': (url) => lockwarden(url, { readToken: true }),
   'lockwarden fenced': (url) => lockwarden(url, { readToken: true, fenced: true }),
   'lockwarden node-redis': (url) => lockwarden(url, { nodeRedis: true }),
+  'lockwarden glide': (url) => lockwardenGlide(url),
 };
 
 export function makeAdapter(name: string, url: string): Adapter {

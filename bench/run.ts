@@ -96,7 +96,7 @@ async function main(): Promise<void> {
   const fencedReader = makeAdapter('lockwarden fenced', url);
   const nodeRedis = makeAdapter('lockwarden node-redis', url);
   const v9 = valkey9Binary();
-  steps = CFG.rounds * (MAIN.length * 5 + 8 + (v9 ? 6 : 0)) + MULTI.length + 8;
+  steps = CFG.rounds * (MAIN.length * 5 + 8 + (v9 ? 8 : 0)) + MULTI.length + 8;
   const admin = new Redis(url);
   try {
     for (let round = 0; round < CFG.rounds; round++) {
@@ -330,9 +330,11 @@ function valkey9Rows(): Row[] {
     ['s12lua', 'script release'],
     ['s12n', 'node-redis, native release'],
     ['s12nlua', 'node-redis, script release'],
+    ['s12g', 'GLIDE, native release'],
+    ['s12glua', 'GLIDE, script release'],
   ];
   return runs.flatMap(([metric, what]): Row[] => {
-    const label = `${metric.startsWith('s12n') ? '12n' : '12'} Valkey 9, ${what}`;
+    const label = `${metric.startsWith('s12n') ? '12n' : metric.startsWith('s12g') ? '12g' : '12'} Valkey 9, ${what}`;
     const peers = (figure: string): string | undefined => (metric === 's12' ? undefined : `s12.${figure}`);
     return [
       {
@@ -487,6 +489,8 @@ function valkey9Targets(ours: (m: string) => number): { text: string; ok: boolea
     ['64 flows', 's12.flows', 's12lua.flows'],
     ['serial through node-redis', 's12n.ops', 's12nlua.ops'],
     ['64 flows through node-redis', 's12n.flows', 's12nlua.flows'],
+    ['serial through GLIDE', 's12g.ops', 's12glua.ops'],
+    ['64 flows through GLIDE', 's12g.flows', 's12glua.flows'],
   ];
   return [
     { text: `12: Redis CPU per cycle on Valkey 9 ≤ 0.5× redis-semaphore's (${us.toFixed(2)}×)`, ok: us <= 0.5 },

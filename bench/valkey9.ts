@@ -17,7 +17,7 @@ export function valkey9Binary(): string | undefined {
 
 /**
  * Scenario 12, on Valkey 9: the uncontended cycle where the release is the server's own
- * `DELIFEQ`, through each client, against the same server with that command renamed away (so
+ * `DELIFEQ`, through each client (ioredis, node-redis, GLIDE), against the same server with that command renamed away (so
  * the library finds none, and releases with its script), and against redis-semaphore.
  */
 export async function valkey9Cycles(
@@ -32,10 +32,12 @@ export async function valkey9Cycles(
   const runs: [server: RedisProcess, lib: string, as: string, metric: string][] = [
     [native, 'lockwarden', 'lockwarden', 's12'],
     [native, 'lockwarden node-redis', 'lockwarden', 's12n'],
+    [native, 'lockwarden glide', 'lockwarden', 's12g'],
     [native, 'semaphore', 'semaphore', 's12'],
     [native, 'semaphore tuned', 'semaphore tuned', 's12'],
     [scripted, 'lockwarden', 'lockwarden', 's12lua'],
     [scripted, 'lockwarden node-redis', 'lockwarden', 's12nlua'],
+    [scripted, 'lockwarden glide', 'lockwarden', 's12glua'],
   ];
   try {
     for (const [server, lib, as, metric] of runs) {
