@@ -310,6 +310,22 @@ describe('a release others wait for, between processes', () => {
     expect(events.count({ type: 'acquired', key: 's', handedOff: true })).toBe(2);
   });
 
+  it('callers of an engine that has no place in the queue yet each ask the server: free permits are taken at once', async () => {
+    // Places renewed every 3 minutes: a caller that waited in line for nothing would stall the test.
+    const { events, a, b } = twoEngines('handoff-not-in-line', { placeMs: 600_000 });
+    const sem = b.semaphore('s', { limit: 2 });
+    // One contended round, so the engine's channel stays subscribed for the callers below.
+    const held = await a.semaphore('s', { limit: 2 }).acquire({ leaseMs: 60_000, permits: 2 });
+    const parked = events.next({ type: 'waiting', key: 's' });
+    const first = sem.acquire({ leaseMs: 60_000, waitMs: 600_000 });
+    await parked;
+    await held.release();
+    await (await first).release();
+    // Two callers at once, two permits free: neither waits behind the other.
+    const both = await Promise.all([0, 1].map(() => sem.acquire({ leaseMs: 60_000, waitMs: 600_000 })));
+    for (const h of both) expect(await h.release()).toBe(true);
+  });
+
   it("an engine's semaphore waiters share one place, and the next takes it in turn: none is left without one", async () => {
     // Places renewed every 3 minutes: a waiter left without a place would wait that long.
     const { keyPrefix, events, a, b } = twoEngines('handoff-share', { placeMs: 600_000 });

@@ -29,10 +29,10 @@ export interface WakeBus {
    */
   mayTakePlace(waiter: Waiter): boolean;
   /**
-   * Whether other waiters of this engine share `waiter`'s place (semaphores) and wait already:
-   * a new caller then waits in line behind them.
+   * Whether another waiter of this engine holds the place `waiter` would share (semaphores):
+   * the engine is queued on the server already, so a new caller waits in line behind it.
    */
-  othersWaiting(waiter: Waiter): boolean;
+  placeTaken(waiter: Waiter): boolean;
   /** Removes a waiter; `acquired`: it got its lock or permits. */
   leave(waiter: Waiter, acquired: boolean): void;
   /** Interrupts every waiter and closes what the bus opened. */

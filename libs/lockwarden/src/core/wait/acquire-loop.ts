@@ -122,101 +122,93 @@ export async function acquireLoop(
       early.sharesPlace = attempt.queues;
       if (ctx.bus.joinIfLive(early)) {
         waiter = early;
-        // Where this engine already waits for the semaphore, a new caller waits behind its
-        // waiters (releases here pass permits to the oldest of them; the engine's place in the
-        // queue passes from one to the next), instead of an attempt that would find no room, or
-        // take the permits from under them. Not a single try (waitMs 0): that asks the server.
-        inLine = waitMs > 0 && attempt.queues && ctx.bus.othersWaiting(early);
+        // Where this engine waits for the semaphore already, with its place in the queue taken
+        // (the server said "no room"), a new caller waits behind its waiters: releases here pass
+        // permits to the oldest of them, and the engine's place passes from one to the next.
+        // An attempt would find no room, or take the permits from under them. Not a single try
+        // (waitMs 0): that asks the server.
+        inLine = waitMs > 0 && attempt.queues && ctx.bus.placeTaken(early);
       }
     }
     for (;;) {
       gate.check();
+      let cap: number;
       if (inLine) {
-        inLine = false;
         // As if told "busy": its wait is bounded by its budget alone, and it withdraws on the
         // way out (a pass may have named it as it gave up).
+        inLine = false;
         sent = true;
         heardBusy = true;
         busyMs = attempt.queueRefreshMs ?? 0;
-        if (!parked) {
-          parked = true;
-          ctx.emit?.({ type: 'waiting', key: attempt.key, name: attempt.name });
-        }
-        const woke = await parkFor(gate, waiter!, Math.min(busyMs, deadline - performance.now()));
-        if (woke === 'pass') {
-          granted = true;
-          return { granted: true, ...waiter!.handOffGrant!, handedOff: true };
-        }
-        if (performance.now() >= deadline) return { granted: false, busyMs };
-        continue;
-      }
-      const sentAt = performance.now();
-      sent = true;
-      lastBusy = false;
-      if (!queued && attempt.queues && waiter && ctx.bus.mayTakePlace(waiter)) {
-        // It found the lock busy and listens on its inbox: from now on it holds a place.
-        queued = true;
-        waiter.fair = true;
-        waiter.waiterId = waiterId = newWaiterId();
-      }
-      const seq = sentTimes.push(sentAt) - 1;
-      const work = send(ctx.store, attempt, queued, { waiterId, inbox: ctx.bus.inboxId, seq }, waiter !== undefined);
-      let reply: number | typeof LATE | typeof FAILED;
-      if (!heardBusy) {
-        reply = await ask(ctx, gate, attempt.key, work, settleBy - sentAt, settleBy - started, cold);
+        cap = Math.min(busyMs, deadline - performance.now());
       } else {
-        // After a "busy", an attempt still unanswered at the deadline ends the wait as busy.
-        reply = await retry(ctx, gate, attempt.key, wrapped(attempt.key, 'acquire', work), deadline - sentAt);
-        if (reply === LATE) return { granted: false, busyMs };
-      }
-      let cap: number;
-      if (reply === FAILED) {
-        // The lock was busy at the last answer: a retry that fails (a slot being moved, a
-        // connection being made again) ends nothing. Back off, and try again within the budget.
-        failures++;
-        const now = performance.now();
-        if (now >= deadline) return { granted: false, busyMs };
-        cap = Math.min(retryPauseMs(failures), deadline - now);
-      } else {
-        failures = 0;
-        // Answered, so connected: node-redis can answer what it queued before it says it is ready.
-        if (ctx.firstConnection?.pending) ctx.firstConnection.pending = false;
-        if (reply >= 0) {
-          granted = true;
-          if (handedOff) return { granted: true, fencingToken: reply, leaseFrom: sentAt, handedOff, contended: true };
-          return heardBusy
-            ? { granted: true, fencingToken: reply, leaseFrom: sentAt, contended: true }
-            : { granted: true, fencingToken: reply, leaseFrom: sentAt };
+        const sentAt = performance.now();
+        sent = true;
+        lastBusy = false;
+        if (!queued && attempt.queues && waiter && ctx.bus.mayTakePlace(waiter)) {
+          // It found the lock busy and listens on its inbox: from now on it holds a place.
+          queued = true;
+          waiter.fair = true;
+          waiter.waiterId = waiterId = newWaiterId();
         }
-        busyMs = -reply;
-        heardBusy = true;
-        lastBusy = true;
-        const now = performance.now();
-        if (now >= deadline) return { granted: false, busyMs };
-        if (!waiter) {
-          // A waiter that queues listens on its engine's inbox for the lock: a hand-off is
-          // published there only, so no other process wakes for it.
-          waiter = new Waiter(listenOn(ctx.bus.inboxId, attempt), queued, waiterId, attempt.channel);
-          waiter.handoffMs = attempt.handoffMs;
-          waiter.handOff = attempt.handOff;
-          waiter.sharesPlace = attempt.kind === 'permit' && attempt.queues;
-          // Within the budget and the holder's lease: a subscription that never lands costs at
-          // most the lease, as a lost message does.
-          const joined = await gate.orLate(
-            subscribed(ctx, attempt.key, ctx.bus.join(waiter)),
-            Math.min(deadline - now, busyMs),
-          );
-          if (joined === LATE && performance.now() >= deadline) return { granted: false, busyMs };
-          // Subscribed, or the lease ran out first: try again, so a release before the
-          // subscription is not missed. Not subscribed (the subscribe failed): wait below, by the lease.
-          if (joined !== false) continue;
+        const seq = sentTimes.push(sentAt) - 1;
+        const work = send(ctx.store, attempt, queued, { waiterId, inbox: ctx.bus.inboxId, seq }, waiter !== undefined);
+        let reply: number | typeof LATE | typeof FAILED;
+        if (!heardBusy) {
+          reply = await ask(ctx, gate, attempt.key, work, settleBy - sentAt, settleBy - started, cold);
+        } else {
+          // After a "busy", an attempt still unanswered at the deadline ends the wait as busy.
+          reply = await retry(ctx, gate, attempt.key, wrapped(attempt.key, 'acquire', work), deadline - sentAt);
+          if (reply === LATE) return { granted: false, busyMs };
         }
-        // A queued waiter checks back before its place lapses; hand-offs to other engines'
-        // waiters are not told to it, so it also learns this way of one that lapsed unused.
-        const refresh = (queued || attempt.queues ? attempt.queueRefreshMs : attempt.refreshMs) ?? Infinity;
-        cap = Math.min(busyMs, deadline - now, refresh);
+        if (reply === FAILED) {
+          // The lock was busy at the last answer: a retry that fails (a slot being moved, a
+          // connection being made again) ends nothing. Back off, and try again within the budget.
+          failures++;
+          const now = performance.now();
+          if (now >= deadline) return { granted: false, busyMs };
+          cap = Math.min(retryPauseMs(failures), deadline - now);
+        } else {
+          failures = 0;
+          // Answered, so connected: node-redis can answer what it queued before it says it is ready.
+          if (ctx.firstConnection?.pending) ctx.firstConnection.pending = false;
+          if (reply >= 0) {
+            granted = true;
+            if (handedOff) return { granted: true, fencingToken: reply, leaseFrom: sentAt, handedOff, contended: true };
+            return heardBusy
+              ? { granted: true, fencingToken: reply, leaseFrom: sentAt, contended: true }
+              : { granted: true, fencingToken: reply, leaseFrom: sentAt };
+          }
+          busyMs = -reply;
+          heardBusy = true;
+          lastBusy = true;
+          const now = performance.now();
+          if (now >= deadline) return { granted: false, busyMs };
+          if (!waiter) {
+            // A waiter that queues listens on its engine's inbox for the lock: a hand-off is
+            // published there only, so no other process wakes for it.
+            waiter = new Waiter(listenOn(ctx.bus.inboxId, attempt), queued, waiterId, attempt.channel);
+            waiter.handoffMs = attempt.handoffMs;
+            waiter.handOff = attempt.handOff;
+            waiter.sharesPlace = attempt.kind === 'permit' && attempt.queues;
+            // Within the budget and the holder's lease: a subscription that never lands costs at
+            // most the lease, as a lost message does.
+            const joined = await gate.orLate(
+              subscribed(ctx, attempt.key, ctx.bus.join(waiter)),
+              Math.min(deadline - now, busyMs),
+            );
+            if (joined === LATE && performance.now() >= deadline) return { granted: false, busyMs };
+            // Subscribed, or the lease ran out first: try again, so a release before the
+            // subscription is not missed. Not subscribed (the subscribe failed): wait below, by the lease.
+            if (joined !== false) continue;
+          }
+          // A queued waiter checks back before its place lapses; hand-offs to other engines'
+          // waiters are not told to it, so it also learns this way of one that lapsed unused.
+          const refresh = (queued || attempt.queues ? attempt.queueRefreshMs : attempt.refreshMs) ?? Infinity;
+          cap = Math.min(busyMs, deadline - now, refresh);
+        }
       }
-      // A retry follows a "busy" answer, after which this process always has a waiter.
+      // A retry follows a "busy" answer (or joining the line), after which this process always has a waiter.
       if (!waiter) return { granted: false, busyMs };
       if (!parked) {
         parked = true;

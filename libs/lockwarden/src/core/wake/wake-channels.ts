@@ -108,10 +108,11 @@ export class WakeChannels implements WakeBus, WakeSink {
     return true;
   }
 
-  othersWaiting(waiter: Waiter): boolean {
+  placeTaken(waiter: Waiter): boolean {
     if (!waiter.sharesPlace) return false;
     const state = this.channels.get(waiter.channel);
-    return state?.waiters.some((w) => w !== waiter && w.sharesPlace) ?? false;
+    const holder = state?.placeHolder;
+    return holder !== undefined && holder !== waiter && state!.waiters.includes(holder);
   }
 
   /** Removes a waiter. One that leaves holding an unused wake-up passes it on. */
