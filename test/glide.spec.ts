@@ -1,12 +1,14 @@
 // Valkey GLIDE as a third client: the shared behaviour suite through GlideClient on one
-// server, Redis 7 and (where built) Valkey 9, plus what GLIDE refuses.
+// server and through GlideClusterClient on a 3-master Cluster, Redis 7 and (where built) Valkey 9.
 import { GlideClient, GlideClusterClient } from '@valkey/valkey-glide';
-import { LockConfigError, LockEngine, LockModule } from 'lockwarden';
+import { Redis } from 'ioredis';
+import { LockEngine, LockModule } from 'lockwarden';
 import type { LockEngineOptions } from 'lockwarden';
 import { describeLockBehaviour } from './behaviour/lock-behaviour';
 import { closeNow } from './harness/engines';
 import { startRedis, uniquePrefix, valkey9 } from './harness/redis';
 import type { RedisTarget, ServerKind } from './harness/redis';
+import { RedisCluster } from './harness/redis-cluster';
 
 const SERVERS: [string, ServerKind][] = [
   ['Redis 7', 'redis'],
@@ -61,11 +63,89 @@ describe.each(SERVERS)('through a GLIDE client, on %s', (name, server) => {
   }));
 });
 
-describe('a GLIDE cluster client', () => {
-  it('is refused with LockConfigError before anything touches a server', () => {
-    // The prototype alone: a cluster client is told by its methods, and none is called.
-    const cluster = Object.create(GlideClusterClient.prototype) as GlideClusterClient;
-    expect(() => new LockEngine({ client: cluster })).toThrow(LockConfigError);
-    expect(() => new LockEngine({ client: cluster })).toThrow(/GlideClusterClient/);
+/** Redis 7 Cluster always; Valkey 9 Cluster where Valkey 9 was built. */
+const CLUSTERS: [string, string | undefined][] = [
+  ['Redis 7', undefined],
+  ...(valkey9 ? [['Valkey 9', valkey9] as [string, string]] : []),
+];
+
+describe.each(CLUSTERS)('through a GLIDE cluster client, on a 3-master %s Cluster', (name, binary) => {
+  let cluster: RedisCluster;
+  const clients: GlideClusterClient[] = [];
+  const engines: LockEngine[] = [];
+
+  beforeAll(async () => {
+    cluster = await RedisCluster.start({ masters: 3, binary });
+    for (let i = 0; i < 3; i++) {
+      clients.push(await GlideClusterClient.createClient({ addresses: cluster.startupNodes }));
+    }
+  }, 60_000);
+
+  afterEach(async () => {
+    await Promise.all(engines.splice(0).map(closeNow));
   });
+
+  afterAll(async () => {
+    for (const c of clients.splice(0)) c.close();
+    await cluster.stop();
+  });
+
+  const pair = (options: Partial<LockEngineOptions> = {}): [LockEngine, LockEngine] => {
+    const keyPrefix = uniquePrefix(`glide-cluster-${name}`);
+    const made = [0, 1].map((i) => new LockEngine({ client: clients[i], keyPrefix, ...options })) as [
+      LockEngine,
+      LockEngine,
+    ];
+    engines.push(...made);
+    return made;
+  };
+
+  it('finds every primary, loads the scripts on each, and wakes a waiter on another slot owner', async () => {
+    const [a, b] = pair();
+    // Keys on each master's slots: a release on each must reach its waiter through that shard.
+    const keys = ['a', 'b', 'c', 'd', 'e', 'f'];
+    for (const key of keys) {
+      const held = await a.acquire(key);
+      const waiting = b.acquire(key, { waitMs: 30_000 });
+      await held.release();
+      await (await waiting).release();
+    }
+    // The primaries come from CLUSTER NODES, asked when the client was first given: look until it answered.
+    let health = await a.health();
+    while (health.servers === 0 || !health.scriptsLoaded) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      health = await a.health();
+    }
+    expect(health.servers).toBe(3);
+    expect(health.serversUp).toBe(3);
+    expect(health.scriptsLoaded).toBe(true);
+  });
+
+  (binary ? it : it.skip)("releases with each master's own DELIFEQ on Valkey 9, found per primary", async () => {
+    const [a] = pair();
+    const masters = cluster.startupNodes.map((n) => new Redis(n.port, n.host));
+    const perMaster = async (): Promise<number[]> =>
+      Promise.all(
+        masters.map(async (m) => Number(/cmdstat_delifeq:calls=(\d+)/.exec(await m.info('commandstats'))?.[1] ?? 0)),
+      );
+    try {
+      const before = await perMaster();
+      // The commands are looked up once the primaries are known: until then releases take the script.
+      for (let i = 0; i < 1_000 && (await perMaster()).every((n, j) => n === before[j]); i++) {
+        await (await a.acquire('warm')).release();
+      }
+      const from = await perMaster();
+      // 'b', 'c' and 'a' hash to the first, second and third master's slots.
+      for (const key of ['a', 'b', 'c']) expect(await (await a.acquire(key)).release()).toBe(true);
+      const after = await perMaster();
+      expect(after.map((n, i) => n - from[i])).toEqual([1, 1, 1]);
+    } finally {
+      for (const m of masters) m.disconnect();
+    }
+  });
+
+  describeLockBehaviour(`GLIDE on a ${name} Cluster`, () => ({
+    pair,
+    module: () => LockModule.forRoot({ client: clients[2], keyPrefix: uniquePrefix(`glide-cluster-nest-${name}`) }),
+  }));
 });

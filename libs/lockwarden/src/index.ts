@@ -14,7 +14,7 @@ export type { LockEngineOptions, QuorumOptions } from './core/options/engine-opt
 export type { ReplicaAckOptions } from './core/redis/replica-ack';
 export type { RedisClient, RedisSpec, RedisTarget, ClusterSpec } from './core/redis/redis-client';
 export type { NodeRedisClient, NodeRedisCluster, NodeRedisSentinel } from './core/redis/node-redis-connection';
-export type { GlideClientLike } from './core/redis/glide-connection';
+export type { GlideClientLike, GlideClusterClientLike, GlideRoute } from './core/redis/glide-connection';
 export { LockEngine } from './core/engine/lock-engine';
 // One name for two things: the type of what LockService.semaphore() returns, and the decorator.
 export { Semaphore } from './nest/decorators/semaphore.decorator';

@@ -6,7 +6,7 @@ export type { LockLogger } from './observe/logger';
 export type { RedisClient, RedisSpec, RedisTarget } from './redis/redis-client';
 export { connectionOf } from './redis/redis-client';
 export type { NodeRedisClient, NodeRedisCluster, NodeRedisSentinel } from './redis/node-redis-connection';
-export type { GlideClientLike } from './redis/glide-connection';
+export type { GlideClientLike, GlideClusterClientLike, GlideRoute } from './redis/glide-connection';
 export type { LockBackend, Topology } from './backend/lock-backend';
 export { Leadership } from './leader/leadership';
 export type { CampaignOptions, ChangesOptions, LeadershipListener } from './options/leadership-options';

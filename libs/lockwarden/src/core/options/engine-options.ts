@@ -17,7 +17,7 @@ import {
 } from './validate';
 import type { ResolvedQuorum } from '../redis/redis-backend';
 import type { RedisClient, RedisSpec, RedisTarget } from '../redis/redis-client';
-import { isGlide, isGlideCluster, isRedisClient } from '../redis/client-kind';
+import { isRedisClient } from '../redis/client-kind';
 import type { ReplicaAckOptions } from '../redis/replica-ack';
 
 /**
@@ -214,12 +214,7 @@ export function resolveEngineOptions(
   }
   if (o.client !== undefined && !isRedisClient(o.client)) {
     throw new LockConfigError(
-      `client must be a Redis client you own (ioredis Redis or Cluster, node-redis createClient, createCluster or createSentinel, Valkey GLIDE GlideClient), got ${describe(o.client)}; give redis for a URL or options.`,
-    );
-  }
-  if (isGlide(o.client) && isGlideCluster(o.client)) {
-    throw new LockConfigError(
-      'a Valkey GLIDE cluster client (GlideClusterClient) is not supported yet: give a GlideClient (one server), or an ioredis or node-redis Cluster client.',
+      `client must be a Redis client you own (ioredis Redis or Cluster, node-redis createClient, createCluster or createSentinel, Valkey GLIDE GlideClient or GlideClusterClient), got ${describe(o.client)}; give redis for a URL or options.`,
     );
   }
   const keyPrefix = o.keyPrefix === undefined ? 'lock:' : o.keyPrefix;

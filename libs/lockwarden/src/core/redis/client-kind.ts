@@ -1,6 +1,6 @@
 import type { Cluster, Redis } from 'ioredis';
 import type { AnyNodeRedis } from './node-redis-connection';
-import type { GlideClientLike } from './glide-connection';
+import type { AnyGlideClient } from './glide-connection';
 
 /**
  * Which client a value is, told by the public methods each has (no client is loaded to ask).
@@ -33,10 +33,10 @@ export function isNodeRedis(value: unknown): value is AnyNodeRedis {
 }
 
 /**
- * A Valkey GLIDE client (`@valkey/valkey-glide` 2.x): `customCommand`, `invokeScript` and
- * `getPubSubMessage`, which neither other client has.
+ * A Valkey GLIDE client (`@valkey/valkey-glide` 2.x), standalone or cluster: `customCommand`,
+ * `invokeScript` and `getPubSubMessage`, which neither other client has.
  */
-export function isGlide(value: unknown): value is GlideClientLike {
+export function isGlide(value: unknown): value is AnyGlideClient {
   const v = value as { customCommand?: unknown; invokeScript?: unknown; getPubSubMessage?: unknown };
   return (
     typeof value === 'object' &&
@@ -47,12 +47,7 @@ export function isGlide(value: unknown): value is GlideClientLike {
   );
 }
 
-/** A GLIDE cluster client: it alone has sharded subscriptions. */
-export function isGlideCluster(value: GlideClientLike): boolean {
-  return typeof (value as { ssubscribe?: unknown }).ssubscribe === 'function';
-}
-
 /** Whether `value` is a client Lockwarden can use as it is: ioredis, node-redis or Valkey GLIDE. */
-export function isRedisClient(value: unknown): value is Redis | Cluster | AnyNodeRedis | GlideClientLike {
+export function isRedisClient(value: unknown): value is Redis | Cluster | AnyNodeRedis | AnyGlideClient {
   return isIoRedis(value) || isNodeRedis(value) || isGlide(value);
 }

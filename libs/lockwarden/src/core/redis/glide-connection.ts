@@ -9,12 +9,15 @@ import type {
 } from './connection';
 import { compareDeleteArgs, hashReply, streamReply } from './connection';
 import { CommandServer } from './command-server';
+import { GlideClusterServers } from './glide-cluster-servers';
+import type { GlidePrimary } from './glide-cluster-servers';
+import { GlideSubscriber } from './glide-pubsub';
 
 /**
- * What Lockwarden uses of a Valkey GLIDE client (`@valkey/valkey-glide` 2.x, `GlideClient`),
- * described by shape so that GLIDE is never loaded unless the application gives one. Every
- * command goes through `customCommand`; pub/sub through `subscribe` and `getPubSubMessage`
- * (GLIDE speaks RESP3, so a subscribed client still runs commands).
+ * What Lockwarden uses of a Valkey GLIDE client on one server (`@valkey/valkey-glide` 2.x,
+ * `GlideClient`), described by shape so that GLIDE is never loaded unless the application
+ * gives one. Every command goes through `customCommand`; pub/sub through `subscribe` and
+ * `getPubSubMessage` (GLIDE speaks RESP3, so a subscribed client still runs commands).
  *
  * @example
  * ```ts
@@ -32,6 +35,33 @@ export interface GlideClientLike {
   close(errorMessage?: string): void;
 }
 
+/** Where a GLIDE cluster client sends one command: the primary of a key's slot, one address, or any node. */
+export type GlideRoute =
+  'randomNode' | { type: 'primarySlotKey'; key: string } | { type: 'routeByAddress'; host: string; port: number };
+
+/**
+ * What Lockwarden uses of a Valkey GLIDE cluster client (`GlideClusterClient`): commands
+ * through `customCommand`, each routed to the primary of its key's slot, and sharded pub/sub
+ * (`ssubscribe`), which GLIDE follows across resharding by itself.
+ *
+ * @example
+ * ```ts
+ * import { GlideClusterClient } from '@valkey/valkey-glide';
+ * const client = await GlideClusterClient.createClient({ addresses: [{ host: 'valkey-1', port: 6379 }] });
+ * LockModule.forRoot({ client });
+ * ```
+ */
+export interface GlideClusterClientLike {
+  customCommand(args: string[], options?: { route?: GlideRoute }): Promise<unknown>;
+  ssubscribe(channels: Iterable<string>, timeoutMs: number): Promise<void>;
+  sunsubscribe(channels: Iterable<string> | null, timeoutMs: number): Promise<void>;
+  getPubSubMessage(): Promise<{ channel: unknown; message: unknown }>;
+  close(errorMessage?: string): void;
+}
+
+/** Either GLIDE client. */
+export type AnyGlideClient = GlideClientLike | GlideClusterClientLike;
+
 /** GLIDE answers a map (RESP3) as a list of `{ key, value }` records: the flat list the other clients give. */
 function flatten(reply: unknown): unknown {
   if (!Array.isArray(reply) || reply.length === 0) return reply;
@@ -45,93 +75,128 @@ function isGlideNoScript(err: unknown): boolean {
   return err instanceof Error && /NOSCRIPT|NoScriptError/.test(err.message);
 }
 
-/** How long a GLIDE subscribe may take before it fails (its own calls take a timeout). */
-const SUBSCRIBE_TIMEOUT_MS = 5_000;
+/** A GLIDE cluster client: it alone has sharded subscriptions. */
+export function isGlideClusterClient(client: AnyGlideClient): client is GlideClusterClientLike {
+  return typeof (client as { ssubscribe?: unknown }).ssubscribe === 'function';
+}
 
 /**
- * A Valkey GLIDE client (standalone) as a RedisConnection. GLIDE has no `duplicate()` and no
- * connection events: Lockwarden subscribes on the given client itself, so that client must
- * not serve the application's own pub/sub, and there is no stand-in connection for when the
- * application closes it.
+ * A Valkey GLIDE client as a RedisConnection, on one server or on a cluster. GLIDE has no
+ * `duplicate()` and no connection events: Lockwarden subscribes on the given client itself,
+ * so that client must not serve the application's own pub/sub, and there is no stand-in
+ * connection for when the application closes it. On a cluster each command goes to the
+ * primary of its key's slot (GLIDE follows MOVED and ASK), and the primaries are looked up
+ * with `CLUSTER NODES` (GlideClusterServers).
  */
 export class GlideConnection implements RedisConnection {
   readonly kind = 'glide';
-  readonly cluster = false;
+  readonly cluster: boolean;
   private closed = false;
+  private readonly primaries: GlideClusterServers | undefined;
+  private readonly readyListeners = new Set<(err: Error) => void>();
 
-  constructor(readonly client: GlideClientLike) {}
+  constructor(readonly client: AnyGlideClient) {
+    this.cluster = isGlideClusterClient(client);
+    this.primaries = this.cluster
+      ? new GlideClusterServers(
+          (args, to) => this.sendTo(args, to === 'any' ? 'randomNode' : addressRoute(to)),
+          () => this.readyListeners.forEach((listener) => listener(new Error('ready'))),
+        )
+      : undefined;
+  }
 
-  private send(args: (string | number)[]): Promise<unknown> {
-    return this.client.customCommand(args.map(String));
+  /** One command, to the primary of `key`'s slot on a cluster. */
+  private send(key: string, args: (string | number)[]): Promise<unknown> {
+    return this.sendTo(args, { type: 'primarySlotKey', key });
+  }
+
+  private sendTo(args: (string | number)[], route: GlideRoute): Promise<unknown> {
+    const strings = args.map(String);
+    const c = this.client;
+    return isGlideClusterClient(c) ? c.customCommand(strings, { route }) : c.customCommand(strings);
   }
 
   async run(script: ScriptSource, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
     try {
-      return await this.send(['EVALSHA', script.sha, keys.length, ...keys, ...args]);
+      return await this.send(keys[0], ['EVALSHA', script.sha, keys.length, ...keys, ...args]);
     } catch (err) {
       if (!isGlideNoScript(err)) throw err;
-      return this.send(['EVAL', script.source, keys.length, ...keys, ...args]);
+      return this.send(keys[0], ['EVAL', script.source, keys.length, ...keys, ...args]);
     }
   }
 
   async setNxPx(key: string, value: string, ms: number): Promise<boolean> {
-    return (await this.send(['SET', key, value, 'PX', ms, 'NX'])) === 'OK';
+    return (await this.send(key, ['SET', key, value, 'PX', ms, 'NX'])) === 'OK';
   }
 
   async compareDelete(name: CompareDelete, key: string, value: string): Promise<boolean> {
-    return Number(await this.send([name, ...compareDeleteArgs(name, key, value)])) === 1;
+    return Number(await this.send(key, [name, ...compareDeleteArgs(name, key, value)])) === 1;
   }
 
   async get(key: string): Promise<string | null> {
-    const reply = await this.send(['GET', key]);
+    const reply = await this.send(key, ['GET', key]);
     return reply === null || reply === undefined ? null : String(reply);
   }
 
   async hgetall(key: string): Promise<Record<string, string>> {
-    return hashReply(flatten(await this.send(['HGETALL', key])));
+    return hashReply(flatten(await this.send(key, ['HGETALL', key])));
   }
 
   async exists(key: string): Promise<number> {
-    return Number(await this.send(['EXISTS', key]));
+    return Number(await this.send(key, ['EXISTS', key]));
   }
 
   async xrange(key: string, start: string, end: string, count: number): Promise<StreamEntry[]> {
-    return streamReply(flatten(await this.send(['XRANGE', key, start, end, 'COUNT', count])));
+    return streamReply(flatten(await this.send(key, ['XRANGE', key, start, end, 'COUNT', count])));
   }
 
   async xrevrange(key: string, end: string, start: string, count: number): Promise<StreamEntry[]> {
-    return streamReply(flatten(await this.send(['XREVRANGE', key, end, start, 'COUNT', count])));
+    return streamReply(flatten(await this.send(key, ['XREVRANGE', key, end, start, 'COUNT', count])));
   }
 
-  async waitReplicas(_key: string, replicas: number, timeoutMs: number): Promise<number> {
-    return Number(await this.send(['WAIT', replicas, timeoutMs]));
+  async waitReplicas(key: string, replicas: number, timeoutMs: number): Promise<number> {
+    // GLIDE keeps one connection per node: routed by the key, WAIT counts the writes it carried.
+    return Number(await this.send(key, ['WAIT', replicas, timeoutMs]));
   }
 
   servers(): ServerConnection[] {
+    if (this.primaries) return this.primaries.list();
     return [
       new CommandServer(
         'the Valkey GLIDE client',
         () => this.state(),
-        (args) => this.send(args),
+        (args) => this.sendTo(args, 'randomNode'),
       ),
     ];
   }
 
   state(): ConnectionState {
-    return this.closed ? 'closed' : 'ready';
+    if (this.closed) return 'closed';
+    // Until the cluster said which primaries it has, scripts cannot be loaded on them.
+    return this.primaries && !this.primaries.known ? 'connecting' : 'ready';
   }
 
-  // GLIDE reconnects by itself and says nothing: no events to pass on.
-  on(): void {}
+  /** GLIDE reconnects by itself and says nothing; `ready` is when a cluster's list of primaries changed. */
+  on(event: 'ready' | 'error', listener: (err: Error) => void): void {
+    if (event === 'ready') this.readyListeners.add(listener);
+  }
 
-  off(): void {}
+  off(event: 'ready' | 'error', listener: (err: Error) => void): void {
+    if (event === 'ready') this.readyListeners.delete(listener);
+  }
 
   describe(): string {
-    return 'Valkey through the GLIDE client';
+    return this.cluster ? 'the Valkey cluster through the GLIDE client' : 'Valkey through the GLIDE client';
   }
 
   subscriber(): SubscriberConnection {
-    return new GlideSubscriber(this.client);
+    const c = this.client;
+    return new GlideSubscriber(
+      c,
+      isGlideClusterClient(c)
+        ? { subscribe: (names, ms) => c.ssubscribe(names, ms), unsubscribe: (names, ms) => c.sunsubscribe(names, ms) }
+        : { subscribe: (names, ms) => c.subscribe(names, ms), unsubscribe: (names, ms) => c.unsubscribe(names, ms) },
+    );
   }
 
   duplicate(): undefined {
@@ -141,84 +206,11 @@ export class GlideConnection implements RedisConnection {
   async close(): Promise<void> {
     // The application's client: it closes it.
     this.closed = true;
+    this.primaries?.close();
+    this.readyListeners.clear();
   }
 }
 
-/**
- * The one loop that reads a GLIDE client's pub/sub messages. A client has one message queue,
- * so every subscriber Lockwarden makes on it (one per engine, one after another) shares this
- * loop: the latest takes the messages, and none is read by a loop of a closed one.
- */
-class GlideMessages {
-  private static readonly loops = new WeakMap<GlideClientLike, GlideMessages>();
-  handlers: Parameters<SubscriberConnection['listen']>[0] | undefined;
-  private running = false;
-
-  private constructor(private readonly client: GlideClientLike) {}
-
-  static of(client: GlideClientLike): GlideMessages {
-    let loop = GlideMessages.loops.get(client);
-    if (!loop) {
-      loop = new GlideMessages(client);
-      GlideMessages.loops.set(client, loop);
-    }
-    return loop;
-  }
-
-  start(): void {
-    if (this.running) return;
-    this.running = true;
-    void this.read();
-  }
-
-  private async read(): Promise<void> {
-    for (;;) {
-      let m: { channel: unknown; message: unknown };
-      try {
-        m = await this.client.getPubSubMessage();
-      } catch (err) {
-        // The application closed its client: nothing more will come.
-        this.running = false;
-        this.handlers?.error(err instanceof Error ? err : new Error(String(err)));
-        return;
-      }
-      this.handlers?.message(String(m.channel), String(m.message));
-    }
-  }
-}
-
-/** Subscribes on the given client; its messages come through the client's one loop (GlideMessages). */
-class GlideSubscriber implements SubscriberConnection {
-  private readonly channels = new Set<string>();
-  private handlers: Parameters<SubscriberConnection['listen']>[0] | undefined;
-  private readonly messages: GlideMessages;
-
-  constructor(private readonly client: GlideClientLike) {
-    this.messages = GlideMessages.of(client);
-  }
-
-  async subscribe(channel: string): Promise<unknown> {
-    await this.client.subscribe([channel], SUBSCRIBE_TIMEOUT_MS);
-    this.channels.add(channel);
-    return undefined;
-  }
-
-  async unsubscribe(channel: string): Promise<unknown> {
-    this.channels.delete(channel);
-    await this.client.unsubscribe([channel], SUBSCRIBE_TIMEOUT_MS);
-    return undefined;
-  }
-
-  listen(handlers: Parameters<SubscriberConnection['listen']>[0]): void {
-    this.handlers = handlers;
-    this.messages.handlers = handlers;
-    this.messages.start();
-  }
-
-  async close(): Promise<void> {
-    if (this.messages.handlers === this.handlers) this.messages.handlers = undefined;
-    const channels = [...this.channels];
-    this.channels.clear();
-    if (channels.length > 0) await this.client.unsubscribe(channels, SUBSCRIBE_TIMEOUT_MS).catch(() => undefined);
-  }
+function addressRoute(p: GlidePrimary): GlideRoute {
+  return { type: 'routeByAddress', host: p.host, port: p.port };
 }

@@ -5,7 +5,7 @@ import { IoRedisConnection } from './ioredis-connection';
 import { NodeRedisConnection } from './node-redis-connection';
 import { isGlide, isIoRedis, isRedisClient } from './client-kind';
 import { GlideConnection } from './glide-connection';
-import type { GlideClientLike } from './glide-connection';
+import type { AnyGlideClient } from './glide-connection';
 import { GivenConnection } from './given-connection';
 import type { LockLogger } from '../observe/logger';
 import type { AnyNodeRedis } from './node-redis-connection';
@@ -29,7 +29,7 @@ export type RedisTarget = string | RedisOptions | ClusterSpec;
 /**
  * A client the application made, connected, and closes: ioredis (`Redis`, `Cluster`),
  * node-redis (`createClient()`, `createCluster()`, `createSentinel()`, `redis` 5 or 6), or a
- * Valkey GLIDE `GlideClient` (one server; see docs/topologies.md).
+ * Valkey GLIDE `GlideClient` or `GlideClusterClient` (see docs/topologies.md).
  *
  * @example
  * ```ts
@@ -38,7 +38,7 @@ export type RedisTarget = string | RedisOptions | ClusterSpec;
  * LockModule.forRoot({ client });
  * ```
  */
-export type RedisClient = Redis | Cluster | AnyNodeRedis | GlideClientLike;
+export type RedisClient = Redis | Cluster | AnyNodeRedis | AnyGlideClient;
 
 /** Where to find Redis: where to connect (RedisTarget), or a client the caller owns and closes. */
 export type RedisSpec = RedisTarget | RedisClient;
