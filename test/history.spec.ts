@@ -95,6 +95,39 @@ describe('history check: 10 000 sections over 4 processes', () => {
     }
   }, 180_000);
 
+  (valkey9 ? it : it.skip)(
+    "on a single Valkey 9, through a Valkey GLIDE client, with the server's own compare-and-delete",
+    async () => {
+      const server = await startRedis({ server: 'valkey9' });
+      const admin = server.client();
+      try {
+        expectClean(await runHistory({ REDIS: server.url, CLIENT: 'glide' }));
+        expect(await admin.info('commandstats')).toMatch(/cmdstat_delifeq:calls=[1-9]/);
+      } finally {
+        admin.disconnect();
+        await server.stop();
+      }
+    },
+    180_000,
+  );
+
+  it.each([['Redis 7', undefined], ...(valkey9 ? [['Valkey 9', valkey9] as [string, string]] : [])] as [
+    string,
+    string | undefined,
+  ][])(
+    'on a 3-master %s Cluster, through a Valkey GLIDE cluster client',
+    async (_name, binary) => {
+      const cluster = await RedisCluster.start({ masters: 3, binary });
+      try {
+        const CLUSTER = cluster.startupNodes.map((n) => `${n.host}:${n.port}`).join(',');
+        expectClean(await runHistory({ CLUSTER, CLIENT: 'glide' }));
+      } finally {
+        await cluster.stop();
+      }
+    },
+    180_000,
+  );
+
   it('on a single Redis, through a node-redis client', async () => {
     const redis = await startRedis();
     try {

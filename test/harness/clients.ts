@@ -1,3 +1,4 @@
+import { GlideClient, Logger } from '@valkey/valkey-glide';
 import { Cluster } from 'ioredis';
 import { createClient, createCluster } from 'redis';
 import type { LockEngineOptions } from '../../libs/lockwarden/src/core/options/engine-options';
@@ -12,6 +13,9 @@ export type ClientKind = 'ioredis' | 'node-redis';
 /** Both clients, for `describe.each`. */
 export const CLIENT_KINDS: readonly ClientKind[] = ['ioredis', 'node-redis'];
 
+/** The two above, or a Valkey GLIDE client, which connects before it can be given (`connect()` alone). */
+export type AnyClientKind = ClientKind | 'glide';
+
 /** Where a Redis is: one server's URL, or a Cluster's startup nodes. */
 export type Where = string | { cluster: { host: string; port: number }[] };
 
@@ -20,35 +24,59 @@ interface Closable {
   destroy(): unknown;
 }
 
+type Topology = Pick<LockEngineOptions, 'redis' | 'client'>;
+
 /**
  * Makes the topology options for engines on `kind`, and closes the node-redis clients it made
  * (after the engines that used them: call `closeClients()` once they are closed). Each call
  * makes a new client, so two engines are two connections, as two processes would be.
  */
-export function clientMaker(kind: ClientKind): {
-  topology(where: Where): Pick<LockEngineOptions, 'redis' | 'client'>;
+export function clientMaker(kind: AnyClientKind): {
+  topology(where: Where): Topology;
+  /** `topology`, for every kind: a GLIDE client (one server) is connected first. */
+  connect(where: Where): Promise<Topology>;
   closeClients(): Promise<void>;
 } {
   const made: Closable[] = [];
+  const glides: GlideClient[] = [];
+  const topology = (where: Where): Topology => {
+    if (kind === 'glide') throw new Error('a GLIDE client connects before it is given: use connect()');
+    if (kind === 'ioredis') return { redis: where };
+    if (typeof where === 'string') {
+      const client = createClient({ url: where });
+      // An application listens to its client's errors; node-redis throws them otherwise.
+      client.on('error', () => undefined);
+      client.connect().catch(() => undefined);
+      made.push(client);
+      return { client };
+    }
+    const cluster = createCluster({ rootNodes: where.cluster.map((n) => ({ url: `redis://${n.host}:${n.port}` })) });
+    cluster.on('error', () => undefined);
+    cluster.connect().catch(() => undefined);
+    made.push(cluster);
+    return { client: cluster };
+  };
   return {
-    topology(where) {
-      if (kind === 'ioredis') return { redis: where };
-      if (typeof where === 'string') {
-        const client = createClient({ url: where });
-        // An application listens to its client's errors; node-redis throws them otherwise.
-        client.on('error', () => undefined);
-        client.connect().catch(() => undefined);
-        made.push(client);
-        return { client };
-      }
-      const cluster = createCluster({ rootNodes: where.cluster.map((n) => ({ url: `redis://${n.host}:${n.port}` })) });
-      cluster.on('error', () => undefined);
-      cluster.connect().catch(() => undefined);
-      made.push(cluster);
-      return { client: cluster };
+    topology,
+    async connect(where) {
+      if (kind !== 'glide') return topology(where);
+      if (typeof where !== 'string') throw new Error('GLIDE cluster clients are made by the Cluster tests themselves');
+      const url = new URL(where);
+      // Its reconnection warnings are what fault tests cause on purpose.
+      Logger.setLoggerConfig('error');
+      // GLIDE fails a command that took 250 ms by default; a longer budget leaves the timing to
+      // Lockwarden (commandTimeoutMs, waitMs), as with the other clients, and lets a test wait
+      // for a late reply.
+      const client = await GlideClient.createClient({
+        addresses: [{ host: url.hostname, port: Number(url.port) }],
+        requestTimeout: 10_000,
+      });
+      glides.push(client);
+      return { client };
     },
     async closeClients() {
       for (const client of made.splice(0)) if (client.isOpen) await client.destroy();
+      for (const client of glides.splice(0)) client.close();
     },
   };
 }

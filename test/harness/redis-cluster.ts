@@ -158,6 +158,39 @@ export class RedisCluster {
     }
   }
 
+  /**
+   * Makes each node announce `ports[i]` (`cluster-announce-port`) instead of its own port, as a
+   * node behind NAT does, and resolves once every node reports them all: a client that follows
+   * the cluster's own addresses (Valkey GLIDE, which has no address map) then reaches each node
+   * there, through a fault proxy listening on that port.
+   */
+  async announce(ports: readonly number[]): Promise<void> {
+    await Promise.all(
+      this.nodes.map(async (n, i) => {
+        const c = new Redis(n.port, n.host);
+        try {
+          await c.config('SET', 'cluster-announce-port', String(ports[i]));
+        } finally {
+          c.disconnect();
+        }
+      }),
+    );
+    for (;;) {
+      const views = await Promise.all(
+        this.nodes.map(async (n) => {
+          const c = new Redis(n.port, n.host);
+          try {
+            return String(await c.call('CLUSTER', 'NODES'));
+          } finally {
+            c.disconnect();
+          }
+        }),
+      );
+      if (views.every((v) => ports.every((p) => v.includes(`:${p}@`)))) return;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+
   /** The masters with their node ids and slot ranges, as the cluster reports them. */
   async masters(): Promise<{ id: string; port: number; slots: [number, number][] }[]> {
     const live = this.nodes.find((n) => n.child && n.child.exitCode === null && n.child.signalCode === null)!;

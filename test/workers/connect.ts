@@ -1,8 +1,9 @@
 // How a worker process reaches Redis: REDIS=<url> for one server, CLUSTER=host:port,... for a
 // cluster, QUORUM=<url>,<url>,... for Redlock across independent masters. CLIENT=node-redis
 // gives the engine a node-redis client the worker made (one server or Cluster), CLIENT=glide a
-// Valkey GLIDE client (one server), instead of letting Lockwarden connect with ioredis.
-import { GlideClient } from '@valkey/valkey-glide';
+// Valkey GLIDE client (GlideClient, or GlideClusterClient on a Cluster), instead of letting
+// Lockwarden connect with ioredis.
+import { GlideClient, GlideClusterClient } from '@valkey/valkey-glide';
 import { Cluster, Redis } from 'ioredis';
 import { createClient, createCluster } from 'redis';
 import type { LockEngineOptions } from '../../libs/lockwarden/src/core/options/engine-options';
@@ -27,13 +28,18 @@ export function lockRedis(): RedisTarget {
 /** The node-redis client lockTopology made, if any: the worker closes it after its engine. */
 let made: { destroy(): unknown; isOpen: boolean } | undefined;
 /** The GLIDE client lockTopology made, if any. */
-let glide: GlideClient | undefined;
+let glide: GlideClient | GlideClusterClient | undefined;
 
 /** The engine's topology options, whichever of the three the environment names. */
 export async function lockTopology(): Promise<Pick<LockEngineOptions, 'redis' | 'quorum' | 'client'>> {
   const quorum = quorumNodes();
   if (quorum) return { quorum: { nodes: quorum } };
   if (process.env.CLIENT === 'glide') {
+    const nodes = clusterNodes();
+    if (nodes) {
+      glide = await GlideClusterClient.createClient({ addresses: nodes });
+      return { client: glide };
+    }
     const url = new URL(process.env.REDIS!);
     glide = await GlideClient.createClient({ addresses: [{ host: url.hostname, port: Number(url.port) }] });
     return { client: glide };
