@@ -333,27 +333,57 @@ function valkey9Rows(): Row[] {
     ['s12g', 'GLIDE, native release'],
     ['s12glua', 'GLIDE, script release'],
   ];
-  return runs.flatMap(([metric, what]): Row[] => {
-    const label = `${metric.startsWith('s12n') ? '12n' : metric.startsWith('s12g') ? '12g' : '12'} Valkey 9, ${what}`;
-    const peers = (figure: string): string | undefined => (metric === 's12' ? undefined : `s12.${figure}`);
-    return [
-      {
-        label: `${label}: Redis CPU per cycle, µs`,
-        metric: `${metric}.redisUs`,
-        peers: peers('redisUs'),
-        higherIsBetter: false,
-        unit: 'µs',
-      },
-      { label: `${label}: serial`, metric: `${metric}.ops`, peers: peers('ops'), higherIsBetter: true, unit: 'k/s' },
-      {
-        label: `${label}: 64 flows`,
-        metric: `${metric}.flows`,
-        peers: peers('flows'),
-        higherIsBetter: true,
-        unit: 'k/s',
-      },
-    ];
-  });
+  return runs
+    .flatMap(([metric, what]): Row[] => {
+      const label = `${metric.startsWith('s12n') ? '12n' : metric.startsWith('s12g') ? '12g' : '12'} Valkey 9, ${what}`;
+      const peers = (figure: string): string | undefined => (metric === 's12' ? undefined : `s12.${figure}`);
+      return [
+        {
+          label: `${label}: Redis CPU per cycle, µs`,
+          metric: `${metric}.redisUs`,
+          peers: peers('redisUs'),
+          higherIsBetter: false,
+          unit: 'µs',
+        },
+        { label: `${label}: serial`, metric: `${metric}.ops`, peers: peers('ops'), higherIsBetter: true, unit: 'k/s' },
+        {
+          label: `${label}: client CPU per serial cycle, µs`,
+          metric: `${metric}.cpu`,
+          peers: peers('cpu'),
+          higherIsBetter: false,
+          unit: 'µs',
+        },
+        {
+          label: `${label}: 64 flows`,
+          metric: `${metric}.flows`,
+          peers: peers('flows'),
+          higherIsBetter: true,
+          unit: 'k/s',
+        },
+      ];
+    })
+    .concat(
+      (
+        [
+          ['s12b', 'ioredis'],
+          ['s12nb', 'node-redis'],
+          ['s12gb', 'GLIDE'],
+        ] as const
+      ).flatMap(([metric, client]): Row[] => [
+        {
+          label: `12 Valkey 9, a bare ${client} SET, no lock: serial`,
+          metric: `${metric}.ops`,
+          higherIsBetter: true,
+          unit: 'k/s',
+        },
+        {
+          label: `12 Valkey 9, a bare ${client} SET, no lock: client CPU per command, µs`,
+          metric: `${metric}.cpu`,
+          higherIsBetter: false,
+          unit: 'µs',
+        },
+      ]),
+    );
 }
 
 function fmt(value: number | undefined, unit: Row['unit']): string {
