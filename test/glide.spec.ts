@@ -1,6 +1,6 @@
 // Valkey GLIDE as a third client: the shared behaviour suite through GlideClient on one
 // server and through GlideClusterClient on a 3-master Cluster, Redis 7 and (where built) Valkey 9.
-import { GlideClient, GlideClusterClient } from '@valkey/valkey-glide';
+import { GlideClient, GlideClusterClient, Logger } from '@valkey/valkey-glide';
 import { Redis } from 'ioredis';
 import { LockEngine, LockModule } from 'lockwarden';
 import type { LockEngineOptions } from 'lockwarden';
@@ -148,4 +148,52 @@ describe.each(CLUSTERS)('through a GLIDE cluster client, on a 3-master %s Cluste
     pair,
     module: () => LockModule.forRoot({ client: clients[2], keyPrefix: uniquePrefix(`glide-cluster-nest-${name}`) }),
   }));
+});
+
+describe('a GLIDE cluster client through a shard failover (3 masters + 3 replicas)', () => {
+  it('keeps serving locks on the failed shard, and finds the promoted replica among the primaries', async () => {
+    const replicated = await RedisCluster.start({ masters: 3, replicas: 1 });
+    // Its warnings of MOVED replies are what the failover causes on purpose.
+    Logger.setLoggerConfig('error');
+    const client = await GlideClusterClient.createClient({ addresses: replicated.startupNodes });
+    const e = new LockEngine({ client, keyPrefix: uniquePrefix('glide-fail'), leaseMs: 3_000 });
+    const probe = replicated.client();
+    try {
+      const masters = await replicated.masters();
+      const victim = masters.find((m) => m.slots.length > 0)!;
+      const keyOn = async (n: number): Promise<string> => {
+        for (let i = 0; ; i++) {
+          const k = `shard-${n}-${i}`;
+          const slot = Number(await probe.cluster('KEYSLOT', `${e.options.keyPrefix}{${k}}`));
+          if (victim.slots.some(([a, b]) => slot >= a && slot <= b)) return k;
+        }
+      };
+      const [heldKey, laterKey] = [await keyOn(1), await keyOn(2)];
+      const held = await e.acquire(heldKey);
+      await replicated.nodes.find((n) => n.port === victim.port)!.kill();
+      await replicated.waitUntilPromoted(victim.id);
+      // The holder either kept its lock on the promoted replica or was told it lost it; never silence.
+      const kept = await held.extend().then(
+        () => true,
+        () => false,
+      );
+      expect(kept || held.signal.aborted || !held.isHeld()).toBe(true);
+      const later = await e.acquire(laterKey, { waitMs: 20_000 });
+      expect(await later.fencingToken()).toBeGreaterThan(0);
+      await later.release();
+      await held.release().catch(() => undefined);
+      // The list of primaries is asked for again once it is 5 s old: look until the dead master left it.
+      let health = await e.health();
+      while (health.serversUp !== 3 || health.servers !== 3) {
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        health = await e.health();
+      }
+      expect(health.reachable).toBe(true);
+    } finally {
+      probe.disconnect();
+      await closeNow(e);
+      client.close();
+      await replicated.stop();
+    }
+  }, 90_000);
 });
