@@ -119,6 +119,16 @@ describe.each(CLUSTERS)('through a GLIDE cluster client, on a 3-master %s Cluste
     expect(health.servers).toBe(3);
     expect(health.serversUp).toBe(3);
     expect(health.scriptsLoaded).toBe(true);
+    // The survey scans every primary by its address: locks held on each master are all found.
+    const held = await Promise.all(keys.map((key) => a.acquire(key)));
+    let survey = await a.survey();
+    const found = new Set(survey.locks.map((l) => l.key));
+    while (survey.cursor !== null) {
+      survey = await a.survey({ cursor: survey.cursor });
+      for (const l of survey.locks) found.add(l.key);
+    }
+    expect([...found].sort()).toEqual(keys);
+    await Promise.all(held.map((l) => l.release()));
   });
 
   (binary ? it : it.skip)("releases with each master's own DELIFEQ on Valkey 9, found per primary", async () => {
