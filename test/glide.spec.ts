@@ -2,9 +2,10 @@
 // server and through GlideClusterClient on a 3-master Cluster, Redis 7 and (where built) Valkey 9.
 import { GlideClient, GlideClusterClient, Logger } from '@valkey/valkey-glide';
 import { Redis } from 'ioredis';
-import { LockEngine, LockModule } from 'lockwarden';
+import { LeadershipRegistry, LockBackendError, LockEngine, LockModule } from 'lockwarden';
 import type { LockEngineOptions } from 'lockwarden';
 import { describeLockBehaviour } from './behaviour/lock-behaviour';
+import { connectionOf } from '../libs/lockwarden/src/core/redis/redis-client';
 import { closeNow } from './harness/engines';
 import { startRedis, uniquePrefix, valkey9 } from './harness/redis';
 import type { RedisTarget, ServerKind } from './harness/redis';
@@ -57,6 +58,85 @@ describe.each(SERVERS)('through a GLIDE client, on %s', (name, server) => {
     expect(await got.release()).toBe(true);
   });
 
+  it('shares one GLIDE client between two engines and their leaderships, each hearing its own channels', async () => {
+    const keyPrefix = uniquePrefix(`glide-shared-${server}`);
+    // Two engines on one client, as a CLI or a second module beside the app's would be.
+    const [a, b] = [0, 0].map((i) => new LockEngine({ client: clients[i], keyPrefix }));
+    const c = new LockEngine({ client: clients[1], keyPrefix });
+    engines.push(a, b, c);
+    // A leadership hand-over between the two, heard on the shared client's leadership channel.
+    const [ra, rb] = [new LeadershipRegistry(a), new LeadershipRegistry(b)];
+    const [la, lb] = [ra.leadership('shared'), rb.leadership('shared')];
+    await la.campaign();
+    const elected = lb.campaign();
+    await la.resign();
+    await elected;
+    expect(lb.isLeader()).toBe(true);
+    // A lock handed from one to the other, each told on its own inbox over the same client.
+    const held = await a.acquire('k');
+    const waiting = b.acquire('k', { waitMs: 30_000 });
+    await held.release();
+    const got = await waiting;
+    // Closing one engine leaves the other's subscriptions in place: it still hears a release.
+    await ra.close();
+    await closeNow(a);
+    const waitingAgain = c.acquire('k', { waitMs: 30_000 }).then(async (lock) => {
+      await lock.release();
+      const mine = await b.acquire('k', { waitMs: 30_000 });
+      return mine.release();
+    });
+    await got.release();
+    expect(await waitingAgain).toBe(true);
+    await lb.resign();
+    await rb.close();
+  });
+
+  it('delivers each message to every subscriber Lockwarden made on one client, for the channels it took', async () => {
+    const connection = connectionOf(clients[1]);
+    const [one, two] = [connection.subscriber(), connection.subscriber()];
+    const heard: string[][] = [[], []];
+    const next: ((m: string) => void)[] = [];
+    const arrival = (i: number): Promise<string> => new Promise((resolve) => (next[i] = resolve));
+    [one, two].forEach((sub, i) =>
+      sub.listen({
+        message: (channel, message) => {
+          heard[i].push(`${channel}=${message}`);
+          next[i]?.(message);
+        },
+        channels: () => [],
+        resubscribed: () => undefined,
+        error: () => undefined,
+      }),
+    );
+    const prefix = uniquePrefix(`glide-subs-${server}`);
+    await one.subscribe(`${prefix}:one`);
+    await one.subscribe(`${prefix}:both`);
+    await two.subscribe(`${prefix}:two`);
+    await two.subscribe(`${prefix}:both`);
+    const admin = target.client();
+    try {
+      let got = [arrival(0), arrival(1)];
+      await admin.publish(`${prefix}:both`, 'b1');
+      await Promise.all(got);
+      got = [arrival(0)];
+      await admin.publish(`${prefix}:one`, 'o1');
+      await got[0];
+      got = [arrival(1)];
+      await admin.publish(`${prefix}:two`, 't1');
+      await got[0];
+      // Closing one leaves the channel the other still wants subscribed.
+      await one.close();
+      got = [arrival(1)];
+      await admin.publish(`${prefix}:both`, 'b2');
+      await got[0];
+      expect(heard[0]).toEqual([`${prefix}:both=b1`, `${prefix}:one=o1`]);
+      expect(heard[1]).toEqual([`${prefix}:both=b1`, `${prefix}:two=t1`, `${prefix}:both=b2`]);
+    } finally {
+      admin.disconnect();
+      await two.close();
+    }
+  });
+
   describeLockBehaviour(`GLIDE on ${name}`, () => ({
     pair,
     module: () => LockModule.forRoot({ client: clients[2], keyPrefix: uniquePrefix(`glide-nest-${server}`) }),
@@ -102,6 +182,11 @@ describe.each(CLUSTERS)('through a GLIDE cluster client, on a 3-master %s Cluste
 
   it('finds every primary, loads the scripts on each, and wakes a waiter on another slot owner', async () => {
     const [a, b] = pair();
+    // Asked at once: the health check waits for the cluster to name its primaries.
+    const first = await a.health();
+    expect(first.servers).toBe(3);
+    expect(first.serversUp).toBe(3);
+    expect(first.reachable).toBe(true);
     // Keys on each master's slots: a release on each must reach its waiter through that shard.
     const keys = ['a', 'b', 'c', 'd', 'e', 'f'];
     for (const key of keys) {
@@ -110,12 +195,7 @@ describe.each(CLUSTERS)('through a GLIDE cluster client, on a 3-master %s Cluste
       await held.release();
       await (await waiting).release();
     }
-    // The primaries come from CLUSTER NODES, asked when the client was first given: look until it answered.
-    let health = await a.health();
-    while (health.servers === 0 || !health.scriptsLoaded) {
-      await new Promise((resolve) => setTimeout(resolve, 20));
-      health = await a.health();
-    }
+    const health = await a.health();
     expect(health.servers).toBe(3);
     expect(health.serversUp).toBe(3);
     expect(health.scriptsLoaded).toBe(true);
@@ -129,6 +209,31 @@ describe.each(CLUSTERS)('through a GLIDE cluster client, on a 3-master %s Cluste
     }
     expect([...found].sort()).toEqual(keys);
     await Promise.all(held.map((l) => l.release()));
+  });
+
+  it('names the fix when a one-server GLIDE client is given a Cluster node', async () => {
+    const single = await GlideClient.createClient({ addresses: [cluster.startupNodes[0]] });
+    const e = new LockEngine({ client: single, keyPrefix: uniquePrefix('glide-single-on-cluster') });
+    try {
+      // Keys spread over the three masters: those on another node's slots are refused with MOVED.
+      const errors: unknown[] = [];
+      for (const key of ['a', 'b', 'c', 'd', 'e', 'f']) {
+        await e.tryAcquire(key).then(
+          (lock) => lock?.release(),
+          (err: unknown) => errors.push(err),
+        );
+      }
+      expect(errors.length).toBeGreaterThan(0);
+      for (const err of errors) {
+        expect(err).toBeInstanceOf(LockBackendError);
+        expect((err as Error).message).toMatch(
+          /node of a Redis Cluster.*GlideClusterClient\)\. The lock state is unknown\.$/,
+        );
+      }
+    } finally {
+      await closeNow(e);
+      single.close();
+    }
   });
 
   (binary ? it : it.skip)("releases with each master's own DELIFEQ on Valkey 9, found per primary", async () => {

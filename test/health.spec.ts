@@ -73,6 +73,14 @@ describe('LockHealthIndicator', () => {
     });
   });
 
+  it('is what LockService.health() reports too, with the locks this process holds', async () => {
+    const locks = app.get(LockService);
+    const held = await locks.acquire('health-held');
+    const report = await locks.health();
+    expect(report).toMatchObject({ reachable: true, servers: 1, serversUp: 1, heldLocks: 1 });
+    await held.release();
+  });
+
   it('reports the lock scripts as loaded: the engine loads them when it connects', async () => {
     const res = await request(app.getHttpServer()).get('/health').expect(200);
     expect(res.body.info.locks.scriptsLoaded).toBe(true);

@@ -326,6 +326,8 @@ describe('the packed library', () => {
     expect(existsSync(join(installed, 'LICENSE'))).toBe(true);
     expect(existsSync(join(installed, 'CHANGELOG.md'))).toBe(true);
     expect(existsSync(join(installed, 'GUARANTEES.md'))).toBe(true);
+    // The docs link to ../BENCHMARKS.md.
+    expect(existsSync(join(installed, 'BENCHMARKS.md'))).toBe(true);
     // The docs pages the README points to, with the images they show.
     expect(existsSync(join(installed, 'docs', 'topologies.md'))).toBe(true);
     expect(existsSync(join(installed, 'docs', 'images', 'dashboard.png'))).toBe(true);

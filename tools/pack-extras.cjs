@@ -1,5 +1,5 @@
-// Copies into the package what it ships from the repository (licence, changelog, the docs
-// pages and their images) before `npm pack`, and removes the copies after it.
+// Copies into the package what it ships from the repository (licence, changelog, the
+// benchmarks, the docs pages and their images) before `npm pack`, and removes the copies after it.
 // Usage, from libs/lockwarden: node ../../tools/pack-extras.cjs copy|clean
 const fs = require('node:fs');
 const path = require('node:path');
@@ -10,6 +10,8 @@ const files = {
   LICENSE: 'LICENSE',
   'CHANGELOG.md': 'CHANGELOG.md',
   'GUARANTEES.md': path.join('docs', 'GUARANTEES.md'),
+  // The docs link to it (../BENCHMARKS.md): shipped, so those links hold in the package too.
+  'BENCHMARKS.md': 'BENCHMARKS.md',
 };
 
 if (process.argv[2] === 'copy') {

@@ -1,6 +1,6 @@
 import { quoteKey } from './key-text';
 import { LockError } from './lock.error';
-import { redisReason } from './redis-reason';
+import { redisAdvice, redisReason } from './redis-reason';
 
 /**
  * Redis was unreachable or failed while handling a lock. The message says why in the
@@ -23,7 +23,7 @@ export class LockBackendError extends LockError {
     const detail = redisReason(cause);
     super(
       `Redis failed while trying to ${action}${key === undefined ? '' : ` lock ${quoteKey(key)}`}: ${detail}. ` +
-        `Check that Redis is reachable; the lock state is unknown until it is.`,
+        redisAdvice(cause),
       key,
       { cause },
     );

@@ -12,7 +12,16 @@ interface Said {
   /** A few words for a parenthesis: "(connection refused)". */
   readonly short: string;
   readonly failure: ConnectionFailure | undefined;
+  /** The failure is in how the app set Lockwarden up, not in reaching Redis: no "check that Redis is reachable". */
+  readonly setup?: true;
 }
+
+const CLOSED: Said = {
+  text: 'the Redis client is closed (a client given as `client` must be connected before it is given, and closed only after the app)',
+  short: 'client closed',
+  failure: 'refused',
+  setup: true,
+};
 
 interface SystemErrorLike {
   name?: unknown;
@@ -53,11 +62,18 @@ function say(err: unknown): Said {
   }
   // node-redis's words for the same (its errors keep the name Error): a closed client, an
   // offline one with its queue off, a cut socket, a cluster with no node to ask.
-  if (message === 'The client is closed') {
+  // node-redis's words, and Valkey GLIDE's ("Unable to execute requests; the client is closed").
+  if (message === 'The client is closed' || /the client is closed/i.test(message)) return CLOSED;
+  // A one-server client on a Cluster node: ioredis and node-redis say "MOVED 8915 host:port",
+  // GLIDE "… - Moved: 8915 host:port".
+  if (/^MOVED \d+ |\bMoved: \d+ /.test(message)) {
     return {
-      text: 'the Redis client is closed (a client given as `client` must be connected before it is given, and closed only after the app)',
-      short: 'client closed',
-      failure: 'refused',
+      text:
+        'the server is a node of a Redis Cluster, and the key lives on another node (MOVED): give a Cluster client ' +
+        '(redis: { cluster: [...] }, an ioredis Cluster, node-redis createCluster(), or a GLIDE GlideClusterClient)',
+      short: 'a Cluster node, reached as one server',
+      failure: undefined,
+      setup: true,
     };
   }
   if (message === 'The client is offline') {
@@ -93,6 +109,13 @@ export function redisReason(err: unknown): string {
 /** The same, in a few words: "connection refused", "connection down". */
 export function redisReasonShort(err: unknown): string {
   return say(err).short;
+}
+
+/** What to do next, after the reason: look at Redis, or (for a setup mistake the reason names) nothing more. */
+export function redisAdvice(err: unknown): string {
+  return say(err).setup
+    ? 'The lock state is unknown.'
+    : 'Check that Redis is reachable; the lock state is unknown until it is.';
 }
 
 /** Whether `err` says the connection was turned away or went unanswered; undefined when it is about something else. */

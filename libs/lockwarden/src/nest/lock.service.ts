@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { LockEngine, LeadershipRegistry, currentTick } from '../core';
 import type {
   Leadership,
+  LockHealthReport,
   LockInfo,
   LockHandle,
   AcquireOptions,
@@ -249,6 +250,22 @@ export class LockService {
    */
   leadership(name: string): Leadership {
     return this.leaderships.leadership(name);
+  }
+
+  /**
+   * Whether Redis answers (every server, each Cluster master; a majority of a quorum), how
+   * fast, whether the scripts are loaded, and how the watchdog keeps up. Never rejects: a
+   * server that does not answer within `timeoutMs` is reported as down, with why. What
+   * `LockHealthIndicator` reports to `@nestjs/terminus` (1 s unless given).
+   *
+   * @example
+   * ```ts
+   * const report = await locks.health();
+   * if (!report.reachable) logger.warn(`locks unavailable: ${report.error}`);
+   * ```
+   */
+  health(timeoutMs?: number): Promise<LockHealthReport> {
+    return this.engine.health(timeoutMs);
   }
 }
 

@@ -113,6 +113,11 @@ export interface RedisConnection {
   waitReplicas(key: string, replicas: number, timeoutMs: number): Promise<number>;
   /** Every server (each Cluster master), for script loading, health probes and SCAN. */
   servers(): ServerConnection[];
+  /**
+   * Resolves once `servers()` names every server. Only a client that learns its servers after
+   * it is given (a GLIDE cluster client asks `CLUSTER NODES`) has it; the others know them.
+   */
+  serversKnown?(): Promise<void>;
   state(): ConnectionState;
   /** `ready` each time the connection is (again) usable; `error` for connection errors. */
   on(event: 'ready' | 'error', listener: (err: Error) => void): void;

@@ -82,6 +82,10 @@ export class GivenConnection implements RedisConnection {
     return this.live().servers();
   }
 
+  async serversKnown(): Promise<void> {
+    await this.live().serversKnown?.();
+  }
+
   state(): ConnectionState {
     const state = this.given.state();
     return state === 'closed' && this.standIn ? this.standIn.state() : state;

@@ -50,12 +50,21 @@ export class GlideClusterServers {
   private fetching = false;
   private retry: NodeJS.Timeout | undefined;
   private closed = false;
+  private readonly first: { promise: Promise<void>; resolve: () => void };
 
   constructor(
     private readonly ask: (args: string[], to: GlidePrimary | 'any') => Promise<unknown>,
     private readonly changed: () => void,
   ) {
+    let resolve = (): void => undefined;
+    const promise = new Promise<void>((r) => (resolve = r));
+    this.first = { promise, resolve };
     this.refresh();
+  }
+
+  /** Resolves once the cluster first said which primaries it has. */
+  whenKnown(): Promise<void> {
+    return this.first.promise;
   }
 
   /** Whether the list of primaries is known yet. */
@@ -90,6 +99,7 @@ export class GlideClusterServers {
         this.fetchedAt = Date.now();
         if (this.closed || (this.primaries && sameList(this.primaries, found))) return;
         this.primaries = found;
+        this.first.resolve();
         this.changed();
       })
       .catch(() => {

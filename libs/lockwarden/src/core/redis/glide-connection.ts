@@ -170,6 +170,10 @@ export class GlideConnection implements RedisConnection {
     ];
   }
 
+  async serversKnown(): Promise<void> {
+    await this.primaries?.whenKnown();
+  }
+
   state(): ConnectionState {
     if (this.closed) return 'closed';
     // Until the cluster said which primaries it has, scripts cannot be loaded on them.

@@ -16,14 +16,28 @@ export async function probeServers(
   timeoutMs: number,
   needed?: number,
 ): Promise<ServerProbe> {
+  const started = performance.now();
+  // A client still learning its servers (a GLIDE cluster client) is given the same budget to name them.
+  const named = await settled(Promise.all(clients.map((c) => c.serversKnown?.())), timeoutMs);
+  const left = Math.max(1, timeoutMs - (performance.now() - started));
   // What the connection watch knows of a server's failure is known per client, not per Cluster node.
   const servers = clients.flatMap((c) =>
     c.servers().map((server) => ({ server, failure: () => (c.cluster ? undefined : connectionFailureOf(c)) })),
   );
-  const results = await Promise.all(servers.map((s) => probeOne(s.server, s.failure, timeoutMs)));
+  const results = await Promise.all(servers.map((s) => probeOne(s.server, s.failure, timeoutMs, left)));
   const up = results.filter((r) => r.ok);
   const failed: Probe | undefined =
-    servers.length === 0 ? down(new Error('None of startup nodes is available')) : results.find((r) => !r.ok);
+    servers.length > 0
+      ? results.find((r) => !r.ok)
+      : named
+        ? down(new Error('None of startup nodes is available'))
+        : {
+            ok: false,
+            pingMs: 0,
+            scripts: false,
+            error: `the cluster did not say which primaries it has within ${timeoutMs} ms`,
+            failure: 'no-answer',
+          };
   return {
     reachable: up.length > 0 && up.length >= (needed ?? servers.length),
     pingMs: up.length === 0 ? 0 : Math.max(...up.map((r) => r.pingMs)),
@@ -48,6 +62,8 @@ async function probeOne(
   server: ServerConnection,
   failureOf: () => Error | undefined,
   timeoutMs: number,
+  /** What is left of `timeoutMs` once the servers were named. */
+  leftMs: number,
 ): Promise<Probe> {
   // Between reconnection attempts a PING would only wait in the client's queue for the whole
   // timeout, and then read as "no answer" although the server turned the connection away.
@@ -58,7 +74,7 @@ async function probeOne(
   const started = performance.now();
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(NO_ANSWER), timeoutMs);
+    timer = setTimeout(() => reject(NO_ANSWER), leftMs);
   });
   try {
     await Promise.race([server.ping(), timeout]);
@@ -71,6 +87,23 @@ async function probeOne(
     const known = server.state() === 'ready' ? undefined : failureOf();
     if (known) return down(known);
     return { ok: false, pingMs: 0, scripts: false, error: `no answer within ${timeoutMs} ms`, failure: 'no-answer' };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Whether `promise` settled within `ms` (a rejection counts as settled: the probe then finds what it finds). */
+async function settled(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
+  try {
+    return await Promise.race([
+      promise.then(
+        () => true,
+        () => true,
+      ),
+      late,
+    ]);
   } finally {
     clearTimeout(timer);
   }
