@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // `npm test`: make sure Redis is installed, run Jest in ES-module
 // mode (Nest 12 ships ES modules only), and end with one plain "N passed, N failed" line.
-// Extra arguments go to Jest: `npm test -- test/mutex.spec.ts`.
+// Extra arguments go to Jest: `npm test -- test/mutex/mutex.spec.ts`.
 // `npm run test:package` (this script with --package) runs the packed-library check alone: it
 // builds, packs and installs the library into fresh Nest 11 and Nest 12 apps, which takes as
 // long as the rest of the suite together, so `npm test` leaves it out.
@@ -13,7 +13,7 @@ const path = require('node:path');
 const { ensureChromium, ensureRedis } = require('./ensure-redis.cjs');
 
 const root = path.join(__dirname, '..');
-const PACKAGING = 'test/packaging.spec.ts';
+const PACKAGING = 'test/tooling/packaging.spec.ts';
 const packaging = process.argv.includes('--package');
 const jestArgs = process.argv.slice(2).filter((arg) => arg !== '--package');
 // Last on the command line: Jest reads every bare argument after an array option as one more of its values.

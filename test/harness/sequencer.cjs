@@ -9,17 +9,17 @@ const Sequencer = require('@jest/test-sequencer').default;
 
 /** Longest first, by their time on a 2-core machine. Keep it to files that take 15 s or more. */
 const LONG = [
-  'test/packaging.spec.ts',
-  'test/scheduled-ticks-faults.spec.ts',
-  'test/scheduled-ticks.spec.ts',
-  'test/sentinel.spec.ts',
-  'test/invariant.spec.ts',
-  'test/history.spec.ts',
-  'test/quorum.spec.ts',
-  'test/cluster.spec.ts',
-  'test/lottery.spec.ts',
-  'test/demo-interrupt.spec.ts',
-  'test/faults.spec.ts',
+  'test/tooling/packaging.spec.ts',
+  'test/scheduled/scheduled-ticks-faults.spec.ts',
+  'test/scheduled/scheduled-ticks.spec.ts',
+  'test/topologies/sentinel.spec.ts',
+  'test/faults/invariant.spec.ts',
+  'test/faults/history.spec.ts',
+  'test/topologies/quorum.spec.ts',
+  'test/topologies/cluster.spec.ts',
+  'test/tooling/lottery.spec.ts',
+  'test/tooling/demo-interrupt.spec.ts',
+  'test/faults/faults.spec.ts',
 ];
 
 const root = path.join(__dirname, '..', '..');

@@ -2,7 +2,7 @@
 // at once so that one SIGSTOP or SIGKILL makes one trial per key.
 // MODE=wait  acquire every key of KEYS (comma-separated; WRITE=1: a write hold of a read/write lock); print "queued" once every acquire
 //            has started, then "acquired <key> <token>" per key, and write under each lock
-//            until told to stop (FENCE on the observer Redis, see test/edge.spec.ts).
+//            until told to stop (FENCE on the observer Redis, see test/mutex/edge.spec.ts).
 // MODE=hold  acquire every key, write once under each, print "held <key> <token>", then wait
 //            for "go" (BLPOP <PREFIX>go on the observer), schedule the next step and SIGSTOP
 //            itself; once continued, that step writes under each lock whose signal is live and

@@ -2,7 +2,7 @@
  * The messages published on a lock's channel: the wire protocol between the scripts and
  * the waiters. The Lua scripts spell the same letters (release.lua, rw-release.lua,
  * rw-acquire.lua, force-unlock.lua,
- * sem-release.lua, sem-limit.lua); test/lua-scripts.spec.ts holds them to these.
+ * sem-release.lua, sem-limit.lua); test/tooling/lua-scripts.spec.ts holds them to these.
  */
 export const WIRE = {
   /**

@@ -1,0 +1,315 @@
+// Valkey GLIDE as a third client: the shared behaviour suite through GlideClient on one
+// server and through GlideClusterClient on a 3-master Cluster, Redis 7 and (where built) Valkey 9.
+import { GlideClient, GlideClusterClient, Logger } from '@valkey/valkey-glide';
+import { Redis } from 'ioredis';
+import { LeadershipRegistry, LockBackendError, LockEngine, LockModule } from 'lockwarden';
+import type { LockEngineOptions } from 'lockwarden';
+import { describeLockBehaviour } from '../behaviour/lock-behaviour';
+import { connectionOf } from '../../libs/lockwarden/src/core/redis/redis-client';
+import { closeNow } from '../harness/engines';
+import { startRedis, uniquePrefix, valkey9 } from '../harness/redis';
+import type { RedisTarget, ServerKind } from '../harness/redis';
+import { RedisCluster } from '../harness/redis-cluster';
+
+// GLIDE's Rust core logs a MOVED reply or a reconnection as a warning; here they are caused on purpose.
+beforeAll(() => Logger.setLoggerConfig('error'));
+
+const SERVERS: [string, ServerKind][] = [
+  ['Redis 7', 'redis'],
+  ...(valkey9 ? [['Valkey 9', 'valkey9'] as [string, ServerKind]] : []),
+];
+
+describe.each(SERVERS)('through a GLIDE client, on %s', (name, server) => {
+  let target: RedisTarget;
+  const clients: GlideClient[] = [];
+  const engines: LockEngine[] = [];
+
+  beforeAll(async () => {
+    target = await startRedis({ own: true, server });
+    const { host, port } = target.process!;
+    // One client per engine: an engine reads its client's pub/sub messages.
+    for (let i = 0; i < 3; i++) clients.push(await GlideClient.createClient({ addresses: [{ host, port }] }));
+  });
+
+  afterEach(async () => {
+    await Promise.all(engines.splice(0).map(closeNow));
+  });
+
+  afterAll(async () => {
+    for (const c of clients.splice(0)) c.close();
+    await target.stop();
+  });
+
+  const pair = (options: Partial<LockEngineOptions> = {}): [LockEngine, LockEngine] => {
+    const keyPrefix = uniquePrefix(`glide-${server}`);
+    const made = [0, 1].map((i) => new LockEngine({ client: clients[i], keyPrefix, ...options })) as [
+      LockEngine,
+      LockEngine,
+    ];
+    engines.push(...made);
+    return made;
+  };
+
+  it('takes, hands over and releases a lock between two engines, each on its own GLIDE client', async () => {
+    const [a, b] = pair();
+    const held = await a.acquire('k');
+    const token = await held.fencingToken();
+    const waiting = b.acquire('k', { waitMs: 30_000 });
+    await held.release();
+    const got = await waiting;
+    expect(await got.fencingToken()).toBeGreaterThan(token);
+    expect(await got.release()).toBe(true);
+  });
+
+  it('shares one GLIDE client between two engines and their leaderships, each hearing its own channels', async () => {
+    const keyPrefix = uniquePrefix(`glide-shared-${server}`);
+    // Two engines on one client, as a CLI or a second module beside the app's would be.
+    const [a, b] = [0, 0].map((i) => new LockEngine({ client: clients[i], keyPrefix }));
+    const c = new LockEngine({ client: clients[1], keyPrefix });
+    engines.push(a, b, c);
+    // A leadership hand-over between the two, heard on the shared client's leadership channel.
+    const [ra, rb] = [new LeadershipRegistry(a), new LeadershipRegistry(b)];
+    const [la, lb] = [ra.leadership('shared'), rb.leadership('shared')];
+    await la.campaign();
+    const elected = lb.campaign();
+    await la.resign();
+    await elected;
+    expect(lb.isLeader()).toBe(true);
+    // A lock handed from one to the other, each told on its own inbox over the same client.
+    const held = await a.acquire('k');
+    const waiting = b.acquire('k', { waitMs: 30_000 });
+    await held.release();
+    const got = await waiting;
+    // Closing one engine leaves the other's subscriptions in place: it still hears a release.
+    await ra.close();
+    await closeNow(a);
+    const waitingAgain = c.acquire('k', { waitMs: 30_000 }).then(async (lock) => {
+      await lock.release();
+      const mine = await b.acquire('k', { waitMs: 30_000 });
+      return mine.release();
+    });
+    await got.release();
+    expect(await waitingAgain).toBe(true);
+    await lb.resign();
+    await rb.close();
+  });
+
+  it('delivers each message to every subscriber Lockwarden made on one client, for the channels it took', async () => {
+    const connection = connectionOf(clients[1]);
+    const [one, two] = [connection.subscriber(), connection.subscriber()];
+    const heard: string[][] = [[], []];
+    const next: ((m: string) => void)[] = [];
+    const arrival = (i: number): Promise<string> => new Promise((resolve) => (next[i] = resolve));
+    [one, two].forEach((sub, i) =>
+      sub.listen({
+        message: (channel, message) => {
+          heard[i].push(`${channel}=${message}`);
+          next[i]?.(message);
+        },
+        channels: () => [],
+        resubscribed: () => undefined,
+        error: () => undefined,
+      }),
+    );
+    const prefix = uniquePrefix(`glide-subs-${server}`);
+    await one.subscribe(`${prefix}:one`);
+    await one.subscribe(`${prefix}:both`);
+    await two.subscribe(`${prefix}:two`);
+    await two.subscribe(`${prefix}:both`);
+    const admin = target.client();
+    try {
+      let got = [arrival(0), arrival(1)];
+      await admin.publish(`${prefix}:both`, 'b1');
+      await Promise.all(got);
+      got = [arrival(0)];
+      await admin.publish(`${prefix}:one`, 'o1');
+      await got[0];
+      got = [arrival(1)];
+      await admin.publish(`${prefix}:two`, 't1');
+      await got[0];
+      // Closing one leaves the channel the other still wants subscribed.
+      await one.close();
+      got = [arrival(1)];
+      await admin.publish(`${prefix}:both`, 'b2');
+      await got[0];
+      expect(heard[0]).toEqual([`${prefix}:both=b1`, `${prefix}:one=o1`]);
+      expect(heard[1]).toEqual([`${prefix}:both=b1`, `${prefix}:two=t1`, `${prefix}:both=b2`]);
+    } finally {
+      admin.disconnect();
+      await two.close();
+    }
+  });
+
+  describeLockBehaviour(`GLIDE on ${name}`, () => ({
+    pair,
+    module: () => LockModule.forRoot({ client: clients[2], keyPrefix: uniquePrefix(`glide-nest-${server}`) }),
+  }));
+});
+
+/** Redis 7 Cluster always; Valkey 9 Cluster where Valkey 9 was built. */
+const CLUSTERS: [string, string | undefined][] = [
+  ['Redis 7', undefined],
+  ...(valkey9 ? [['Valkey 9', valkey9] as [string, string]] : []),
+];
+
+describe.each(CLUSTERS)('through a GLIDE cluster client, on a 3-master %s Cluster', (name, binary) => {
+  let cluster: RedisCluster;
+  const clients: GlideClusterClient[] = [];
+  const engines: LockEngine[] = [];
+
+  beforeAll(async () => {
+    cluster = await RedisCluster.start({ masters: 3, binary });
+    for (let i = 0; i < 3; i++) {
+      clients.push(await GlideClusterClient.createClient({ addresses: cluster.startupNodes }));
+    }
+  }, 60_000);
+
+  afterEach(async () => {
+    await Promise.all(engines.splice(0).map(closeNow));
+  });
+
+  afterAll(async () => {
+    for (const c of clients.splice(0)) c.close();
+    await cluster.stop();
+  });
+
+  const pair = (options: Partial<LockEngineOptions> = {}): [LockEngine, LockEngine] => {
+    const keyPrefix = uniquePrefix(`glide-cluster-${name}`);
+    const made = [0, 1].map((i) => new LockEngine({ client: clients[i], keyPrefix, ...options })) as [
+      LockEngine,
+      LockEngine,
+    ];
+    engines.push(...made);
+    return made;
+  };
+
+  it('finds every primary, loads the scripts on each, and wakes a waiter on another slot owner', async () => {
+    const [a, b] = pair();
+    // Asked at once: the health check waits for the cluster to name its primaries.
+    const first = await a.health();
+    expect(first.servers).toBe(3);
+    expect(first.serversUp).toBe(3);
+    expect(first.reachable).toBe(true);
+    // Keys on each master's slots: a release on each must reach its waiter through that shard.
+    const keys = ['a', 'b', 'c', 'd', 'e', 'f'];
+    for (const key of keys) {
+      const held = await a.acquire(key);
+      const waiting = b.acquire(key, { waitMs: 30_000 });
+      await held.release();
+      await (await waiting).release();
+    }
+    const health = await a.health();
+    expect(health.servers).toBe(3);
+    expect(health.serversUp).toBe(3);
+    expect(health.scriptsLoaded).toBe(true);
+    // The survey scans every primary by its address: locks held on each master are all found.
+    const held = await Promise.all(keys.map((key) => a.acquire(key)));
+    let survey = await a.survey();
+    const found = new Set(survey.locks.map((l) => l.key));
+    while (survey.cursor !== null) {
+      survey = await a.survey({ cursor: survey.cursor });
+      for (const l of survey.locks) found.add(l.key);
+    }
+    expect([...found].sort()).toEqual(keys);
+    await Promise.all(held.map((l) => l.release()));
+  });
+
+  it('names the fix when a one-server GLIDE client is given a Cluster node', async () => {
+    const single = await GlideClient.createClient({ addresses: [cluster.startupNodes[0]] });
+    const e = new LockEngine({ client: single, keyPrefix: uniquePrefix('glide-single-on-cluster') });
+    try {
+      // Keys spread over the three masters: those on another node's slots are refused with MOVED.
+      const errors: unknown[] = [];
+      for (const key of ['a', 'b', 'c', 'd', 'e', 'f']) {
+        await e.tryAcquire(key).then(
+          (lock) => lock?.release(),
+          (err: unknown) => errors.push(err),
+        );
+      }
+      expect(errors.length).toBeGreaterThan(0);
+      for (const err of errors) {
+        expect(err).toBeInstanceOf(LockBackendError);
+        expect((err as Error).message).toMatch(
+          /node of a Redis Cluster.*GlideClusterClient\)\. The lock state is unknown\.$/,
+        );
+      }
+    } finally {
+      await closeNow(e);
+      single.close();
+    }
+  });
+
+  (binary ? it : it.skip)("releases with each master's own DELIFEQ on Valkey 9, found per primary", async () => {
+    const [a] = pair();
+    const masters = cluster.startupNodes.map((n) => new Redis(n.port, n.host));
+    const perMaster = async (): Promise<number[]> =>
+      Promise.all(
+        masters.map(async (m) => Number(/cmdstat_delifeq:calls=(\d+)/.exec(await m.info('commandstats'))?.[1] ?? 0)),
+      );
+    try {
+      const before = await perMaster();
+      // The commands are looked up once the primaries are known: until then releases take the script.
+      for (let i = 0; i < 1_000 && (await perMaster()).every((n, j) => n === before[j]); i++) {
+        await (await a.acquire('warm')).release();
+      }
+      const from = await perMaster();
+      // 'b', 'c' and 'a' hash to the first, second and third master's slots.
+      for (const key of ['a', 'b', 'c']) expect(await (await a.acquire(key)).release()).toBe(true);
+      const after = await perMaster();
+      expect(after.map((n, i) => n - from[i])).toEqual([1, 1, 1]);
+    } finally {
+      for (const m of masters) m.disconnect();
+    }
+  });
+
+  describeLockBehaviour(`GLIDE on a ${name} Cluster`, () => ({
+    pair,
+    module: () => LockModule.forRoot({ client: clients[2], keyPrefix: uniquePrefix(`glide-cluster-nest-${name}`) }),
+  }));
+});
+
+describe('a GLIDE cluster client through a shard failover (3 masters + 3 replicas)', () => {
+  it('keeps serving locks on the failed shard, and finds the promoted replica among the primaries', async () => {
+    const replicated = await RedisCluster.start({ masters: 3, replicas: 1 });
+    const client = await GlideClusterClient.createClient({ addresses: replicated.startupNodes });
+    const e = new LockEngine({ client, keyPrefix: uniquePrefix('glide-fail'), leaseMs: 3_000 });
+    const probe = replicated.client();
+    try {
+      const masters = await replicated.masters();
+      const victim = masters.find((m) => m.slots.length > 0)!;
+      const keyOn = async (n: number): Promise<string> => {
+        for (let i = 0; ; i++) {
+          const k = `shard-${n}-${i}`;
+          const slot = Number(await probe.cluster('KEYSLOT', `${e.options.keyPrefix}{${k}}`));
+          if (victim.slots.some(([a, b]) => slot >= a && slot <= b)) return k;
+        }
+      };
+      const [heldKey, laterKey] = [await keyOn(1), await keyOn(2)];
+      const held = await e.acquire(heldKey);
+      await replicated.nodes.find((n) => n.port === victim.port)!.kill();
+      await replicated.waitUntilPromoted(victim.id);
+      // The holder either kept its lock on the promoted replica or was told it lost it; never silence.
+      const kept = await held.extend().then(
+        () => true,
+        () => false,
+      );
+      expect(kept || held.signal.aborted || !held.isHeld()).toBe(true);
+      const later = await e.acquire(laterKey, { waitMs: 20_000 });
+      expect(await later.fencingToken()).toBeGreaterThan(0);
+      await later.release();
+      await held.release().catch(() => undefined);
+      // The list of primaries is asked for again once it is 5 s old: look until the dead master left it.
+      let health = await e.health();
+      while (health.serversUp !== 3 || health.servers !== 3) {
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        health = await e.health();
+      }
+      expect(health.reachable).toBe(true);
+    } finally {
+      probe.disconnect();
+      await closeNow(e);
+      client.close();
+      await replicated.stop();
+    }
+  }, 90_000);
+});
