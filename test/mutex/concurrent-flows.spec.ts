@@ -5,7 +5,7 @@ import type { RedisTarget } from '../harness/redis';
 
 /**
  * Many concurrent flows on one engine: the releases of one turn of the event loop go to Redis
- * as one script per batch (turn-batch.ts), counted by Redis itself, and flows that contend for
+ * as one script per batch (TurnBatch in held-releases.ts), counted by Redis itself, and flows that contend for
  * a key still exclude each other.
  */
 let redis: RedisTarget;
@@ -43,7 +43,7 @@ describe('concurrent flows', () => {
         }),
       );
       // Each grant is its own SET; the releases of one turn of the event loop go as one script
-      // per batch (turn-batch.ts): fewer commands than lock operations (an acquire and a
+      // per batch (TurnBatch in held-releases.ts): fewer commands than lock operations (an acquire and a
       // release each), as Redis counts them.
       const operations = 64 * 20 * 2;
       const commands = (await commandCalls(admin)) - before;

@@ -13,7 +13,7 @@ export type { AcquireOptions, RwAcquireOptions } from './core/options/options';
 export type { LockEngineOptions, QuorumOptions } from './core/options/engine-options';
 export type { ReplicaAckOptions } from './core/redis/replica-ack';
 export type { RedisClient, RedisSpec, RedisTarget, ClusterSpec } from './core/redis/redis-client';
-export type { NodeRedisClient, NodeRedisCluster, NodeRedisSentinel } from './core/redis/node-redis-connection';
+export type { NodeRedisClient, NodeRedisCluster, NodeRedisSentinel } from './core/redis/node-redis-types';
 export type { GlideClientLike, GlideClusterClientLike, GlideRoute } from './core/redis/glide-connection';
 export { LockEngine } from './core/engine/lock-engine';
 // One name for two things: the type of what LockService.semaphore() returns, and the decorator.

@@ -5,7 +5,7 @@ export type { AcquireOptions } from './options/options';
 export type { LockLogger } from './observe/logger';
 export type { RedisClient, RedisSpec, RedisTarget } from './redis/redis-client';
 export { connectionOf } from './redis/redis-client';
-export type { NodeRedisClient, NodeRedisCluster, NodeRedisSentinel } from './redis/node-redis-connection';
+export type { NodeRedisClient, NodeRedisCluster, NodeRedisSentinel } from './redis/node-redis-types';
 export type { GlideClientLike, GlideClusterClientLike, GlideRoute } from './redis/glide-connection';
 export type { LockBackend, Topology } from './backend/lock-backend';
 export { Leadership } from './leader/leadership';

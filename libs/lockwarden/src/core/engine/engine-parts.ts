@@ -1,5 +1,5 @@
 import type { LeaseHandle } from '../lease/lease';
-import type { LockContext } from '../lease/lease';
+import type { LockContext } from './lease-granter';
 import { Watchdog } from '../lease/watchdog';
 import type { EventHub } from '../observe/event-hub';
 import { otelLockTracer, otelMetricsListener } from '../observe/telemetry';

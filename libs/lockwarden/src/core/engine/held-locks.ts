@@ -2,7 +2,7 @@ import { LockBackendError, LockInterruptedError, LockLostError } from '../../err
 import { redisReason } from '../../errors/redis-reason';
 import { Lease, LeaseHandle } from '../lease/lease';
 import type { LeaseHost } from '../lease/lease';
-import type { LockContext } from '../lease/lease';
+import type { LockContext } from './lease-granter';
 import type { LockHandle } from '../lease/lock-handle';
 import type { Watchdog } from '../lease/watchdog';
 import type { LockEvent } from '../observe/events';
@@ -10,7 +10,8 @@ import type { LockLogger } from '../observe/logger';
 import type { LockStore } from '../backend/lock-store';
 import type { Waiter } from '../wake/waiter';
 import { releasePermits } from './permit-release';
-import { checkInteger, MAX_MS, MIN_LEASE_MS } from '../options/validate';
+import { MIN_LEASE_MS } from '../options/validate';
+import { LeaseCalls } from './lease-calls';
 
 /** The rest of locked work after its function settled (a response still streaming), or a function asked for it then. */
 export type Until = PromiseLike<unknown> | (() => PromiseLike<unknown> | undefined);
@@ -29,6 +30,8 @@ export class HeldLocks implements LeaseHost {
   private stopped = false;
   /** Shutdown began: a release that fails now is warned of (warnUnreleased). */
   private draining = false;
+  /** A holder's own calls on its lease: reading its fencing token, extending it. */
+  private readonly calls: LeaseCalls;
 
   constructor(
     private readonly store: LockStore,
@@ -40,7 +43,9 @@ export class HeldLocks implements LeaseHost {
     private readonly handOffTarget: ((channel: string) => Waiter | undefined) | undefined,
     /** The channels a waiter of this process waits on (WakeBus.waitedOn). */
     private readonly waitedOn: ReadonlySet<string>,
-  ) {}
+  ) {
+    this.calls = new LeaseCalls(store, watchdog, emit, (lease) => this.forget(lease));
+  }
 
   get size(): number {
     return this.leases.size;
@@ -215,53 +220,12 @@ export class HeldLocks implements LeaseHost {
     REPORTED.add(error);
   }
 
-  async mintFence(lease: Lease): Promise<number> {
-    const lock = lease.lock;
-    // Only a plain mutex grant takes no token; every other kind's grant script mints one.
-    if (lock.kind !== 'mutex') throw new LockLostError(lease.key, 'its grant carried no fencing token');
-    let token: number;
-    try {
-      token = await this.store.mint(lock.keys, lease.ownerToken);
-    } catch (err) {
-      throw new LockBackendError(lease.key, 'read the fencing token of', err);
-    }
-    lease.check();
-    if (token > 0 && lease.state === 'held') {
-      lease.fence = token;
-      lease.trace?.minted(token);
-      return token;
-    }
-    if (token <= 0) {
-      const reason = 'the key is no longer ours in Redis (it expired or was deleted)';
-      if (this.watchdog.lost(lease, reason)) this.forget(lease);
-    }
-    throw lease.lostError ?? new LockLostError(lease.key, `it was ${lease.state} while its fencing token was read`);
+  mintFence(lease: Lease): Promise<number> {
+    return this.calls.mint(lease);
   }
 
-  async extendLease(lease: Lease, ms: number | undefined): Promise<void> {
-    const leaseMs = ms === undefined ? lease.leaseMs : checkInteger('extend(ms)', ms, MIN_LEASE_MS, MAX_MS, lease.key);
-    if (lease.state !== 'held') throw new LockLostError(lease.key, `it was already ${lease.state}`);
-    const sentAt = performance.now();
-    const grantedMs = Math.min(leaseMs, Math.floor(lease.maxHoldUntil - sentAt));
-    if (grantedMs < MIN_LEASE_MS) throw new LockLostError(lease.key, 'it reached its maxHoldMs and cannot be extended');
-    let renewed: boolean[];
-    try {
-      renewed = await this.store.renew([
-        { redisKey: lease.keys.lock, ownerToken: lease.ownerToken, leaseMs: grantedMs, kind: lease.kind },
-      ]);
-    } catch (err) {
-      throw new LockBackendError(lease.key, 'extend', err);
-    }
-    if (lease.state !== 'held') throw new LockLostError(lease.key, `it was ${lease.state} while extending`);
-    if (!renewed[0]) {
-      const reason = 'the key is no longer ours in Redis (it expired or was deleted)';
-      if (this.watchdog.lost(lease, reason)) this.forget(lease);
-      throw lease.lostError ?? new LockLostError(lease.key, reason);
-    }
-    lease.leaseMs = leaseMs;
-    lease.confirm(sentAt, grantedMs);
-    this.watchdog.reschedule(lease);
-    this.emit?.({ type: 'extended', key: lease.key, name: lease.name, fencingToken: lease.fence });
+  extendLease(lease: Lease, ms: number | undefined): Promise<void> {
+    return this.calls.extend(lease, ms);
   }
 
   // ---- internals ----------------------------------------------------------------------------

@@ -1,6 +1,7 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { LockLostError, LockTimeoutError, LockUpgradeError } from '../../errors';
 import { Lease, LeaseHandle, safetyMarginFor } from '../lease/lease';
-import type { LeasedLock, LockContext } from '../lease/lease';
+import type { LeasedLock, LeaseHost } from '../lease/lease';
 import type { LockEvent } from '../observe/events';
 import type { LockTracer } from '../observe/telemetry';
 import { mutexKeys, rwKeys } from '../backend/lock-keys';
@@ -12,7 +13,6 @@ import type { LoopContext } from '../wait/acquire-loop';
 import { mutexAttempt, permitAttempt, rwAttempt } from '../wait/attempts';
 import type { Attempt } from '../wait/attempts';
 import type { ResolvedEngineOptions } from '../options/engine-options';
-import type { HeldLocks } from './held-locks';
 import { checkAcquireOptions, checkReadWriteOptions, defaultLockName, resolveAcquire } from '../options/options';
 import type { AcquireOptions, CheckedAcquire, ResolvedAcquire, RwAcquireOptions } from '../options/options';
 import { checkKey } from '../options/validate';
@@ -32,7 +32,8 @@ export class LeaseGranter {
   constructor(
     private readonly options: ResolvedEngineOptions,
     private readonly store: LockStore,
-    private readonly held: HeldLocks,
+    /** The held locks (HeldLocks): each new lease goes to them, and calls back on them. */
+    private readonly held: LeaseHost & { add(lease: Lease): void },
     private readonly context: LockContext,
     private readonly loop: LoopContext,
     private readonly emit: ((event: LockEvent) => void) | undefined,
@@ -242,4 +243,42 @@ function reenter(lease: Lease): LeaseHandle {
   if (lease.state === 'lost') throw new LockLostError(lease.key, 'the enclosing hold of this key was already lost');
   lease.handles++;
   return new LeaseHandle(lease);
+}
+
+/** One lock entered by a `withLock` callback or decorated method, linked to the locks around it. */
+export interface LockFrame {
+  readonly lease: Lease;
+  readonly handle: LeaseHandle;
+  readonly parent: LockFrame | undefined;
+}
+
+/**
+ * Reentrancy by ancestry: a flow may re-enter a lock that a callback enclosing
+ * it holds. Frames live in AsyncLocalStorage, so sibling flows (two calls
+ * under one Promise.all) never see each other's locks, and a bare acquire()
+ * outside any callback never re-enters anything.
+ */
+export class LockContext {
+  private readonly storage = new AsyncLocalStorage<LockFrame>();
+
+  run<T>(lease: Lease, handle: LeaseHandle, fn: () => T): T {
+    return this.storage.run({ lease, handle, parent: this.storage.getStore() }, fn);
+  }
+
+  /** The innermost enclosing frame of `kind` for `key` whose lock has not been released. */
+  find(key: string, kind: LockKind): LockFrame | undefined {
+    for (let f = this.storage.getStore(); f; f = f.parent) {
+      if (f.lease.key === key && f.lease.kind === kind && f.lease.state !== 'released') return f;
+    }
+    return undefined;
+  }
+
+  /** The innermost enclosing frame (for `key`, when given) whose lock has not been released. */
+  current(key?: string): LockFrame | undefined {
+    for (let f = this.storage.getStore(); f; f = f.parent) {
+      f.lease.check();
+      if (f.lease.state !== 'released' && (key === undefined || f.lease.key === key)) return f;
+    }
+    return undefined;
+  }
 }

@@ -1,5 +1,5 @@
 import { LockConfigError } from '../../errors';
-import { LockContext } from '../lease/lease';
+import { LockContext } from './lease-granter';
 import type { LockHandle } from '../lease/lock-handle';
 import type { LeaseHandle } from '../lease/lease';
 import type { Watchdog } from '../lease/watchdog';

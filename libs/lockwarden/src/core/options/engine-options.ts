@@ -6,7 +6,6 @@ import { SILENT_LOGGER } from '../observe/logger';
 import type { LockDefaults } from './options';
 import {
   checkBoolean,
-  checkInteger,
   integerOr,
   checkKnownNames,
   checkOptionsObject,
@@ -19,6 +18,7 @@ import type { ResolvedQuorum } from '../redis/redis-backend';
 import type { RedisClient, RedisSpec, RedisTarget } from '../redis/redis-client';
 import { isRedisClient } from '../redis/client-kind';
 import type { ReplicaAckOptions } from '../redis/replica-ack';
+import { checkRedisSpec, resolveQuorum, resolveReplicaAck } from './redis-options';
 
 /**
  * Settings of one lock engine (one `LockModule`).
@@ -259,64 +259,4 @@ export function resolveEngineOptions(
     maxHoldMs: integerOr('maxHoldMs', o.maxHoldMs, undefined, MIN_LEASE_MS, MAX_MS),
     shutdownGraceMs: integerOr('shutdownGraceMs', o.shutdownGraceMs, 10_000, 0, MAX_MS),
   };
-}
-
-function resolveReplicaAck(raw: unknown): ReplicaAckOptions {
-  const r = checkOptionsObject('replicaAck', raw);
-  checkKnownNames('replicaAck', r, new Set(['replicas', 'timeoutMs']));
-  return {
-    replicas: checkInteger('replicaAck.replicas', r.replicas, 1, 100),
-    timeoutMs: checkInteger('replicaAck.timeoutMs', r.timeoutMs, 1, MAX_MS),
-  };
-}
-
-function resolveQuorum(raw: unknown): ResolvedQuorum {
-  const q = checkOptionsObject('quorum', raw);
-  checkKnownNames('quorum', q, new Set(['nodes', 'nodeTimeoutMs']));
-  if (!Array.isArray(q.nodes) || q.nodes.length < 3) {
-    throw new LockConfigError(
-      `quorum.nodes must list at least 3 independent Redis masters, got ${Array.isArray(q.nodes) ? `${q.nodes.length}` : describe(q.nodes)}.`,
-    );
-  }
-  for (const node of q.nodes as unknown[]) {
-    const clusterClient =
-      isRedisClient(node) && ('masters' in node || (node as { isCluster?: unknown }).isCluster === true);
-    if (node === null || node === undefined || clusterClient || (typeof node === 'object' && 'cluster' in node)) {
-      throw new LockConfigError(
-        'Each quorum node must be one Redis master (a URL, ioredis options or a client), not a Cluster.',
-      );
-    }
-    checkRedisSpec(node, 'each quorum node');
-  }
-  return {
-    nodes: q.nodes as RedisSpec[],
-    nodeTimeoutMs: integerOr('quorum.nodeTimeoutMs', q.nodeTimeoutMs, 500, 1, MAX_MS),
-  };
-}
-
-/**
- * Where to find Redis (the `redis` option, a quorum node): a client the caller owns (anything
- * with `duplicate` and `evalsha`), a redis:// or rediss:// URL, `{ cluster: [nodes] }` with
- * at least one node, or a client options object. `what` names the option in the error.
- */
-export function checkRedisSpec(spec: unknown, what: string): void {
-  if (typeof spec === 'string') {
-    if (!/^rediss?:\/\//.test(spec)) {
-      throw new LockConfigError(`${what} must be a redis:// or rediss:// URL, got "${spec.slice(0, 60)}".`);
-    }
-    return;
-  }
-  if (typeof spec !== 'object' || spec === null || Array.isArray(spec)) {
-    throw new LockConfigError(
-      `${what} must be a redis:// URL, an ioredis options object, or a Redis client (ioredis or node-redis), got ${describe(spec)}.`,
-    );
-  }
-  // A client of the caller's own is theirs to have set up.
-  if (isRedisClient(spec)) return;
-  if ('cluster' in spec) {
-    const nodes = (spec as { cluster: unknown }).cluster;
-    if (!Array.isArray(nodes) || nodes.length === 0) {
-      throw new LockConfigError(`${what}.cluster must be a non-empty list of cluster nodes, e.g. [{ host, port }].`);
-    }
-  }
 }

@@ -1,5 +1,5 @@
 import type { Cluster, Redis } from 'ioredis';
-import type { AnyNodeRedis } from './node-redis-connection';
+import type { AnyNodeRedis } from './node-redis-types';
 import type { AnyGlideClient } from './glide-connection';
 
 /**

@@ -9,67 +9,8 @@ import type {
 import { compareDeleteArgs, hashReply, isNoScript, streamReply } from './connection';
 import { CommandServer } from './command-server';
 import type { CompareDelete } from './connection';
-
-/** What Lockwarden listens with: 'error' gets the error; the others get nothing it reads. */
-type Listener = (err: Error) => void;
-type PubSubListener = (message: string, channel: string) => unknown;
-/** What node-redis's `unsubscribe` takes: a listener of strings or Buffers. */
-type AnyPubSubListener = (message: string | Buffer, channel: string | Buffer) => unknown;
-
-/** The part of any node-redis client (`redis` 5 or 6) Lockwarden uses: public methods only. */
-interface NodeRedisCommon {
-  readonly isOpen: boolean;
-  connect(): Promise<unknown>;
-  close(): Promise<unknown>;
-  destroy(): unknown;
-  on(event: string, listener: Listener): unknown;
-  off(event: string, listener: Listener): unknown;
-}
-
-/**
- * A node-redis client of one server: `createClient()`.
- *
- * @example
- * ```ts
- * const client = await createClient({ url: 'redis://10.0.0.5:6379' }).on('error', console.error).connect();
- * LockModule.forRoot({ client });
- * ```
- */
-export interface NodeRedisClient extends NodeRedisCommon {
-  readonly isReady: boolean;
-  sendCommand(args: string[]): Promise<unknown>;
-  duplicate(): object;
-  subscribe(channel: string, listener: PubSubListener): Promise<unknown>;
-  unsubscribe(channel: string): Promise<unknown>;
-  readonly options?: { url?: string; socket?: { host?: string; port?: number; path?: string } };
-}
-
-/** A node-redis Cluster client: `createCluster()`. Its masters are read through its public `masters`. */
-export interface NodeRedisCluster extends NodeRedisCommon {
-  /** `redis` 6 says when its first discovery of the slots is done; 5 has no such field. */
-  readonly isReady?: boolean;
-  readonly masters: readonly { readonly address: string; readonly client?: { readonly isReady: boolean } }[];
-  sendCommand(firstKey: string | undefined, isReadonly: boolean | undefined, args: string[]): Promise<unknown>;
-  nodeClient(node: never): Promise<{ sendCommand(args: readonly string[]): Promise<unknown> }>;
-  duplicate(): object;
-  sSubscribe(channel: string, listener: PubSubListener): Promise<unknown>;
-  sUnsubscribe(channel: string): Promise<unknown>;
-}
-
-/**
- * A node-redis Sentinel client: `createSentinel()`. `redis` 5's has no `duplicate()`: its own
- * pub/sub connection then carries Lockwarden's subscriptions too.
- */
-export interface NodeRedisSentinel extends NodeRedisCommon {
-  readonly isReady: boolean;
-  sendCommand(isReadonly: boolean | undefined, args: string[]): Promise<unknown>;
-  use(fn: never): Promise<unknown>;
-  duplicate?(): object;
-  subscribe(channel: string, listener: PubSubListener): Promise<unknown>;
-  unsubscribe(channel: string, listener?: AnyPubSubListener): Promise<unknown>;
-}
-
-export type AnyNodeRedis = NodeRedisClient | NodeRedisCluster | NodeRedisSentinel;
+import type { AnyNodeRedis, NodeRedisClient, NodeRedisCluster, NodeRedisSentinel } from './node-redis-types';
+import { closeNodeClient, NodeRedisSubscriber, noop, SentinelOwnSubscriber } from './node-redis-subscriber';
 
 type Shape = 'client' | 'cluster' | 'sentinel';
 
@@ -242,15 +183,6 @@ export class NodeRedisConnection implements RedisConnection {
   }
 }
 
-/** Closes a node-redis client Lockwarden opened; one still connecting (Redis down) is dropped at once. */
-async function closeNodeClient(client: AnyNodeRedis): Promise<void> {
-  if (!client.isOpen) return;
-  if ((client as { isReady?: boolean }).isReady === false) await client.destroy();
-  else await client.close().catch(() => client.destroy());
-}
-
-function noop(): void {}
-
 /** node-redis's own words for a command on a closed client. */
 class ClosedClientError extends Error {
   constructor() {
@@ -268,92 +200,4 @@ function scriptArgs(
   const out = [command, script, String(keys.length), ...keys];
   for (const arg of args) out.push(String(arg));
   return out;
-}
-
-/** node-redis wants one listener per channel; ours hands every message to one handler. */
-class NodeRedisSubscriber implements SubscriberConnection {
-  private connected: Promise<unknown> | undefined;
-  private handlers: Parameters<SubscriberConnection['listen']>[0] | undefined;
-  private readonly onMessage: PubSubListener = (message, channel) => this.handlers?.message(channel, message);
-
-  constructor(
-    private readonly sub: NodeRedisClient | NodeRedisCluster | NodeRedisSentinel,
-    private readonly sharded: boolean,
-  ) {}
-
-  async subscribe(channel: string): Promise<unknown> {
-    await this.connection();
-    return this.sharded
-      ? (this.sub as NodeRedisCluster).sSubscribe(channel, this.onMessage)
-      : (this.sub as NodeRedisClient).subscribe(channel, this.onMessage);
-  }
-
-  async unsubscribe(channel: string): Promise<unknown> {
-    if (!this.sub.isOpen) return undefined;
-    return this.sharded
-      ? (this.sub as NodeRedisCluster).sUnsubscribe(channel)
-      : (this.sub as NodeRedisClient).unsubscribe(channel);
-  }
-
-  listen(handlers: Parameters<SubscriberConnection['listen']>[0]): void {
-    this.handlers = handlers;
-    this.sub.on('error', handlers.error);
-    let first = true;
-    // node-redis subscribes again before it says ready (per node on a Cluster).
-    this.sub.on(this.sharded ? 'node-ready' : 'ready', () => {
-      if (first && !this.sharded) {
-        first = false;
-        return;
-      }
-      handlers.resubscribed();
-    });
-  }
-
-  close(): Promise<void> {
-    return closeNodeClient(this.sub);
-  }
-
-  private connection(): Promise<unknown> {
-    this.connected ??= this.sub.connect();
-    return this.connected;
-  }
-}
-
-/**
- * Subscriptions on a `redis` 5 Sentinel client's own pub/sub connection (that client cannot be
- * duplicated). Only Lockwarden's listener is removed from a channel, and the client is never
- * closed. It resubscribes by itself without saying when, so `resubscribed` is never called:
- * a waiter that missed a wake-up while the connection was down retries when the lease it
- * waits on ends.
- */
-class SentinelOwnSubscriber implements SubscriberConnection {
-  private handlers: Parameters<SubscriberConnection['listen']>[0] | undefined;
-  private readonly channels = new Set<string>();
-  private readonly onMessage: AnyPubSubListener = (message, channel) =>
-    this.handlers?.message(String(channel), String(message));
-
-  constructor(private readonly sentinel: NodeRedisSentinel) {}
-
-  subscribe(channel: string): Promise<unknown> {
-    this.channels.add(channel);
-    return this.sentinel.subscribe(channel, this.onMessage);
-  }
-
-  async unsubscribe(channel: string): Promise<unknown> {
-    this.channels.delete(channel);
-    if (!this.sentinel.isOpen) return undefined;
-    return this.sentinel.unsubscribe(channel, this.onMessage);
-  }
-
-  listen(handlers: Parameters<SubscriberConnection['listen']>[0]): void {
-    // The application listens to its client's errors; a listener of ours would hide them.
-    this.handlers = handlers;
-  }
-
-  async close(): Promise<void> {
-    const channels = [...this.channels];
-    this.channels.clear();
-    if (!this.sentinel.isOpen) return;
-    await Promise.all(channels.map((c) => this.sentinel.unsubscribe(c, this.onMessage).catch(() => undefined)));
-  }
 }

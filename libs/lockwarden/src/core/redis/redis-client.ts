@@ -8,7 +8,7 @@ import { GlideConnection } from './glide-connection';
 import type { AnyGlideClient } from './glide-connection';
 import { GivenConnection } from './given-connection';
 import type { LockLogger } from '../observe/logger';
-import type { AnyNodeRedis } from './node-redis-connection';
+import type { AnyNodeRedis } from './node-redis-types';
 
 /**
  * A Redis Cluster Lockwarden connects to (and closes) itself.

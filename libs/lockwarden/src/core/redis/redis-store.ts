@@ -8,8 +8,8 @@ import type { RedisConnection } from './connection';
 import type { ReplicaAck } from './replica-ack';
 import { SCRIPTS } from './lua-script';
 import type { LuaScript } from './lua-script';
-import { TurnBatch } from './turn-batch';
 import { NativeCommands } from './native-commands';
+import { HeldReleases } from './held-releases';
 import { BUSY_FOR_UNKNOWN, UNMINTED } from '../backend/lock-store';
 import type {
   LockStore,
@@ -23,24 +23,13 @@ import type {
 /** How often an acquisition is retried when too few replicas acknowledged it (replicaAck). */
 const ACK_ATTEMPTS = 3;
 
-/** A mutex lease to release, and whether a waiter of this process is known to wait for it. */
-interface HeldRelease {
-  readonly keys: MutexKeys;
-  readonly ownerToken: string;
-  readonly waited: boolean;
-  /** The lease's fencing token, when minted: with the owner token, what the lock's value is. */
-  readonly fence: number | undefined;
-}
-
 export class RedisLockStore implements LockStore {
   /** Cluster: releases use sharded pub/sub. */
   private readonly publishCommand: 'publish' | 'spublish';
   readonly readWrite = true;
   readonly semaphores = true;
-  /** Single server: the releases of one event-loop turn go out together (release-plain.lua). */
-  private readonly releases: TurnBatch<HeldRelease, boolean> | undefined;
-  /** The server's own commands the store may use instead of a script (none for a quorum's nodes). */
-  private readonly native: NativeCommands | undefined;
+  /** The releases of the leases this process holds. */
+  private readonly held: HeldReleases;
 
   constructor(
     readonly client: RedisConnection,
@@ -53,13 +42,13 @@ export class RedisLockStore implements LockStore {
     private readonly plainGrants = true,
   ) {
     this.publishCommand = client.cluster ? 'spublish' : 'publish';
-    this.native = plainGrants ? new NativeCommands(client) : undefined;
-    if (!client.cluster) {
-      this.releases = new TurnBatch(
-        (item) => this.releaseHeldMany([item]).then((done) => done[0]),
-        (items) => this.releaseHeldMany(items),
-      );
-    }
+    // The server's own compare-and-delete only where an uncontended grant is a plain SET (not a quorum's nodes).
+    this.held = new HeldReleases(
+      client,
+      instanceId,
+      this.publishCommand,
+      plainGrants ? new NativeCommands(client) : undefined,
+    );
   }
 
   /** Up to ACK_ATTEMPTS grants, each waiting for its replicas, and a give-back between. */
@@ -107,79 +96,11 @@ export class RedisLockStore implements LockStore {
   }
 
   release(keys: MutexKeys, ownerToken: string): Promise<boolean> {
-    return this.releaseOne(keys, ownerToken);
+    return this.held.releaseOne(keys, ownerToken);
   }
 
   releaseHeld(keys: MutexKeys, ownerToken: string, waited: boolean, fence?: number): Promise<boolean> {
-    const item = { keys, ownerToken, waited, fence };
-    return this.releases ? this.releases.push(item) : this.releaseHeldMany([item]).then((done) => done[0]);
-  }
-
-  /**
-   * Releases of leases this process holds. Those nobody waited for go together: as the
-   * server's own compare-and-delete of each lock's exact value where every server has one
-   * (NativeCommands), else as one release-plain.lua with one key each. A lock a waiter of this
-   * process waits for goes straight to release.lua, with all five keys, and so does one that
-   * turns out to be waited for (its value was marked, so the compare-and-delete refused it, or
-   * release-plain.lua answered 2): one round trip more, for a lock whose waiters are all in
-   * other processes.
-   */
-  private async releaseHeldMany(items: readonly HeldRelease[]): Promise<boolean[]> {
-    const done = new Array<Promise<boolean>>(items.length);
-    const plain: number[] = [];
-    items.forEach((item, i) => {
-      if (item.waited) done[i] = this.releaseOne(item.keys, item.ownerToken);
-      else plain.push(i);
-    });
-    if (plain.length > 0) {
-      const sent = this.releasePlain(plain.map((i) => items[i]));
-      plain.forEach((i, j) => {
-        done[i] = sent.then((replies) => {
-          const reply = replies[j];
-          return reply === 2 ? this.releaseOne(items[i].keys, items[i].ownerToken) : reply === 1;
-        });
-      });
-    }
-    return Promise.all(done);
-  }
-
-  /** Per lock: 1 released, 0 not ours, 2 maybe waited for (release.lua decides). */
-  private async releasePlain(items: readonly HeldRelease[]): Promise<number[]> {
-    // One release: the server's own command, where it has one. Several in one turn: still one
-    // script call, which costs the client less than a command each (64 flows on Valkey 9: 80k
-    // cycles/s with the script against 66k with a pipeline of DELIFEQ, measured A/B).
-    const native = items.length === 1 ? this.native?.compareDelete : undefined;
-    if (native) {
-      const [item] = items;
-      try {
-        // Refused: marked waited for, or no longer ours; release.lua tells which.
-        return [(await this.client.compareDelete(native, item.keys.lock, this.holderValue(item))) ? 1 : 2];
-      } catch (err) {
-        // A server without the command after all (a failover to an older one): the script,
-        // from now until the commands are looked up again. A slot being moved: the script,
-        // which follows it. Anything else is a failed release.
-        const message = err instanceof Error ? err.message : '';
-        if (!/unknown command|^(MOVED|ASK) /i.test(message)) throw err;
-        if (/unknown command/i.test(message)) this.native?.refused();
-      }
-    }
-    // One lock answers a number, several a list (release-plain.lua).
-    const reply = await this.run(
-      SCRIPTS.releasePlain,
-      items.map((i) => i.keys.lock),
-      items.map((i) => i.ownerToken),
-    );
-    return (Array.isArray(reply) ? reply : [reply]).map(Number);
-  }
-
-  /** The value a lock holds while `item`'s holder has it and nobody waits: "owner|fence|instance" (acquire.lua). */
-  private holderValue(item: HeldRelease): string {
-    return `${item.ownerToken}|${item.fence ?? ''}|${this.instanceId}`;
-  }
-
-  private async releaseOne(keys: MutexKeys, ownerToken: string): Promise<boolean> {
-    const reply = await this.run(SCRIPTS.release, keys.releaseKeys, [ownerToken, this.publishCommand]);
-    return Number(reply) === 1;
+    return this.held.release({ keys, ownerToken, waited, fence });
   }
 
   /** Records the fencing token a quorum granted on this node (see fence-raise.lua). */

@@ -1,5 +1,6 @@
 import { LockAbortedError, LockBackendError, LockError } from '../../errors';
-import { newWaiterId, send, withdraw } from './attempts';
+import { newWaiterId, send } from './attempts';
+import { withdraw } from './withdraw';
 import type { Attempt } from './attempts';
 import type { LockEvent } from '../observe/events';
 import type { LockLogger } from '../observe/logger';

@@ -1,0 +1,72 @@
+import { LockBackendError, LockLostError } from '../../errors';
+import type { Lease } from '../lease/lease';
+import type { Watchdog } from '../lease/watchdog';
+import type { LockEvent } from '../observe/events';
+import type { LockStore } from '../backend/lock-store';
+import { checkInteger, MAX_MS, MIN_LEASE_MS } from '../options/validate';
+
+/**
+ * A holder's own calls on its lease, through its handle: reading its fencing token (minted on
+ * first read after a plain grant) and extending it. A call that finds the key no longer ours
+ * loses the lease, as the watchdog would.
+ */
+export class LeaseCalls {
+  constructor(
+    private readonly store: LockStore,
+    private readonly watchdog: Watchdog,
+    private readonly emit: ((event: LockEvent) => void) | undefined,
+    /** Stops tracking a lease that is lost (HeldLocks). */
+    private readonly forget: (lease: Lease) => void,
+  ) {}
+
+  /** The lease's fencing token, minted on first read (a plain mutex grant takes none). */
+  async mint(lease: Lease): Promise<number> {
+    const lock = lease.lock;
+    // Only a plain mutex grant takes no token; every other kind's grant script mints one.
+    if (lock.kind !== 'mutex') throw new LockLostError(lease.key, 'its grant carried no fencing token');
+    let token: number;
+    try {
+      token = await this.store.mint(lock.keys, lease.ownerToken);
+    } catch (err) {
+      throw new LockBackendError(lease.key, 'read the fencing token of', err);
+    }
+    lease.check();
+    if (token > 0 && lease.state === 'held') {
+      lease.fence = token;
+      lease.trace?.minted(token);
+      return token;
+    }
+    if (token <= 0) {
+      const reason = 'the key is no longer ours in Redis (it expired or was deleted)';
+      if (this.watchdog.lost(lease, reason)) this.forget(lease);
+    }
+    throw lease.lostError ?? new LockLostError(lease.key, `it was ${lease.state} while its fencing token was read`);
+  }
+
+  /** `extend(ms)`: sets the lease back to `ms` (its lease time by default), within `maxHoldMs`. */
+  async extend(lease: Lease, ms: number | undefined): Promise<void> {
+    const leaseMs = ms === undefined ? lease.leaseMs : checkInteger('extend(ms)', ms, MIN_LEASE_MS, MAX_MS, lease.key);
+    if (lease.state !== 'held') throw new LockLostError(lease.key, `it was already ${lease.state}`);
+    const sentAt = performance.now();
+    const grantedMs = Math.min(leaseMs, Math.floor(lease.maxHoldUntil - sentAt));
+    if (grantedMs < MIN_LEASE_MS) throw new LockLostError(lease.key, 'it reached its maxHoldMs and cannot be extended');
+    let renewed: boolean[];
+    try {
+      renewed = await this.store.renew([
+        { redisKey: lease.keys.lock, ownerToken: lease.ownerToken, leaseMs: grantedMs, kind: lease.kind },
+      ]);
+    } catch (err) {
+      throw new LockBackendError(lease.key, 'extend', err);
+    }
+    if (lease.state !== 'held') throw new LockLostError(lease.key, `it was ${lease.state} while extending`);
+    if (!renewed[0]) {
+      const reason = 'the key is no longer ours in Redis (it expired or was deleted)';
+      if (this.watchdog.lost(lease, reason)) this.forget(lease);
+      throw lease.lostError ?? new LockLostError(lease.key, reason);
+    }
+    lease.leaseMs = leaseMs;
+    lease.confirm(sentAt, grantedMs);
+    this.watchdog.reschedule(lease);
+    this.emit?.({ type: 'extended', key: lease.key, name: lease.name, fencingToken: lease.fence });
+  }
+}
