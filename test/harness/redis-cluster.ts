@@ -191,6 +191,20 @@ export class RedisCluster {
     }
   }
 
+  /** A lock key (`<name>-<n>`) whose Redis keys, `<keyPrefix>{key}…`, live in `master`'s slots. */
+  async keyOn(master: { slots: [number, number][] }, keyPrefix: string, name: string): Promise<string> {
+    const probe = this.client();
+    try {
+      for (let i = 0; ; i++) {
+        const key = `${name}-${i}`;
+        const slot = Number(await probe.cluster('KEYSLOT', `${keyPrefix}{${key}}`));
+        if (master.slots.some(([a, b]) => slot >= a && slot <= b)) return key;
+      }
+    } finally {
+      probe.disconnect();
+    }
+  }
+
   /** The masters with their node ids and slot ranges, as the cluster reports them. */
   async masters(): Promise<{ id: string; port: number; slots: [number, number][] }[]> {
     const live = this.nodes.find((n) => n.child && n.child.exitCode === null && n.child.signalCode === null)!;

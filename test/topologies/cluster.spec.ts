@@ -271,16 +271,11 @@ describe('a Cluster shard failover (3 masters + 3 replicas)', () => {
     try {
       const masters = await replicated.masters();
       const victim = masters.find((m) => m.slots.length > 0)!;
-      const probe = replicated.client();
-      const keyOn = async (n: number): Promise<string> => {
-        for (let i = 0; ; i++) {
-          const k = `shard-${n}-${i}`;
-          const slot = Number(await probe.cluster('KEYSLOT', `${e.options.keyPrefix}{${k}}`));
-          if (victim.slots.some(([a, b]) => slot >= a && slot <= b)) return k;
-        }
-      };
-      const [heldKey, laterKey] = [await keyOn(1), await keyOn(2)];
-      probe.disconnect();
+      const keyPrefix = e.options.keyPrefix;
+      const [heldKey, laterKey] = [
+        await replicated.keyOn(victim, keyPrefix, 'shard-1'),
+        await replicated.keyOn(victim, keyPrefix, 'shard-2'),
+      ];
       const held = await e.acquire(heldKey);
       await replicated.nodes.find((n) => n.port === victim.port)!.kill();
       await replicated.waitUntilPromoted(victim.id);

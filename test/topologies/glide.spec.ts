@@ -273,18 +273,14 @@ describe('a GLIDE cluster client through a shard failover (3 masters + 3 replica
     const replicated = await RedisCluster.start({ masters: 3, replicas: 1 });
     const client = await GlideClusterClient.createClient({ addresses: replicated.startupNodes });
     const e = new LockEngine({ client, keyPrefix: uniquePrefix('glide-fail'), leaseMs: 3_000 });
-    const probe = replicated.client();
     try {
       const masters = await replicated.masters();
       const victim = masters.find((m) => m.slots.length > 0)!;
-      const keyOn = async (n: number): Promise<string> => {
-        for (let i = 0; ; i++) {
-          const k = `shard-${n}-${i}`;
-          const slot = Number(await probe.cluster('KEYSLOT', `${e.options.keyPrefix}{${k}}`));
-          if (victim.slots.some(([a, b]) => slot >= a && slot <= b)) return k;
-        }
-      };
-      const [heldKey, laterKey] = [await keyOn(1), await keyOn(2)];
+      const keyPrefix = e.options.keyPrefix;
+      const [heldKey, laterKey] = [
+        await replicated.keyOn(victim, keyPrefix, 'shard-1'),
+        await replicated.keyOn(victim, keyPrefix, 'shard-2'),
+      ];
       const held = await e.acquire(heldKey);
       await replicated.nodes.find((n) => n.port === victim.port)!.kill();
       await replicated.waitUntilPromoted(victim.id);
@@ -306,7 +302,6 @@ describe('a GLIDE cluster client through a shard failover (3 masters + 3 replica
       }
       expect(health.reachable).toBe(true);
     } finally {
-      probe.disconnect();
       await closeNow(e);
       client.close();
       await replicated.stop();
