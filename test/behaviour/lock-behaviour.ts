@@ -204,7 +204,7 @@ export function describeLockBehaviour(label: string, backend: () => Backend): vo
       expect(await a.inspect('seen')).toMatchObject({
         key: 'seen',
         held: true,
-        mode: 'mutex',
+        kind: 'mutex',
         holders: [{ instanceId: 'shop-1', leaseLeftMs: expect.any(Number) }],
         fencingToken: token,
         waiters: 0,
@@ -244,7 +244,7 @@ export function describeLockBehaviour(label: string, backend: () => Backend): vo
       const writeToken = await write.fencingToken();
       expect(await a.inspect('seen-rw')).toMatchObject({
         held: true,
-        mode: 'write',
+        kind: 'write',
         holders: [{ instanceId: 'shop-2', leaseLeftMs: expect.any(Number) }],
         fencingToken: writeToken,
         waiters: 0,
@@ -253,7 +253,7 @@ export function describeLockBehaviour(label: string, backend: () => Backend): vo
       const r1 = await a.acquireRead('seen-rw', { leaseMs: 60_000, renew: false });
       const r2 = await b.acquireRead('seen-rw', { leaseMs: 30_000, renew: false });
       const info = await a.inspect('seen-rw');
-      expect(info).toMatchObject({ held: true, mode: 'read', fencingToken: writeToken, waiters: 0 });
+      expect(info).toMatchObject({ held: true, kind: 'read', fencingToken: writeToken, waiters: 0 });
       expect(info.holders).toHaveLength(2);
       expect(info.leaseLeftMs).toBe(Math.max(...info.holders.map((h) => h.leaseLeftMs)));
       // One name for the lease left: the removed ttlMs is gone.
@@ -266,7 +266,7 @@ export function describeLockBehaviour(label: string, backend: () => Backend): vo
       await mutex.release();
       expect(await a.inspect('seen-free')).toMatchObject({
         held: false,
-        mode: null,
+        kind: null,
         holders: [],
         fencingToken: mutexToken,
       });

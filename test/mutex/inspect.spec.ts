@@ -28,7 +28,7 @@ describe('inspect()', () => {
     expect(await a.inspect('invoice')).toEqual({
       key: 'invoice',
       held: false,
-      mode: null,
+      kind: null,
       holders: [],
       leaseLeftMs: 0,
       fencingToken: null,
@@ -41,7 +41,7 @@ describe('inspect()', () => {
     const waiting = c.acquire('invoice', { fair: true, waitMs: 60_000 });
     await events.next({ type: 'waiting' });
     const info = await b.inspect('invoice');
-    expect(info).toMatchObject({ held: true, mode: 'mutex', fencingToken: lockToken, waiters: 1 });
+    expect(info).toMatchObject({ held: true, kind: 'mutex', fencingToken: lockToken, waiters: 1 });
     expect(info.holders).toEqual([{ instanceId: 'billing-1', leaseLeftMs: expect.any(Number) }]);
     expect(info.leaseLeftMs).toBeGreaterThan(50_000);
     expect(JSON.stringify(info)).not.toContain((lock as LeaseHandle).lease.ownerToken);
@@ -58,13 +58,13 @@ describe('inspect()', () => {
     const [a, b] = pair();
     const readers = [await a.acquireRead('catalog'), await b.acquireRead('catalog')];
     const info = await a.inspect('catalog');
-    expect(info).toMatchObject({ held: true, mode: 'read' });
+    expect(info).toMatchObject({ held: true, kind: 'read' });
     expect(info.holders).toHaveLength(2);
     for (const r of readers) await r.release();
     const writer = await b.acquireWrite('catalog');
     expect(await a.inspect('catalog')).toMatchObject({
       held: true,
-      mode: 'write',
+      kind: 'write',
       fencingToken: await writer.fencingToken(),
     });
     await writer.release();

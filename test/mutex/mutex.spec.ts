@@ -314,7 +314,7 @@ describe('waiting', () => {
   });
 });
 
-describe('fair mode', () => {
+describe('fair acquires', () => {
   it('grants waiters in arrival order, across engines', async () => {
     const events = new EventLog();
     const [a, b] = pair({}, events);

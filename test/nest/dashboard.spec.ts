@@ -204,7 +204,7 @@ describe('the dashboard’s data', () => {
       } while (!state.locks.some((l) => l.key === 'queue:head' && l.queue.length === 1));
 
       const catalog = state.locks.find((l) => l.key === 'catalog')!;
-      expect(catalog.mode).toBe('read');
+      expect(catalog.kind).toBe('read');
       expect(catalog.holders.map((h) => h.instanceId).sort()).toEqual(['web-1', 'worker-7']);
       const office = state.semaphores.find((s) => s.key === 'prize-office')!;
       expect({ limit: office.limit, used: office.used }).toEqual({ limit: 3, used: 2 });

@@ -361,7 +361,7 @@ describe('refusals', () => {
     await expect(sem.setLimit(-1)).rejects.toBeInstanceOf(LockConfigError);
   });
 
-  it('is refused in quorum mode, with the reason', () => {
+  it('is refused with a quorum, with the reason', () => {
     const e = engine({
       redis: undefined,
       quorum: { nodes: [`${redis.url}/1`, `${redis.url}/2`, `${redis.url}/3`] },

@@ -53,12 +53,12 @@ describe('the lockwarden CLI', () => {
     const report = await engine.acquireRead('report', { leaseMs: 60_000, renew: false });
     const table = await cli('list', '--redis', redis.url, '--prefix', prefix);
     expect(table.code).toBe(0);
-    expect(table.out).toMatch(/^LOCK\s+MODE\s+HOLDERS\s+LEASE-LEFT\s+FENCE\s+WAITERS$/m);
+    expect(table.out).toMatch(/^LOCK\s+KIND\s+HOLDERS\s+LEASE-LEFT\s+FENCE\s+WAITERS$/m);
     expect(table.out).toMatch(new RegExp(`^order:1\\s+mutex\\s+worker-7\\s+\\S+\\s+${orderToken}\\s+0$`, 'm'));
     expect(table.out).toMatch(/^report\s+read\s+worker-7/m);
     const json = await cli('list', 'order:*', '--redis', redis.url, '--prefix', prefix, '--json');
-    const listed = JSON.parse(json.out) as { key: string; mode: string }[];
-    expect(listed.map((l) => [l.key, l.mode])).toEqual([['order:1', 'mutex']]);
+    const listed = JSON.parse(json.out) as { key: string; kind: string }[];
+    expect(listed.map((l) => [l.key, l.kind])).toEqual([['order:1', 'mutex']]);
     await order.release();
     await report.release();
   });
@@ -74,7 +74,7 @@ describe('the lockwarden CLI', () => {
     expect(JSON.parse(held.out)).toMatchObject({
       key: 'job',
       held: true,
-      mode: 'mutex',
+      kind: 'mutex',
       fencingToken: lockToken,
     });
     const token = (await admin.get(`${prefix}{job}`))!.split('|')[0];

@@ -163,7 +163,7 @@ describe('quorum (Redlock across 5 masters)', () => {
     expect(overlap).toBe(0);
   });
 
-  it('refuses read/write locks and fair mode before touching Redis', async () => {
+  it('refuses read/write locks and fair acquires before touching Redis', async () => {
     const e = engine();
     await expect(e.acquireRead('rw')).rejects.toBeInstanceOf(LockConfigError);
     await expect(e.withWriteLock('rw', () => 1)).rejects.toBeInstanceOf(LockConfigError);

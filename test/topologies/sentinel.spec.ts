@@ -173,7 +173,7 @@ describe('on Redis with Sentinel', () => {
       await expect(two.acquire('unacked', { waitMs: 0 })).rejects.toThrow(/only 1 of 2 replicas/);
       await expect(two.acquire('unacked', { waitMs: 0 })).rejects.toBeInstanceOf(LockBackendError);
       expect(await replica.exists(`${keyPrefix}{unacked}`)).toBe(0);
-      // A queued hand-off would skip the acknowledgement, so fair mode is refused with replicaAck.
+      // A queued hand-off would skip the acknowledgement, so fair acquires are refused with replicaAck.
       await expect(one.acquire('fair', { fair: true })).rejects.toBeInstanceOf(LockConfigError);
     } finally {
       replica.disconnect();

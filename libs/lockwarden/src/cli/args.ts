@@ -59,7 +59,7 @@ export const USAGE = `Usage: lockwarden <command> [options]
 
 Commands:
   list [pattern]        Locks whose name matches the glob pattern (default *), one line each
-  inspect <key>         One lock: mode, holders, lease left, fencing token, waiters
+  inspect <key>         One lock: kind, holders, lease left, fencing token, waiters
   semaphore <key>       One semaphore: permits in use of the limit, each holder's permits and
                         lease left, the last fencing token
   unlock <key> --force  Delete a lock whoever holds it (dangerous: the holder runs on until

@@ -4,10 +4,10 @@ import type { LockInfo, SemaphoreInfo } from '../core';
 export function renderTable(infos: readonly LockInfo[]): string {
   if (infos.length === 0) return 'No locks found.\n';
   const rows = [
-    ['LOCK', 'MODE', 'HOLDERS', 'LEASE-LEFT', 'FENCE', 'WAITERS'],
+    ['LOCK', 'KIND', 'HOLDERS', 'LEASE-LEFT', 'FENCE', 'WAITERS'],
     ...infos.map((i) => [
       i.key,
-      i.mode ?? 'free',
+      i.kind ?? 'free',
       i.holders.map((h) => h.instanceId).join(', ') || '-',
       i.held ? formatMs(i.leaseLeftMs) : '-',
       i.fencingToken === null ? '-' : String(i.fencingToken),

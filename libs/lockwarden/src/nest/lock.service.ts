@@ -157,7 +157,7 @@ export class LockService {
    * Each holder (`acquire`, `tryAcquire`, `withPermit`) is a lease like a lock's, with its
    * own fencing token, renewed by the watchdog, and given back by a crash one lease later.
    * The limit is stored in Redis on first use; `setLimit(n)` changes it for everyone.
-   * Throws `LockConfigError` for a bad key or limit, and in quorum mode, where a permit
+   * Throws `LockConfigError` for a bad key or limit, and with a quorum, where a permit
    * count cannot be kept safe without a consensus protocol.
    *
    * @example
@@ -204,14 +204,14 @@ export class LockService {
   }
 
   /**
-   * Who holds `key` and how: `held`, `mode` ('mutex' | 'read' | 'write'), the holders'
+   * Who holds `key` and how: `held`, `kind` ('mutex' | 'read' | 'write'), the holders'
    * instance ids and remaining leases, the fencing token and the queued waiters. Owner
    * tokens are never exposed.
    *
    * @example
    * ```ts
    * const info = await locks.inspect('lottery:2026-11-22');
-   * // { key, held: true, mode: 'mutex', holders: [{ instanceId: 'web-2:4121', leaseLeftMs: 28_410 }],
+   * // { key, held: true, kind: 'mutex', holders: [{ instanceId: 'web-2:4121', leaseLeftMs: 28_410 }],
    * //   leaseLeftMs: 28_410, fencingToken: null, waiters: 0 }  (null: the holder has not read its token)
    * ```
    */

@@ -9,11 +9,11 @@ import type { TickStore } from './tick-store';
 export interface Topology {
   /** The lock operations. */
   readonly store: LockStore;
-  /** Scheduled jobs' tick records (in quorum mode, on the first node). */
+  /** Scheduled jobs' tick records (with a quorum, on the first node). */
   readonly ticks: TickStore;
   /** How waiters hear of releases and hand-offs. */
   readonly bus: WakeBus;
-  /** The Redis client object, whichever client it is (in quorum mode, the first node's); none in memory. */
+  /** The Redis client object, whichever client it is (with a quorum, the first node's); none in memory. */
   readonly client: object | undefined;
   /**
    * One bounded look at every lock, semaphore and leadership under `prefix`. A backend

@@ -19,14 +19,14 @@ export function lockHolder(instanceId: string, leaseLeftMs: number): LockHolderI
  * @example
  * ```ts
  * const info = await locks.inspect('invoice:42');
- * if (info.held) console.log(`${info.mode} held by ${info.holders.map((h) => h.instanceId).join(', ')}`);
+ * if (info.held) console.log(`${info.kind} held by ${info.holders.map((h) => h.instanceId).join(', ')}`);
  * ```
  */
 export interface LockInfo {
   key: string;
   held: boolean;
-  /** 'mutex', or the side of a read/write lock that holds it; null when free. */
-  mode: 'mutex' | 'read' | 'write' | null;
+  /** What holds it: 'mutex', or the side of a read/write lock; null when free. */
+  kind: 'mutex' | 'read' | 'write' | null;
   holders: LockHolderInfo[];
   /** The longest remaining lease among the holders, in ms; 0 when free. */
   leaseLeftMs: number;
@@ -38,7 +38,7 @@ export interface LockInfo {
   fencingToken: number | null;
   /**
    * Waiters with a place on the server: every mutex waiter once its first attempt found the
-   * lock busy (in quorum mode and with replicaAck, fair waiters only, since there is no
+   * lock busy (with a quorum and with replicaAck, fair waiters only, since there is no
    * queue), and waiting writers. A waiter that has just started is not counted yet.
    */
   waiters: number;
@@ -108,7 +108,7 @@ export function semaphoreInfo(key: string, reply: readonly (string | number)[]):
  * ```
  */
 export interface LockHealthReport {
-  /** Whether Redis answered PING (in quorum mode: a majority of the nodes). */
+  /** Whether Redis answered PING (with a quorum: a majority of the nodes). */
   reachable: boolean;
   /** The slowest PING round trip among the servers that answered, in ms. */
   pingMs: number;

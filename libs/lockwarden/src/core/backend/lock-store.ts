@@ -143,7 +143,7 @@ export interface LockStore {
   semLimit(keys: SemKeys, limit: number): Promise<number>;
   /** One semaphore's stored limit and live holders, for operators; never an owner token. */
   semInspect(keys: SemKeys, key: string): Promise<SemaphoreInfo>;
-  /** Whether semaphores are available (not in quorum mode). */
+  /** Whether semaphores are available (not with a quorum). */
   readonly semaphores: boolean;
   /** One result per item, in order: whether the lease was still ours and is now renewed. */
   renew(items: readonly RenewItem[]): Promise<boolean[]>;
@@ -181,7 +181,7 @@ export interface LockStore {
  */
 export function noSemaphore(key?: string): LockConfigError {
   return new LockConfigError(
-    'semaphores are not available in quorum mode: a permit count cannot be kept safe by a majority of ' +
+    'semaphores are not available with a quorum: a permit count cannot be kept safe by a majority of ' +
       'independent masters without a consensus protocol. Use a single Redis, Sentinel or Cluster.',
     key,
   );
@@ -190,7 +190,7 @@ export function noSemaphore(key?: string): LockConfigError {
 /** A store without read/write locks (`readWrite: false`: the quorum topology) refuses them. */
 export function noReadWrite(key?: string): LockConfigError {
   return new LockConfigError(
-    'read/write locks are not available in quorum mode: use a mutex, or a single Redis, Sentinel or Cluster.',
+    'read/write locks are not available with a quorum: use a mutex, or a single Redis, Sentinel or Cluster.',
     key,
   );
 }
@@ -198,7 +198,7 @@ export function noReadWrite(key?: string): LockConfigError {
 /** A store without the FIFO queue (`fairQueue: false`: quorum, or replicaAck) refuses a fair acquire. */
 export function noFairQueue(key?: string): LockConfigError {
   return new LockConfigError(
-    'fair is not available in quorum mode (each node would keep its own queue) nor with replicaAck ' +
+    'fair is not available with a quorum (each node would keep its own queue) nor with replicaAck ' +
       '(a queued hand-off is not acknowledged by replicas).',
     key,
   );

@@ -54,7 +54,7 @@ export interface TickStart {
 /** How a tick ended, as its record keeps it; 'given' gives an unrun tick back (its record goes). */
 export type TickOutcome = 'done' | 'failed' | 'overrun' | 'given';
 
-/** Where tick records and the run pointer live: one Redis (in quorum mode, the first node), or memory. */
+/** Where tick records and the run pointer live: one Redis (with a quorum, the first node), or memory. */
 export interface TickStore {
   /** Decides tick `at`, once across all instances (tick-claim.lua). */
   claim(keys: TickKeys, at: number, keepMs: number, wait: boolean): Promise<TickClaim>;

@@ -36,7 +36,7 @@ export class LockAdmin {
 
   /**
    * Who holds `key` (as a mutex or a read/write lock), for how long, with which fencing
-   * token, and how many waiters are queued. Never exposes owner tokens. In quorum mode
+   * token, and how many waiters are queued. Never exposes owner tokens. With a quorum
    * the lock counts as held when a majority of nodes hold it.
    */
   async inspect(key: string): Promise<LockInfo> {

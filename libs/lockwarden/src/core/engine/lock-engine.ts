@@ -110,7 +110,7 @@ export class LockEngine {
   }
 
   /**
-   * The Redis client (in quorum mode, the first node's): the one given as `client`, or the
+   * The Redis client (with a quorum, the first node's): the one given as `client`, or the
    * ioredis client Lockwarden made. There is none on the in-memory test backend.
    */
   get client(): RedisClient {
@@ -180,7 +180,7 @@ export class LockEngine {
   /**
    * A counting semaphore named `key` (see Semaphore). Cheap: it holds no state but its
    * limit, so make one per use or keep one. Throws LockConfigError for a bad key or
-   * limit, and in quorum mode. `scope` is for frameworks (LockService passes the request's).
+   * limit, and with a quorum. `scope` is for frameworks (LockService passes the request's).
    */
   semaphore(key: string, options: SemaphoreOptions, scope?: PermitScope): Semaphore {
     const semaphore = new Semaphore(this.permits, key, options, this.options.keyPrefix, scope);

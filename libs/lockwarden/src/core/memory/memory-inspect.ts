@@ -16,7 +16,7 @@ export function inspectMemory(b: MemoryState, prefix: string, key: string): Lock
     return {
       key,
       held: true,
-      mode: 'mutex',
+      kind: 'mutex',
       holders: [lockHolder(held.instance, leaseLeftMs)],
       leaseLeftMs,
       fencingToken: held.fence || null,
@@ -32,7 +32,7 @@ export function inspectMemory(b: MemoryState, prefix: string, key: string): Lock
     return {
       key,
       held: true,
-      mode: 'write',
+      kind: 'write',
       holders,
       leaseLeftMs,
       fencingToken: writer.fence,
@@ -46,7 +46,7 @@ export function inspectMemory(b: MemoryState, prefix: string, key: string): Lock
     return {
       key,
       held: true,
-      mode: 'read',
+      kind: 'read',
       holders,
       leaseLeftMs,
       fencingToken: b.counters.get(r.fence) ?? null,
@@ -57,7 +57,7 @@ export function inspectMemory(b: MemoryState, prefix: string, key: string): Lock
   return {
     key,
     held: false,
-    mode: null,
+    kind: null,
     holders: [],
     leaseLeftMs: 0,
     fencingToken: b.counters.get(m.fence) ?? null,

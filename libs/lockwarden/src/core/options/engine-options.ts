@@ -131,7 +131,7 @@ export interface LockEngineOptions {
 /**
  * Redlock: each lock is taken on a majority of independent Redis masters, so
  * it survives the loss of a minority of them. Mutexes only: read/write locks
- * and `fair` are refused in this mode.
+ * and `fair` are refused with a quorum.
  *
  * @example
  * ```ts
@@ -148,7 +148,7 @@ export interface QuorumOptions {
 }
 
 export interface ResolvedEngineOptions extends LockDefaults {
-  /** The single topology's Redis; undefined in quorum mode, or when a backend was given instead. */
+  /** The single topology's Redis; undefined with a quorum, or when a backend was given instead. */
   redis: RedisSpec | undefined;
   quorum: ResolvedQuorum | undefined;
   replicaAck: ReplicaAckOptions | undefined;

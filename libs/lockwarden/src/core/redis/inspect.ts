@@ -13,7 +13,7 @@ export async function inspectLock(client: RedisConnection, prefix: string, key: 
     [m.lock, m.fence, m.queue, rw.lock, rw.writers, rw.fence, rw.queue],
     [],
   )) as (string | number)[];
-  const mode = String(reply[0]);
+  const kind = String(reply[0]);
   const leaseLeftMs = Math.max(0, Number(reply[1]));
   const holders: LockHolderInfo[] = [];
   for (let i = 4; i + 1 < reply.length; i += 2) {
@@ -21,8 +21,8 @@ export async function inspectLock(client: RedisConnection, prefix: string, key: 
   }
   return {
     key,
-    held: mode !== '',
-    mode: mode === '' ? null : (mode as LockInfo['mode']),
+    held: kind !== '',
+    kind: kind === '' ? null : (kind as LockInfo['kind']),
     holders,
     leaseLeftMs,
     // '' (a plain grant whose token nobody read) or 0 (no counter): no token to show.

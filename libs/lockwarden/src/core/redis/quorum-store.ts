@@ -26,8 +26,8 @@ type Outcome<T> = { ok: true; value: T } | { ok: false; error: unknown };
  * majority, recorded back on it (fence-raise.lua) so that tokens keep rising
  * from one holder to the next.
  *
- * Fair mode, read/write locks and semaphores need one server's view of the queue, of
- * the readers and of the permits; they are refused in quorum mode.
+ * Fair acquires, read/write locks and semaphores need one server's view of the queue, of
+ * the readers and of the permits; they are refused with a quorum.
  */
 export class QuorumLockStore implements LockStore {
   readonly fairQueue = false;
@@ -122,7 +122,7 @@ export class QuorumLockStore implements LockStore {
     const newest = (list: LockInfo[]) => list.reduce((a, b) => ((b.fencingToken ?? 0) > (a.fencingToken ?? 0) ? b : a));
     const held = seen.filter((v) => v.held);
     if (held.length >= this.majority) return newest(held);
-    return { ...newest(seen), held: false, mode: null, holders: [], leaseLeftMs: 0 };
+    return { ...newest(seen), held: false, kind: null, holders: [], leaseLeftMs: 0 };
   }
 
   async forceUnlock(prefix: string, key: string): Promise<boolean> {

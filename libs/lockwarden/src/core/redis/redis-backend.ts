@@ -41,7 +41,7 @@ export class RedisBackend implements LockBackend {
     // A client the user gave is theirs to watch: listening to its errors would silence the client's own report.
     const watches = leases.filter((c) => c.owned).map((c) => new ConnectionWatch(c.connection, logger));
     const clients = leases.map((c) => c.connection);
-    // The first connection's longer acquire budget (acquire-loop.ts); never pending in quorum mode,
+    // The first connection's longer acquire budget (acquire-loop.ts); never pending with a quorum,
     // where each node is timed out by itself.
     const firstConnection = { pending: quorum === undefined && clients[0].state() !== 'ready' };
     const preloads = clients.map((client) => {
@@ -67,14 +67,14 @@ export class RedisBackend implements LockBackend {
     const bus = new WakeChannels((sink) => new RedisWakeSubscriber(clients, sink));
     return {
       store: quorum ? new QuorumLockStore(stores, quorum.nodeTimeoutMs) : stores[0],
-      // In quorum mode tick records live on the first node, as leadership terms do.
+      // With a quorum tick records live on the first node, as leadership terms do.
       ticks: new RedisTickStore(clients[0], instanceId),
       bus,
       client: clients[0].client,
-      // In quorum mode the survey and the leadership terms use the first node, as tick records do.
+      // With a quorum the survey and the leadership terms use the first node, as tick records do.
       survey: (prefix, options) => surveyLocks(clients[0], prefix, options),
       termLogs: () => redisTermLogs(clients[0], logger),
-      // In quorum mode one node down is no outage: the quorum store times each node out by itself.
+      // With a quorum one node down is no outage: the quorum store times each node out by itself.
       connectionDown: () => (quorum ? undefined : connectionFailureOf(clients[0])),
       firstConnection,
       close: async () => {

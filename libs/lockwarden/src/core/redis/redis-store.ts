@@ -59,7 +59,7 @@ export class RedisLockStore implements LockStore {
   /**
    * The queue hands a lock over inside the releaser's script, with no WAIT by
    * the new holder; under replicaAck every grant must be acknowledged, so the
-   * queue (fair mode, and hand-offs to waiters) is off.
+   * queue (fair acquires, and hand-offs to waiters) is off.
    */
   get fairQueue(): boolean {
     return this.ack === undefined;

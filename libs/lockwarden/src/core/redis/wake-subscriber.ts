@@ -3,7 +3,7 @@ import type { RedisConnection, SubscriberConnection } from './connection';
 
 /**
  * The Redis half of the wake-up bus: one subscriber connection per engine (per node in
- * quorum mode), made on first use, that hands release and grant messages to the bus.
+ * a quorum), made on first use, that hands release and grant messages to the bus.
  */
 export class RedisWakeSubscriber implements WakeSubscriber {
   private subscribers: SubscriberConnection[] | undefined;
@@ -11,7 +11,7 @@ export class RedisWakeSubscriber implements WakeSubscriber {
   private readonly channels = new Set<string>();
 
   /**
-   * `mains` are the connections to make subscribers from: one, or in quorum mode one per
+   * `mains` are the connections to make subscribers from: one, or with a quorum one per
    * node (a release heard from any node wakes the waiter).
    */
   constructor(
@@ -21,7 +21,7 @@ export class RedisWakeSubscriber implements WakeSubscriber {
 
   /**
    * Subscribes on every connection. Ready once one of them has subscribed: in
-   * quorum mode a node that is down must not hold waiters up, and a release
+   * a quorum a node that is down must not hold waiters up, and a release
    * is published on every node that held the lock.
    */
   subscribe(channel: string): Promise<unknown> {

@@ -1,4 +1,4 @@
--- Quorum mode: lift one node's fencing counter to the token a holder was granted.
+-- With a quorum: lift one node's fencing counter to the token a holder was granted.
 -- The token is the highest counter among the nodes that granted the lock. Lifting every
 -- granting node's counter to it means that the next holder's majority, which shares at
 -- least one node with this one, is granted a higher token: tokens rise across holders.

@@ -2,8 +2,8 @@
 -- KEYS[1] mutex (see acquire.lua)   KEYS[2] mutex fencing counter   KEYS[3] mutex fair queue
 -- KEYS[4] read/write hash   KEYS[5] waiting writers   KEYS[6] read/write fencing counter
 -- KEYS[7] read/write queue (readers and writers with a place; a writer may be in both)
--- Returns { mode, ttl ms, fencing token ('' for none minted), waiters, instance, ttl ms, ... }
--- with mode 'mutex', 'write', 'read' or '' (free); one instance/ttl pair per holder.
+-- Returns { kind, ttl ms, fencing token ('' for none minted), waiters, instance, ttl ms, ... }
+-- with kind 'mutex', 'write', 'read' or '' (free); one instance/ttl pair per holder.
 local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 

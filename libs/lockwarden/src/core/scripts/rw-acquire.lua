@@ -21,7 +21,7 @@
 local t = redis.call('time')
 local nowUs = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local now = math.floor(nowUs / 1000)
-local token, lease, mode = ARGV[1], tonumber(ARGV[2]), ARGV[4]
+local token, lease, kind = ARGV[1], tonumber(ARGV[2]), ARGV[4]
 local queued = #KEYS == 5
 
 -- Read the hash once: drop holders whose own deadline passed (crashed processes).
@@ -60,7 +60,7 @@ end
 -- The caller holds already: a release handed it the lock while it was trying, or its earlier
 -- grant's reply was lost. Its full lease starts now: the caller times it from this attempt.
 local field = 'r:' .. token
-if mode == 'r' then
+if kind == 'r' then
   local mine = redis.call('hget', KEYS[1], field)
   if mine then
     redis.call('hset', KEYS[1], field, (now + lease) .. string.match(mine, '(|.*)$'))
@@ -81,14 +81,14 @@ end
 local ahead, aheadDeadline = false, now
 if queued then
   local deadline = placeAhead(KEYS[4], KEYS[5], token, now, function(rec)
-    return mode == 'w' or (ARGV[6] == '1' and string.match(rec, '^%d+|(%a)|') == 'w')
+    return kind == 'w' or (ARGV[6] == '1' and string.match(rec, '^%d+|(%a)|') == 'w')
   end)
   if deadline then ahead, aheadDeadline = true, deadline end
 end
 
 -- A waiting writer that has no place yet (its first attempt found the lock busy) holds a
 -- queued reader back too, with writer preference: it will queue ahead of those after it.
-if queued and mode == 'r' and not ahead and ARGV[6] == '1' then
+if queued and kind == 'r' and not ahead and ARGV[6] == '1' then
   redis.call('zremrangebyscore', KEYS[2], '-inf', now - 1)
   local writers = redis.call('zrange', KEYS[2], 0, -1, 'WITHSCORES')
   for i = 1, #writers, 2 do
@@ -103,7 +103,7 @@ local function busy(untilMs)
   if queued then
     local ttl = tonumber(ARGV[8])
     redis.call('zadd', KEYS[4], 'NX', nowUs, token)
-    redis.call('hset', KEYS[5], token, (now + ttl) .. '|' .. mode .. '|' .. ARGV[9] .. '|' .. ARGV[7] .. '|'
+    redis.call('hset', KEYS[5], token, (now + ttl) .. '|' .. kind .. '|' .. ARGV[9] .. '|' .. ARGV[7] .. '|'
       .. ARGV[10] .. '|' .. ARGV[11] .. '|' .. ARGV[3])
     redis.call('pexpire', KEYS[4], ttl)
     redis.call('pexpire', KEYS[5], ttl)
@@ -111,7 +111,7 @@ local function busy(untilMs)
   return -math.max(1, untilMs - now)
 end
 
-if mode == 'r' then
+if kind == 'r' then
   local downgrade = writer ~= nil and writer == ARGV[5]
   if writer and not downgrade then return busy(writerDeadline) end
   if not downgrade and ahead then return busy(aheadDeadline) end

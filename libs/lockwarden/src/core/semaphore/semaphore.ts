@@ -34,7 +34,7 @@ export interface PermitScope {
  * first use from `limit`, and changed only by `setLimit`. Lowering it never revokes a
  * permit already held; it only holds new grants back.
  *
- * Not in quorum mode (LockConfigError): a count of permits cannot be kept safe by a
+ * Not with a quorum (LockConfigError): a count of permits cannot be kept safe by a
  * majority of independent masters without a consensus protocol.
  *
  * @example

@@ -62,7 +62,7 @@ export type LoopResult =
  *
  * What Redis said is what the caller hears:
  * - Until an attempt is answered, the acquire settles by `waitMs` + SETTLE_GRACE_MS whatever
- *   Redis does (plus, in quorum mode or with replicaAck, the time an attempt takes by design;
+ *   Redis does (plus, with a quorum or with replicaAck, the time an attempt takes by design;
  *   before the engine first connects, by `commandTimeoutMs` if that is later). An attempt still
  *   unanswered then fails the acquire with LockBackendError.
  * - Once an attempt has answered "busy", the acquire settles by `waitMs` itself, as busy

@@ -57,14 +57,14 @@ export const DASHBOARD_SCRIPT = String.raw`
       var holders = l.holders.map(function (h) { return h.instanceId; }).join(', ');
       var queue = l.queue.map(function (q) { return q.instanceId + ' (' + ms(q.waitedMs) + ')'; }).join(', ');
       var cells = [
-        td(l.key, 'mono'), td(l.mode || 'free'), td(holders || '—', 'mono'), td(l.fencingToken === null ? '—' : l.fencingToken, 'num mono'),
+        td(l.key, 'mono'), td(l.kind || 'free'), td(holders || '—', 'mono'), td(l.fencingToken === null ? '—' : l.fencingToken, 'num mono'),
         td((l.heldForExact ? '' : '≥ ') + ms(l.heldForMs), 'num'), td(ms(l.leaseLeftMs), 'num'), td(l.waiters, 'num'),
         td(queue || '—', 'mono')
       ];
       if (settings.allowForceUnlock) cells.push(el('td', null, [unlockButton(l.key)]));
       return el('tr', { 'data-lock': l.key }, cells);
     });
-    var headers = ['key', 'mode', 'holder', '#fencing token', '#held for', '#lease left', '#waiters', 'fair queue'];
+    var headers = ['key', 'kind', 'holder', '#fencing token', '#held for', '#lease left', '#waiters', 'fair queue'];
     if (settings.allowForceUnlock) headers.push('');
     $('locks').replaceChildren(table(headers, rows, unknown() || 'No lock is held.'));
   }

@@ -81,7 +81,7 @@ export class HeldSince {
   annotate(locks: SurveyedLock[], now: number, prune: boolean): DashboardLock[] {
     const live = new Set<string>();
     const out = locks.map((lock): DashboardLock => {
-      const id = `${lock.mode}|${lock.key}|${lock.holders.map((h) => h.instanceId).join(',')}`;
+      const id = `${lock.kind}|${lock.key}|${lock.holders.map((h) => h.instanceId).join(',')}`;
       live.add(id);
       const first = this.seen.get(id) ?? now;
       this.seen.set(id, first);

@@ -14,7 +14,7 @@ export interface LockHealthOptions {
 
 /**
  * A @nestjs/terminus health indicator for the locks. It is down when Redis
- * does not answer PING (in quorum mode: a majority of the nodes), or when the
+ * does not answer PING (with a quorum: a majority of the nodes), or when the
  * watchdog runs so late that leases are at risk. The details carry the PING
  * round trip, whether the lock scripts are cached, the watchdog's lag and
  * the locks held; when Redis is down, `failure` tells a refused or lost
