@@ -195,7 +195,7 @@ export class HeldLocks implements LeaseHost {
         type: 'released',
         key: lease.key,
         name: lease.name,
-        fencingToken: lease.fence,
+        fencingToken: lease.mintedToken,
         heldMs: Math.round(performance.now() - lease.heldSince),
       });
       return released;
@@ -264,7 +264,7 @@ export class HeldLocks implements LeaseHost {
     const lock = lease.lock;
     if (lock.kind === 'mutex') {
       const waited = lease.contended || this.waitedOn.has(lock.keys.channel);
-      return this.store.releaseHeld(lock.keys, lease.ownerToken, waited, lease.fence);
+      return this.store.releaseHeld(lock.keys, lease.ownerToken, waited, lease.mintedToken);
     }
     if (lock.kind === 'permit') return releasePermits(this.store, lease, lock.keys, this.handOffTarget);
     return this.store.rwRelease(lock.keys, lease.ownerToken, lock.kind);

@@ -32,7 +32,7 @@ export class LeaseCalls {
     }
     lease.check();
     if (token > 0 && lease.state === 'held') {
-      lease.fence = token;
+      lease.mintedToken = token;
       lease.trace?.minted(token);
       return token;
     }
@@ -67,6 +67,6 @@ export class LeaseCalls {
     lease.leaseMs = leaseMs;
     lease.confirm(sentAt, grantedMs);
     this.watchdog.reschedule(lease);
-    this.emit?.({ type: 'extended', key: lease.key, name: lease.name, fencingToken: lease.fence });
+    this.emit?.({ type: 'extended', key: lease.key, name: lease.name, fencingToken: lease.mintedToken });
   }
 }

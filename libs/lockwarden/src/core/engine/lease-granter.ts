@@ -228,7 +228,7 @@ export class LeaseGranter {
       type: 'acquired',
       key: req.key,
       name: req.name,
-      fencingToken: lease.fence,
+      fencingToken: lease.mintedToken,
       waitedMs: Math.round(performance.now() - started),
       ...(result.handedOff ? { handedOff: true } : {}),
     });

@@ -86,7 +86,7 @@ export class Lease {
      * The fencing token, once minted: at the grant where a script ran anyway, else on the
      * first `fencingToken()` read (an uncontended mutex grant takes none).
      */
-    public fence: number | undefined,
+    public mintedToken: number | undefined,
     public leaseMs: number,
     readonly renew: boolean,
     /** How long before the lease ends an unrenewed holder is told it is lost (shorter while a hand-off lease is short). */
@@ -205,7 +205,7 @@ export class Lease {
     if (this.state !== 'held') {
       return Promise.reject(this.lostError ?? new LockLostError(this.key, `it was already ${this.state}`));
     }
-    if (this.fence !== undefined) return Promise.resolve(this.fence);
+    if (this.mintedToken !== undefined) return Promise.resolve(this.mintedToken);
     this.minting ??= this.host.mintFence(this).finally(() => (this.minting = undefined));
     return this.minting;
   }

@@ -154,7 +154,7 @@ export class Watchdog {
           if (results[i]) {
             this.renewals++;
             lease.confirm(sentAt, items[i].leaseMs);
-            this.emit?.({ type: 'renewed', key: lease.key, name: lease.name, fencingToken: lease.fence });
+            this.emit?.({ type: 'renewed', key: lease.key, name: lease.name, fencingToken: lease.mintedToken });
             next = Math.min(next, lease.nextRenewAt, lease.abortAt);
           } else {
             this.untrack(lease);
@@ -175,7 +175,7 @@ export class Watchdog {
             type: 'renewFailed',
             key: lease.key,
             name: lease.name,
-            fencingToken: lease.fence,
+            fencingToken: lease.mintedToken,
             reason,
           });
         }
@@ -231,7 +231,7 @@ export class Watchdog {
       type: 'lost',
       key: lease.key,
       name: lease.name,
-      fencingToken: lease.fence,
+      fencingToken: lease.mintedToken,
       reason,
       heldMs: Math.round(performance.now() - lease.heldSince),
     });

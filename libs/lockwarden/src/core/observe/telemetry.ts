@@ -56,7 +56,7 @@ export interface HoldTrace {
 
 /** What the tracer needs of a granted handle: its fencing token, and where its hold span goes. */
 export interface TracedHandle {
-  readonly lease: { readonly fence: number | undefined; trace: HoldTrace | undefined };
+  readonly lease: { readonly mintedToken: number | undefined; trace: HoldTrace | undefined };
 }
 
 /** Spans for the acquisitions and holds of one engine. */
@@ -146,7 +146,7 @@ class AcquireSpan implements AcquireTrace {
 
   private granted(lease: TracedHandle['lease']): void {
     // A token minted later, on its first read, is not known here: the hold span gets it then.
-    const fence = lease.fence;
+    const fence = lease.mintedToken;
     if (fence !== undefined) this.span.setAttribute('lock.fencing_token', fence);
     this.end('acquired');
     const attributes = fence === undefined ? this.attributes : { ...this.attributes, 'lock.fencing_token': fence };
