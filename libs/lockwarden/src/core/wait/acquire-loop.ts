@@ -216,13 +216,13 @@ export async function acquireLoop(
         ctx.emit?.({ type: 'waiting', key: attempt.key, name: attempt.name });
       }
       const woke = await parkFor(gate, waiter, cap);
-      if (woke === 'pass') {
+      if (woke === 'handOffHere') {
         // Granted in a release of this process, timed from when that release was sent.
         granted = true;
         return { granted: true, ...waiter.handOffGrant!, handedOff: true };
       }
-      if (woke === 'grant') {
-        waiter.handedOver = false;
+      if (woke === 'handOff') {
+        waiter.toldOfHandOff = false;
         handedOff = true;
         const used = usableGrant(attempt, waiter, sentTimes);
         if (used) {

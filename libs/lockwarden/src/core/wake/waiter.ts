@@ -1,7 +1,12 @@
 import type { PermitHandOff } from '../backend/lock-store';
 import type { GrantNotice } from '../scripts/wire';
 
-type ParkResult = 'wake' | 'grant' | 'pass' | 'timer' | 'interrupt';
+/**
+ * Why a parked waiter woke: a release message (`wake`), a hand-off told on its inbox
+ * (`handOff`), permits handed to it by a release in this process (`handOffHere`), its timer,
+ * or an interrupt.
+ */
+type ParkResult = 'wake' | 'handOff' | 'handOffHere' | 'timer' | 'interrupt';
 
 /**
  * One waiting acquire. A wake-up that arrives while its attempt is still in
@@ -10,8 +15,8 @@ type ParkResult = 'wake' | 'grant' | 'pass' | 'timer' | 'interrupt';
  */
 export class Waiter {
   pendingWake = false;
-  /** A release handed this waiter the lock (`grantNotice` says how). */
-  handedOver = false;
+  /** A release handed this waiter the lock, told on its inbox (`grantNotice` says how). */
+  toldOfHandOff = false;
   /** What the hand-off message said: the fencing token, the lease set, and the attempt it counts from. */
   grantNotice: GrantNotice | undefined;
   /** The longest a release hands another waiter the lock for before it must confirm it. */
@@ -42,9 +47,9 @@ export class Waiter {
     readonly lockChannel: string = channel,
   ) {}
 
-  /** Waits until a wake-up, a grant, `ms` elapsing or `interrupt()`; returns at once if one is pending. */
+  /** Waits until a wake-up, a hand-off, `ms` elapsing or `interrupt()`; returns at once if one is pending. */
   park(ms: number): Promise<ParkResult> {
-    if (this.handedOver) return Promise.resolve('grant');
+    if (this.toldOfHandOff) return Promise.resolve('handOff');
     if (this.pendingWake) {
       this.pendingWake = false;
       return Promise.resolve('wake');
@@ -74,10 +79,11 @@ export class Waiter {
     if (!this.settle('wake')) this.pendingWake = true;
   }
 
-  grant(notice: GrantNotice): void {
-    this.handedOver = true;
+  /** A release handed this waiter the lock, and its inbox said so. */
+  handOffTold(notice: GrantNotice): void {
+    this.toldOfHandOff = true;
     this.grantNotice = notice;
-    this.settle('grant');
+    this.settle('handOff');
   }
 
   interrupt(): void {
@@ -96,7 +102,7 @@ export class Waiter {
     this.claimed = false;
     if (!this.resolvePark) return;
     this.handOffGrant = { fencingToken: fencingToken, leaseFrom, handOffs: handOffs };
-    this.settle('pass');
+    this.settle('handOffHere');
   }
 
   private settle(result: ParkResult): boolean {

@@ -90,7 +90,7 @@ export class WakeChannels implements WakeBus, WakeSink {
     const state = this.channels.get(`${channel}:${this.inboxId}`) ?? this.channels.get(channel);
     if (!state) return undefined;
     for (const w of state.waiters) {
-      if (w.handOff && w.parked && !w.claimed && !w.pendingWake && !w.handedOver) {
+      if (w.handOff && w.parked && !w.claimed && !w.pendingWake && !w.toldOfHandOff) {
         w.claimed = true;
         return w;
       }
@@ -179,7 +179,7 @@ export class WakeChannels implements WakeBus, WakeSink {
     const grant = parseGrant(message);
     if (grant) {
       for (const w of state.waiters) {
-        if (w.fair && w.waiterId === grant.waiterId) w.grant(grant);
+        if (w.fair && w.waiterId === grant.waiterId) w.handOffTold(grant);
         else w.handedToAnother();
       }
       return;
