@@ -212,7 +212,7 @@ export function describeLockBehaviour(label: string, backend: () => Backend): vo
       await lock.release();
     });
 
-    it('renews read and write holds past their lease, and a taken-away one is lost', async () => {
+    it('renews read and write leases past their lease time, and a taken-away one is lost', async () => {
       const events = new EventLog();
       // Renewed every second, with seconds of room: four rounds of both outlast the 3 s lease.
       const [a, b] = backend().pair({ leaseMs: 3_000, onEvent: events.listener });
@@ -229,7 +229,7 @@ export function describeLockBehaviour(label: string, backend: () => Backend): vo
       await Promise.race([
         events.next((e) => e.type === 'renewed' && e.key === 'rw-kept' && e.fencingToken === writeToken, 4),
         aborted(write.signal).then((reason) => {
-          throw new Error(`the write hold was lost before 4 renewals: ${String(reason)}`);
+          throw new Error(`the write lease was lost before 4 renewals: ${String(reason)}`);
         }),
       ]);
       expect(write.isHeld()).toBe(true);

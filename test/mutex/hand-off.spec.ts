@@ -209,7 +209,7 @@ describe('a release others wait for, between processes', () => {
     calls = await scriptCalls();
     await admin.rpush(`${PREFIX}go:w0`, 'go');
     const readers = await Promise.all(acquired.slice(1));
-    // Both readers together, each handed its read hold, with the writer's token.
+    // Both readers together, each handed its read lease, with the writer's token.
     for (const r of readers) expect([r[1], r[2]]).toEqual([writer[1], 'true']);
     expect((await scriptCalls()) - calls).toBe(1);
 

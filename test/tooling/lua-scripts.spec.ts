@@ -1131,7 +1131,7 @@ describe('rw-release.lua', () => {
     expect(await channel.take()).toEqual(['a']);
   });
 
-  it('write, after a downgrade: the read hold stays', async () => {
+  it('write, after a downgrade: the read lease stays', async () => {
     const { rw } = fresh('rwrel-downgraded');
     const channel = await listen(rw.channel);
     await writeLock(rw, 'tok-w');

@@ -1,6 +1,6 @@
 // A lock client for the edge tests (paused and dead waiters, paused holders), on many keys
 // at once so that one SIGSTOP or SIGKILL makes one trial per key.
-// MODE=wait  acquire every key of KEYS (comma-separated; WRITE=1: a write hold of a read/write lock); print "queued" once every acquire
+// MODE=wait  acquire every key of KEYS (comma-separated; WRITE=1: a write lease of a read/write lock); print "queued" once every acquire
 //            has started, then "acquired <key> <token>" per key, and write under each lock
 //            until told to stop (FENCE on the observer Redis, see test/mutex/edge.spec.ts).
 // MODE=hold  acquire every key, write once under each, print "held <key> <token>", then wait

@@ -2,7 +2,7 @@
 // MODE=counter  ROUNDS times: read a plain Redis counter, then write it back +1, under the lock.
 // MODE=fence    ROUNDS times: take the lock and print its fencing token.
 // MODE=hold     take the lock, print "held <token>", and keep it until killed.
-// MODE=read-hold  the same with a read hold of a read/write lock.
+// MODE=read-hold  the same with a read lease of a read/write lock.
 // MODE=wait-hold  wait for the lock (KIND=read or write: that hold of a read/write lock), print
 //                 "acquired <token> <handed off?>", release it once "<PREFIX>go:<NAME>" is
 //                 pushed, then print "released".

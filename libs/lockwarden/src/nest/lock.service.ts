@@ -96,7 +96,7 @@ export class LockService {
   }
 
   /**
-   * A shared hold on a read/write lock: many readers at once, never together
+   * A shared (read) lease on a read/write lock: many readers at once, never together
    * with a writer. Each reader has its own owner token and lease. Once a
    * writer waits, new readers queue behind it (`writerPreference: false` lets
    * a reader overtake).
@@ -112,8 +112,8 @@ export class LockService {
   }
 
   /**
-   * An exclusive hold on a read/write lock, with a fencing token that rises
-   * per key. Inside a read hold of the same key it rejects at once with
+   * An exclusive (write) lease on a read/write lock, with a fencing token that rises
+   * per key. Inside a read lease of the same key it rejects at once with
    * `LockUpgradeError`.
    *
    * @example
@@ -127,8 +127,8 @@ export class LockService {
   }
 
   /**
-   * Runs `fn` under a read hold, like `withLock`. Reads re-enter reads; inside
-   * a write hold of the same key it takes a real read hold (a downgrade) that
+   * Runs `fn` under a read lease, like `withLock`. Reads re-enter reads; inside
+   * a write lease of the same key it takes a real read lease (a downgrade) that
    * stays after the write is released.
    *
    * @example
@@ -141,7 +141,7 @@ export class LockService {
   }
 
   /**
-   * Runs `fn` under a write hold, like `withLock`.
+   * Runs `fn` under a write lease, like `withLock`.
    *
    * @example
    * ```ts

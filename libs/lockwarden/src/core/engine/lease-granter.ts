@@ -58,7 +58,7 @@ export class LeaseGranter {
     return typeof got === 'number' ? null : got;
   }
 
-  /** A shared hold: re-entered, a downgrade of the write hold this flow has, or a new lease. */
+  /** A shared (read) lease: re-entered, a downgrade of the write lease this flow has, or a new lease. */
   async acquireRead(key: string, options?: RwAcquireOptions): Promise<LeaseHandle> {
     const req = this.resolveRw(key, options);
     const enclosing = this.rwEnclosing(req.key, 'read');
@@ -69,7 +69,7 @@ export class LeaseGranter {
     return this.orThrow(req, this.grant(req, attempt, { kind: 'read', keys }));
   }
 
-  /** An exclusive hold: re-entered, or a new lease; LockUpgradeError inside a read hold. */
+  /** An exclusive (write) lease: re-entered, or a new lease; LockUpgradeError inside a read lease. */
   async acquireWrite(key: string, options?: RwAcquireOptions): Promise<LeaseHandle> {
     const req = this.resolveRw(key, options);
     const enclosing = this.rwEnclosing(req.key, 'write');
@@ -142,7 +142,7 @@ export class LeaseGranter {
 
   /**
    * Reentrancy of read/write locks: read in read and write in write re-enter; read in write
-   * is a downgrade (a real read hold, proved by the write token, that outlives the write);
+   * is a downgrade (a real read lease, proved by the write token, that outlives the write);
    * write in read is refused. Returns the reentrant handle, or the write lease a read may
    * downgrade from.
    */

@@ -155,12 +155,12 @@ export class LockEngine {
     return this.held.runLocked([handle], () => fn(handle));
   }
 
-  /** A shared hold: many readers at once, never together with a writer. */
+  /** A shared (read) lease: many readers at once, never together with a writer. */
   acquireRead(key: string, options?: RwAcquireOptions): Promise<LockHandle> {
     return this.paths.acquireRead(key, options);
   }
 
-  /** An exclusive hold: no reader and no other writer. Refused at once (LockUpgradeError) inside a read hold. */
+  /** An exclusive (write) lease: no reader and no other writer. Refused at once (LockUpgradeError) inside a read lease. */
   acquireWrite(key: string, options?: RwAcquireOptions): Promise<LockHandle> {
     return this.paths.acquireWrite(key, options);
   }

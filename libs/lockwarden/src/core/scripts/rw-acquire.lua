@@ -1,4 +1,4 @@
--- Take a read or write hold on a read/write lock, or learn how long to wait.
+-- Take a read or write lease on a read/write lock, or learn how long to wait.
 -- KEYS[1] lock hash: w = writer token, wd = writer deadline, f = writer's fencing token,
 --         wi = writer instance, and one field 'r:<token>' = "deadline|instance" per reader.
 --         Deadlines are server time (ms); the hash's own TTL only reaps it when all are gone.

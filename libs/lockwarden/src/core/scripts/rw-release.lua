@@ -1,4 +1,4 @@
--- Release a read or write hold, or withdraw a waiter that gave up waiting, and hand the lock
+-- Release a read or write lease, or withdraw a waiter that gave up waiting, and hand the lock
 -- on to the oldest places in its queue. The messages it publishes are the wire protocol
 -- named in scripts/wire.ts.
 -- KEYS[1] lock hash   KEYS[2] waiting writers   KEYS[3] wake-up channel
@@ -23,7 +23,7 @@ end
 
 local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
--- Readers still live (a read hold a writer downgraded to, or others of a read): a waiting
+-- Readers still live (a read lease a writer downgraded to, or others of a read): a waiting
 -- writer waits on for them; a reader may still join them.
 local reading = false
 local flat = redis.call('hgetall', KEYS[1])

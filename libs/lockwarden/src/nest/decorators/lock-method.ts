@@ -69,7 +69,7 @@ export function lockMethod(
     const keys = compileKeySpec(key, where, paramTypes?.length ?? Infinity);
     const metadata = toMetadata(check(where), key, keys, where);
     return wrapMethod(target, propertyKey, descriptor, [LOCKED_METADATA, metadata], (self, args, wrapper) =>
-      runLocked(self, args, metadata, original, wrapper),
+      lockAndRun(self, args, metadata, original, wrapper),
     );
   }) as LockMethodDecorator;
 }
@@ -184,7 +184,7 @@ export function engineOf(self: unknown, where: string): LockEngine {
  * client that goes away cancels the pending acquire; they are never released
  * while the method still runs.
  */
-export async function runLocked(
+export async function lockAndRun(
   self: unknown,
   args: unknown[],
   meta: LockedMetadata,

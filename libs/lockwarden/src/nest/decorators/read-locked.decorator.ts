@@ -4,7 +4,7 @@ import type { KeySpec } from './key-template';
 import type { LockedOptions } from '../../core/options/locked-options';
 
 /**
- * Runs the method under a shared read hold of the read/write lock(s) named by
+ * Runs the method under a shared read lease of the read/write lock(s) named by
  * `key`: any number of `@ReadLocked` calls run together, never alongside a
  * `@WriteLocked` one. Keys and options work as for `@Locked`.
  *

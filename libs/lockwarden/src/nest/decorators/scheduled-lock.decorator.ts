@@ -4,7 +4,7 @@ import { checkScheduledOptions } from '../../core';
 import type { CheckedScheduledOptions, ScheduledJobOptions, TickSchedule } from '../../core';
 import { compileKeySpec } from './key-template';
 import type { KeyResolver } from './key-template';
-import { callMethod, checkLockable, className, engineOf, runLocked, toMetadata, wrapMethod } from './lock-method';
+import { callMethod, checkLockable, className, engineOf, lockAndRun, toMetadata, wrapMethod } from './lock-method';
 import type { LockableMethod, LockMethodDecorator } from './lock-method';
 import type { LockedMetadata } from './locked-metadata.accessor';
 import { SCHEDULED_LOCK_METADATA } from './locked.constants';
@@ -120,7 +120,7 @@ async function runScheduled(
   const engine = engineOf(self, meta.where);
   const schedule = meta.schedule(wrapper);
   if (!schedule) {
-    if (meta.lockOnly) return runLocked(self, args, meta.lockOnly, original, wrapper);
+    if (meta.lockOnly) return lockAndRun(self, args, meta.lockOnly, original, wrapper);
     throw noScheduleError(meta.where);
   }
   const keys = meta.keys(self, args);

@@ -4,7 +4,7 @@ import type { KeySpec } from './key-template';
 import type { LockedOptions } from '../../core/options/locked-options';
 
 /**
- * Runs the method under an exclusive write hold of the read/write lock(s)
+ * Runs the method under an exclusive write lease of the read/write lock(s)
  * named by `key`: no reader and no other writer runs meanwhile. Calling it
  * from inside a `@ReadLocked` method on the same key rejects with
  * `LockUpgradeError`. Keys and options work as for `@Locked`.
