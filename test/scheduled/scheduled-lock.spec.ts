@@ -11,7 +11,7 @@ import type { Redis } from 'ioredis';
 import { LockConfigError, LockEngine, LockModule, LockService, ScheduledLock } from 'lockwarden';
 import type { ScheduledTick } from 'lockwarden';
 import { LockTestingModule, MemoryLockBackend } from 'lockwarden/testing';
-import { checkScheduledOptions } from '../../libs/lockwarden/src/core/options/scheduled-options';
+import { checkScheduledOptions } from '../../libs/lockwarden/src/core/schedule/scheduled-options';
 import { everySchedule } from '../../libs/lockwarden/src/core/schedule/tick-schedule';
 import { currentTick } from '../../libs/lockwarden/src/core/schedule/tick-context';
 import { EventLog } from '../harness/event-log';

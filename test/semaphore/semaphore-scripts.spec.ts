@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
-import { LUA_SOURCES, type LuaScriptName } from '../../libs/lockwarden/src/core/scripts/lua-sources.generated';
-import { WIRE } from '../../libs/lockwarden/src/core/scripts/wire';
+import { LUA_SOURCES, type LuaScriptName } from '../../libs/lockwarden/src/core/redis/lua-sources.generated';
+import { WIRE } from '../../libs/lockwarden/src/core/backend/wire';
 import { startRedis, uniquePrefix } from '../harness/redis';
 import type { RedisTarget } from '../harness/redis';
 

@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { LUA_SOURCES, type LuaScriptName } from '../../libs/lockwarden/src/core/scripts/lua-sources.generated';
+import { LUA_SOURCES, type LuaScriptName } from '../../libs/lockwarden/src/core/redis/lua-sources.generated';
 import { startRedis, uniquePrefix } from '../harness/redis';
 import type { RedisTarget } from '../harness/redis';
 

@@ -8,7 +8,7 @@ import type { ChildScript } from '../harness/child';
 import { aborted, EventLog } from '../harness/event-log';
 import { RedisCluster } from '../harness/redis-cluster';
 import { uniquePrefix } from '../harness/redis';
-import { checkScheduledOptions } from '../../libs/lockwarden/src/core/options/scheduled-options';
+import { checkScheduledOptions } from '../../libs/lockwarden/src/core/schedule/scheduled-options';
 import { everySchedule } from '../../libs/lockwarden/src/core/schedule/tick-schedule';
 import { closeNow } from '../harness/engines';
 

@@ -9,7 +9,7 @@ import type { LockEvent } from '../observe/events';
 import type { LockLogger } from '../observe/logger';
 import type { LockStore } from '../backend/lock-store';
 import type { Waiter } from '../wake/waiter';
-import { releasePermits } from './permit-release';
+import { releasePermits } from '../semaphore/permit-release';
 import { MIN_LEASE_MS } from '../options/validate';
 import { LeaseCalls } from './lease-calls';
 

@@ -3,7 +3,7 @@ import type { LeaseHandle } from '../lease/lease';
 import type { HeldLocks } from './held-locks';
 import type { LeaseGranter } from './lease-granter';
 import type { AcquireOptions, RwAcquireOptions } from '../options/options';
-import type { PermitOptions } from '../options/permit-options';
+import type { PermitOptions } from '../semaphore/permit-options';
 import type { PermitGranter } from './permit-granter';
 
 // Every way a key is acquired: the request a decorated call makes (LockRequest), several keys

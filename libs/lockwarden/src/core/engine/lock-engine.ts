@@ -28,10 +28,10 @@ import type { PermitGranter } from './permit-granter';
 import { checkCallback } from '../options/validate';
 import { Semaphore } from '../semaphore/semaphore';
 import type { PermitScope } from '../semaphore/semaphore';
-import type { SemaphoreOptions } from '../options/semaphore-options';
+import type { SemaphoreOptions } from '../semaphore/semaphore-options';
 import { ScheduledJob } from '../schedule/scheduled-job';
 import type { JobHost } from '../schedule/scheduled-job';
-import type { CheckedScheduledOptions } from '../options/scheduled-options';
+import type { CheckedScheduledOptions } from '../schedule/scheduled-options';
 import type { TickSchedule } from '../schedule/tick-schedule';
 
 /** Work run under a lock, given its handle. */

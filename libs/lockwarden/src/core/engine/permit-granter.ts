@@ -7,8 +7,8 @@ import type { LockStore } from '../backend/lock-store';
 import type { SemaphoreInfo } from '../backend/lock-info';
 import type { HeldLocks } from './held-locks';
 import type { LeaseGranter } from './lease-granter';
-import { resolvePermitAcquire } from '../options/permit-options';
-import type { PermitOptions, ResolvedPermitAcquire } from '../options/permit-options';
+import { resolvePermitAcquire } from '../semaphore/permit-options';
+import type { PermitOptions, ResolvedPermitAcquire } from '../semaphore/permit-options';
 import type { LockDefaults } from '../options/options';
 import { checkKey, checkPermits, MAX_PERMITS } from '../options/validate';
 

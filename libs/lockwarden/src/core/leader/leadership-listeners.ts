@@ -1,5 +1,5 @@
 import type { LockLogger } from '../observe/logger';
-import type { LeadershipListener } from '../options/leadership-options';
+import type { LeadershipListener } from './leadership-options';
 import type { LeaderTerm } from './term-log';
 
 /**

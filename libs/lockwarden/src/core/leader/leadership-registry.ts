@@ -1,6 +1,6 @@
 import { LockConfigError } from '../../errors';
 import type { LockEngine } from '../engine/lock-engine';
-import { checkLeadershipName } from '../options/leadership-options';
+import { checkLeadershipName } from './leadership-options';
 import type { LockBackend } from '../backend/lock-backend';
 import { Leadership } from './leadership';
 import { termKeys } from '../backend/lock-keys';

@@ -2,7 +2,7 @@ import type { LockInfo } from '../backend/lock-info';
 import type { MutexKeys, RwKeys, SemKeys } from '../backend/lock-keys';
 import { UNMINTED } from '../backend/lock-store';
 import type { RenewItem, StoreAcquire, StoreRwAcquire, StoreSemAcquire } from '../backend/lock-store';
-import { grantMessage, WIRE } from '../scripts/wire';
+import { grantMessage, WIRE } from '../backend/wire';
 import { forceUnlockMemory, inspectMemory } from './memory-inspect';
 import { MemoryState } from './memory-state';
 import type { QueuedWaiter } from './memory-state';

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { LUA_SOURCES, type LuaScriptName } from '../scripts/lua-sources.generated';
+import { LUA_SOURCES, type LuaScriptName } from './lua-sources.generated';
 import type { RedisConnection, ScriptSource } from './connection';
 
 /**

@@ -1,7 +1,7 @@
 import { createRequire } from 'node:module';
 import { appRequire } from '../app-require';
 import { LockConfigError } from '../../errors';
-import { checkCronTime } from '../options/scheduled-options';
+import { checkCronTime } from './scheduled-options';
 import { latestBefore, onceSchedule } from './tick-schedule';
 import type { TickSchedule } from './tick-schedule';
 

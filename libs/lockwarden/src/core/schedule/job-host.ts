@@ -3,7 +3,7 @@ import type { AcquireOptions } from '../options/options';
 import type { LeaseHandle } from '../lease/lease';
 import type { LockEvent } from '../observe/events';
 import type { LockLogger } from '../observe/logger';
-import type { CheckedScheduledOptions } from '../options/scheduled-options';
+import type { CheckedScheduledOptions } from './scheduled-options';
 import type { TickSchedule } from './tick-schedule';
 import type { TickKeys, TickStore } from '../backend/tick-store';
 

@@ -2,7 +2,7 @@ import { LockAbortedError, LockTimeoutError } from '../../errors';
 import type { LeaseHandle } from '../lease/lease';
 import { askStore } from './job-host';
 import type { JobHost, JobScope } from './job-host';
-import type { CheckedScheduledOptions } from '../options/scheduled-options';
+import type { CheckedScheduledOptions } from './scheduled-options';
 import { TickHandOn } from './tick-hand-on';
 import { TickNotices } from './tick-notices';
 import { TickRunner } from './tick-runner';

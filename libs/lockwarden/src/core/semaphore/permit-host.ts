@@ -2,7 +2,7 @@ import type { LeaseHandle } from '../lease/lease';
 import type { SemKeys } from '../backend/lock-keys';
 import type { SemaphoreInfo } from '../backend/lock-info';
 import type { LockDefaults } from '../options/options';
-import type { ResolvedPermitAcquire } from '../options/permit-options';
+import type { ResolvedPermitAcquire } from './permit-options';
 
 /**
  * What a Semaphore needs of the engine (the engine's PermitGranter provides it). Declared

@@ -1,6 +1,6 @@
 import { LockBackendError, LockError } from '../../errors';
-import { resolvePermitAcquire } from '../options/permit-options';
-import type { PermitOptions } from '../options/permit-options';
+import { resolvePermitAcquire } from './permit-options';
+import type { PermitOptions } from './permit-options';
 import type { PermitHost } from './permit-host';
 import { checkFunction, checkPermits, MAX_PERMITS } from '../options/validate';
 import type { LeaseHandle } from '../lease/lease';
@@ -8,8 +8,8 @@ import type { LockHandle } from '../lease/lock-handle';
 import { semKeys } from '../backend/lock-keys';
 import type { SemKeys } from '../backend/lock-keys';
 import type { SemaphoreInfo } from '../backend/lock-info';
-import { resolveSemaphore } from '../options/semaphore-options';
-import type { SemaphoreOptions } from '../options/semaphore-options';
+import { resolveSemaphore } from './semaphore-options';
+import type { SemaphoreOptions } from './semaphore-options';
 
 /**
  * How a framework ties permits to where they are taken (the Nest layer: the request). The

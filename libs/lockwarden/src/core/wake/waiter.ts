@@ -1,5 +1,5 @@
 import type { PermitHandOff } from '../backend/lock-store';
-import type { GrantNotice } from '../scripts/wire';
+import type { GrantNotice } from '../backend/wire';
 
 /**
  * Why a parked waiter woke: a release message (`wake`), a hand-off told on its inbox

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { parseGrant, WIRE } from '../scripts/wire';
+import { parseGrant, WIRE } from '../backend/wire';
 import type { Waiter } from './waiter';
 import type { WakeBus, WakeSink, WakeSubscriber } from '../backend/wake-bus';
 

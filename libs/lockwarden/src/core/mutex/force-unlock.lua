@@ -1,5 +1,5 @@
 -- Take a lock from whoever holds it: an admin operation. Deletes the mutex and the
--- The messages it publishes are the wire protocol named in scripts/wire.ts.
+-- The messages it publishes are the wire protocol named in backend/wire.ts.
 -- read/write lock of one name, with their queues, but keeps the fencing counters so tokens
 -- keep rising. Wakes every waiter. Holders learn of it at their next renewal.
 -- KEYS[1] mutex hash   KEYS[2] mutex fair queue   KEYS[3] mutex waiter records

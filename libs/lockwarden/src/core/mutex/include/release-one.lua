@@ -1,6 +1,6 @@
 -- Releases one mutex held by `token`, and passes it to the first live queued waiter, if any;
 -- withdraws `token` from the fair queue when it was only waiting (a cancelled acquire). The
--- messages it publishes are the wire protocol named in scripts/wire.ts. Needs next-fence.
+-- messages it publishes are the wire protocol named in backend/wire.ts. Needs next-fence.
 -- Returns 1 when it released the caller's lock, 0 when the caller did not hold it.
 local function releaseOne(lock, fence, queue, waiters, channel, token, publish)
   local held = redis.call('get', lock)

@@ -1,6 +1,6 @@
 import { LockConfigError } from '../../errors';
-import { checkKey, checkKnownNames, checkOptionsObject, describe } from './options';
-import type { LeaderTerm } from '../leader/term-log';
+import { checkKey, checkKnownNames, checkOptionsObject, describe } from '../options/options';
+import type { LeaderTerm } from './term-log';
 
 /**
  * Options of `Leadership.campaign()` and `Leadership.contend()`.

@@ -10,9 +10,9 @@ import {
   MAX_MS,
   MAX_PERMITS,
   MIN_LEASE_MS,
-} from './validate';
-import { defaultLockName } from './options';
-import type { LockDefaults, ResolvedAcquire } from './options';
+} from '../options/validate';
+import { defaultLockName } from '../options/options';
+import type { LockDefaults, ResolvedAcquire } from '../options/options';
 
 /**
  * Per-call options of `Semaphore.acquire`, `tryAcquire` and `withPermit`.

@@ -1,7 +1,7 @@
 -- Give back a semaphore holder's permits, or withdraw a waiter that was never granted. When a
 -- waiter of the same process is named, the permits go to it in the same step if its ask
 -- fits: it is not woken to try, and no other caller takes them in between. Permits nobody
--- took here are announced; the messages are the wire protocol named in scripts/wire.ts.
+-- took here are announced; the messages are the wire protocol named in backend/wire.ts.
 -- KEYS[1] holders zset   KEYS[2] permits hash (with "#used", see sem-acquire.lua)
 -- KEYS[3] wake-up channel   KEYS[4] limit   KEYS[5] fencing counter
 -- KEYS[6] queue   KEYS[7] waiter records (see sem-acquire.lua), when waiters queue: permits

@@ -1,5 +1,5 @@
 import { LockConfigError } from '../../errors';
-import { checkKey, checkKnownNames, checkOptionsObject, checkPermits, MAX_PERMITS } from './validate';
+import { checkKey, checkKnownNames, checkOptionsObject, checkPermits, MAX_PERMITS } from '../options/validate';
 
 /**
  * Options of `LockService.semaphore(key, options)`: its `limit`.

@@ -1,6 +1,6 @@
 import { LockConfigError } from '../../errors';
-import { checkAcquireOptions, checkKnownNames, describe, MAX_MS } from './options';
-import type { AcquireOptions } from './options';
+import { checkAcquireOptions, checkKnownNames, describe, MAX_MS } from '../options/options';
+import type { AcquireOptions } from '../options/options';
 
 /** What happens to a tick that comes while the job's previous run is still going. */
 export type OnOverrun = 'skip' | 'wait';

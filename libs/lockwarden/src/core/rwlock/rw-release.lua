@@ -1,6 +1,6 @@
 -- Release a read or write lease, or withdraw a waiter that gave up waiting, and hand the lock
 -- on to the oldest places in its queue. The messages it publishes are the wire protocol
--- named in scripts/wire.ts.
+-- named in backend/wire.ts.
 -- KEYS[1] lock hash   KEYS[2] waiting writers   KEYS[3] wake-up channel
 -- KEYS[4] fencing counter   KEYS[5] queue   KEYS[6] waiter records (see rw-acquire.lua)
 -- ARGV[1] owner token   ARGV[2] 'r' or 'w'   ARGV[3] 'publish' or 'spublish'

@@ -1,10 +1,10 @@
 import { LockConfigError } from '../../errors';
-import { checkKnownNames, checkOptionsObject } from './validate';
+import { checkKnownNames, checkOptionsObject } from '../options/validate';
 import { resolvePermitAcquire } from './permit-options';
 import { resolveSemaphore } from './semaphore-options';
 import type { SemaphoreOptions } from './semaphore-options';
-import { CHECK_DEFAULTS, checkOnBusy, checkRetryAfter } from './locked-options';
-import type { CheckedLockedOptions, OnBusy } from './locked-options';
+import { CHECK_DEFAULTS, checkOnBusy, checkRetryAfter } from '../options/locked-options';
+import type { CheckedLockedOptions, OnBusy } from '../options/locked-options';
 
 /**
  * Options of `@Semaphore`: the semaphore's `limit` (stored on first use, as
