@@ -67,6 +67,36 @@ export async function startRedis(options: { own?: boolean; server?: ServerKind }
 let counter = 0;
 
 /** A key prefix unique to this test run, so tests sharing one Redis never see each other's keys. */
+/**
+ * A Redis of this spec file's own (startRedis), started before its tests and stopped after
+ * them, with an admin client beside it: the one way a spec gets a server it only reads and
+ * writes. Read the fields inside hooks and tests, once the server is up.
+ */
+export function redisForFile(): { readonly redis: RedisTarget; readonly admin: Redis } {
+  let redis: RedisTarget | undefined;
+  let admin: Redis | undefined;
+  beforeAll(async () => {
+    redis = await startRedis();
+    admin = redis.client();
+  });
+  afterAll(async () => {
+    await admin?.quit();
+    await redis?.stop();
+  });
+  const up = <T>(value: T | undefined): T => {
+    if (value === undefined) throw new Error("the file's Redis is not started yet: read it inside a hook or a test");
+    return value;
+  };
+  return {
+    get redis() {
+      return up(redis);
+    },
+    get admin() {
+      return up(admin);
+    },
+  };
+}
+
 export function uniquePrefix(name = 't'): string {
   counter++;
   return `lwtest:${name}:${process.pid}:${Date.now().toString(36)}:${counter}:`;

@@ -1,36 +1,23 @@
 // No key outlives its use: after thousands of lock names of every kind were taken and
 // released, every key left in Redis expires within a minute, except each semaphore's stored
 // limit (one key per semaphore name, kept on purpose so a restart keeps the limit).
-import type { Redis } from 'ioredis';
 import { LockEngine } from 'lockwarden';
-import { startRedis, uniquePrefix } from '../harness/redis';
-import type { RedisTarget } from '../harness/redis';
+import { redisForFile, uniquePrefix } from '../harness/redis';
 
-let redis: RedisTarget;
-let admin: Redis;
-
-beforeAll(async () => {
-  redis = await startRedis();
-  admin = redis.client();
-});
-
-afterAll(async () => {
-  await admin.quit();
-  await redis.stop();
-});
+const server = redisForFile();
 
 async function keysOf(prefix: string): Promise<Map<string, number>> {
   const keys = new Map<string, number>();
-  for await (const batch of admin.scanStream({ match: `${prefix}*`, count: 1000 })) {
-    for (const key of batch as string[]) keys.set(key, await admin.pttl(key));
+  for await (const batch of server.admin.scanStream({ match: `${prefix}*`, count: 1000 })) {
+    for (const key of batch as string[]) keys.set(key, await server.admin.pttl(key));
   }
   return keys;
 }
 
 it('leaves nothing without a TTL of a minute or less, per 1 000 names of each kind, but the semaphore limits', async () => {
   const keyPrefix = uniquePrefix('keys-left');
-  const engine = new LockEngine({ redis: redis.url, keyPrefix });
-  const other = new LockEngine({ redis: redis.url, keyPrefix });
+  const engine = new LockEngine({ redis: server.redis.url, keyPrefix });
+  const other = new LockEngine({ redis: server.redis.url, keyPrefix });
   const N = 1_000;
   const names = (kind: string): string[] => Array.from({ length: N }, (_, i) => `${kind}:${i}`);
   const each = async (kind: string, fn: (name: string) => Promise<unknown>): Promise<void> => {

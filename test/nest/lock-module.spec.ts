@@ -1,25 +1,12 @@
 import { Inject, Injectable, Module } from '@nestjs/common';
 import type { INestApplicationContext, OnApplicationBootstrap } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
-import { Redis } from 'ioredis';
 import { LockAbortedError, LockConfigError, LockModule, LockService } from 'lockwarden';
 import type { LockHandle } from 'lockwarden';
 import { openHandlesBeyond } from '../harness/open-handles';
-import { startRedis, uniquePrefix } from '../harness/redis';
-import type { RedisTarget } from '../harness/redis';
+import { redisForFile, startRedis, uniquePrefix } from '../harness/redis';
 
-let redis: RedisTarget;
-let admin: Redis;
-
-beforeAll(async () => {
-  redis = await startRedis();
-  admin = redis.client();
-});
-
-afterAll(async () => {
-  await admin.quit();
-  await redis.stop();
-});
+const server = redisForFile();
 
 @Injectable()
 class ReportService {
@@ -32,7 +19,7 @@ class ReportService {
 
 const CONFIG = Symbol('CONFIG');
 
-@Module({ providers: [{ provide: CONFIG, useFactory: () => ({ url: redis.url }) }], exports: [CONFIG] })
+@Module({ providers: [{ provide: CONFIG, useFactory: () => ({ url: server.redis.url }) }], exports: [CONFIG] })
 class ConfigModule {}
 
 async function app(imports: unknown[], providers: unknown[] = [ReportService]): Promise<INestApplicationContext> {
@@ -45,7 +32,7 @@ async function app(imports: unknown[], providers: unknown[] = [ReportService]): 
 
 describe('LockModule', () => {
   it('forRoot provides an injectable LockService that locks', async () => {
-    const ctx = await app([LockModule.forRoot({ redis: redis.url, keyPrefix: uniquePrefix('mod') })]);
+    const ctx = await app([LockModule.forRoot({ redis: server.redis.url, keyPrefix: uniquePrefix('mod') })]);
     try {
       expect(await ctx.get(ReportService).build()).toBeGreaterThan(0);
     } finally {
@@ -79,18 +66,20 @@ describe('LockModule', () => {
   });
 
   it('fails at bootstrap with LockConfigError on bad options', async () => {
-    await expect(app([LockModule.forRoot({ redis: redis.url, leaseMs: 1 })])).rejects.toBeInstanceOf(LockConfigError);
+    await expect(app([LockModule.forRoot({ redis: server.redis.url, leaseMs: 1 })])).rejects.toBeInstanceOf(
+      LockConfigError,
+    );
     await expect(
-      app([LockModule.forRoot({ redis: redis.url, waitMS: 5 } as unknown as { redis: string })]),
+      app([LockModule.forRoot({ redis: server.redis.url, waitMS: 5 } as unknown as { redis: string })]),
     ).rejects.toThrow(/Unknown lock module option "waitMS"/);
     // The list names every option the module takes, its own and Nest's included.
     await expect(
-      app([LockModule.forRoot({ redis: redis.url, clockToken: true } as unknown as { redis: string })]),
+      app([LockModule.forRoot({ redis: server.redis.url, clockToken: true } as unknown as { redis: string })]),
     ).rejects.toThrow(/Allowed: .*commandTimeoutMs.*isGlobal.*retryAfterMs/);
   });
 
   it('uses a client it was given and never closes it', async () => {
-    const client = redis.client();
+    const client = server.redis.client();
     const ctx = await app([LockModule.forRoot({ client, keyPrefix: uniquePrefix('given') })]);
     expect(await ctx.get(ReportService).build()).toBeGreaterThan(0);
     await ctx.close();
@@ -103,24 +92,26 @@ describe('app.close()', () => {
   it('aborts holders, rejects waiters, releases what holders give back, leaves the rest to expire, and leaves no open handles', async () => {
     const keyPrefix = uniquePrefix('close');
     const baseline = process.getActiveResourcesInfo();
-    const ctx = await app([LockModule.forRoot({ redis: redis.url, keyPrefix, leaseMs: 1_000, shutdownGraceMs: 300 })]);
+    const ctx = await app([
+      LockModule.forRoot({ redis: server.redis.url, keyPrefix, leaseMs: 1_000, shutdownGraceMs: 300 }),
+    ]);
     const locks = ctx.get(LockService);
     const held: LockHandle = await locks.acquire('held');
     // The documented pattern: a holder that stops when its signal aborts gives its lock back.
     held.signal.addEventListener('abort', () => void held.release());
     const stuck = await locks.acquire('stuck', { leaseMs: 60_000, renew: false });
     const waiting = locks.acquire('held', { waitMs: 60_000 }).catch((e: unknown) => e);
-    expect(await admin.exists(`${keyPrefix}{held}`, `${keyPrefix}{stuck}`)).toBe(2);
+    expect(await server.admin.exists(`${keyPrefix}{held}`, `${keyPrefix}{stuck}`)).toBe(2);
 
     await ctx.close();
 
     expect(await waiting).toBeInstanceOf(LockAbortedError);
     expect(held.signal.aborted).toBe(true);
-    expect(await admin.exists(`${keyPrefix}{held}`)).toBe(0);
+    expect(await server.admin.exists(`${keyPrefix}{held}`)).toBe(0);
     // Nobody gave "stuck" back: its code may still run, so it is left to its lease, not released.
     expect(stuck.signal.aborted).toBe(true);
     expect(stuck.isHeld()).toBe(false);
-    expect(await admin.pttl(`${keyPrefix}{stuck}`)).toBeGreaterThan(0);
+    expect(await server.admin.pttl(`${keyPrefix}{stuck}`)).toBeGreaterThan(0);
     expect(openHandlesBeyond(baseline)).toEqual([]);
   });
 });
@@ -184,7 +175,7 @@ describe('shutdown hooks', () => {
       // where they stay off. Where they are turned on, bootstrap and enableShutdownHooks() must
       // fit in that lease however loaded the machine is: seconds.
       imports: [
-        LockModule.forRoot({ redis: redis.url, keyPrefix: uniquePrefix('hooks'), leaseMs: hooks ? 5_000 : 300 }),
+        LockModule.forRoot({ redis: server.redis.url, keyPrefix: uniquePrefix('hooks'), leaseMs: hooks ? 5_000 : 300 }),
       ],
       providers: lockAt === 'bootstrap' ? [Migration] : [],
     }).compile();

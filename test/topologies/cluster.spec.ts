@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import type { Cluster } from 'ioredis';
-import { LockEngine, LockError, LockLostError, LockModule, Locked } from 'lockwarden';
+import { LockEngine, LockLostError, LockModule, Locked } from 'lockwarden';
 import type { LockEngineOptions } from 'lockwarden';
 import { runWorker } from '../harness/child';
 import type { ChildScript } from '../harness/child';
@@ -11,6 +11,7 @@ import { uniquePrefix } from '../harness/redis';
 import { checkScheduledOptions } from '../../libs/lockwarden/src/core/schedule/scheduled-options';
 import { everySchedule } from '../../libs/lockwarden/src/core/schedule/tick-schedule';
 import { closeNow } from '../harness/engines';
+import { expectServedAfterFailover } from '../harness/shard-failover';
 
 /** The engine on a 3-master Redis Cluster: slots, sharded pub/sub and per-node renewal batches. */
 let cluster: RedisCluster;
@@ -269,29 +270,7 @@ describe('a Cluster shard failover (3 masters + 3 replicas)', () => {
       leaseMs: 3_000,
     });
     try {
-      const masters = await replicated.masters();
-      const victim = masters.find((m) => m.slots.length > 0)!;
-      const keyPrefix = e.options.keyPrefix;
-      const [heldKey, laterKey] = [
-        await replicated.keyOn(victim, keyPrefix, 'shard-1'),
-        await replicated.keyOn(victim, keyPrefix, 'shard-2'),
-      ];
-      const held = await e.acquire(heldKey);
-      await replicated.nodes.find((n) => n.port === victim.port)!.kill();
-      await replicated.waitUntilPromoted(victim.id);
-      // The holder either kept its lock on the promoted replica or was told it lost it; never silence.
-      const kept = await held.extend().then(
-        () => true,
-        (err: unknown) => {
-          expect(err).toBeInstanceOf(LockError);
-          return false;
-        },
-      );
-      expect(kept || held.signal.aborted || !held.isHeld()).toBe(true);
-      const later = await e.acquire(laterKey, { waitMs: 20_000 });
-      expect(await later.fencingToken()).toBeGreaterThan(0);
-      await later.release();
-      await held.release().catch(() => undefined);
+      await expectServedAfterFailover(replicated, e);
     } finally {
       await e.close();
       await replicated.stop();

@@ -7,6 +7,7 @@ import type { LockEngineOptions } from 'lockwarden';
 import { describeLockBehaviour } from '../behaviour/lock-behaviour';
 import { connectionOf } from '../../libs/lockwarden/src/core/redis/redis-client';
 import { closeNow } from '../harness/engines';
+import { expectServedAfterFailover } from '../harness/shard-failover';
 import { startRedis, uniquePrefix, valkey9 } from '../harness/redis';
 import type { RedisTarget, ServerKind } from '../harness/redis';
 import { RedisCluster } from '../harness/redis-cluster';
@@ -274,26 +275,7 @@ describe('a GLIDE cluster client through a shard failover (3 masters + 3 replica
     const client = await GlideClusterClient.createClient({ addresses: replicated.startupNodes });
     const e = new LockEngine({ client, keyPrefix: uniquePrefix('glide-fail'), leaseMs: 3_000 });
     try {
-      const masters = await replicated.masters();
-      const victim = masters.find((m) => m.slots.length > 0)!;
-      const keyPrefix = e.options.keyPrefix;
-      const [heldKey, laterKey] = [
-        await replicated.keyOn(victim, keyPrefix, 'shard-1'),
-        await replicated.keyOn(victim, keyPrefix, 'shard-2'),
-      ];
-      const held = await e.acquire(heldKey);
-      await replicated.nodes.find((n) => n.port === victim.port)!.kill();
-      await replicated.waitUntilPromoted(victim.id);
-      // The holder either kept its lock on the promoted replica or was told it lost it; never silence.
-      const kept = await held.extend().then(
-        () => true,
-        () => false,
-      );
-      expect(kept || held.signal.aborted || !held.isHeld()).toBe(true);
-      const later = await e.acquire(laterKey, { waitMs: 20_000 });
-      expect(await later.fencingToken()).toBeGreaterThan(0);
-      await later.release();
-      await held.release().catch(() => undefined);
+      await expectServedAfterFailover(replicated, e);
       // The list of primaries is asked for again once it is 5 s old: look until the dead master left it.
       let health = await e.health();
       while (health.serversUp !== 3 || health.servers !== 3) {

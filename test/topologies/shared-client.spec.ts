@@ -10,8 +10,7 @@ import { LockEngine, LockModule, LockService, Locked } from 'lockwarden';
 import type { RedisClient } from 'lockwarden';
 import { RedisCluster } from '../harness/redis-cluster';
 import { openHandlesBeyond } from '../harness/open-handles';
-import { startRedis, uniquePrefix } from '../harness/redis';
-import type { RedisTarget } from '../harness/redis';
+import { redisForFile, uniquePrefix } from '../harness/redis';
 
 /**
  * A client the application shares with other modules can be closed before the lock service
@@ -21,18 +20,7 @@ import type { RedisTarget } from '../harness/redis';
  * method runs, and is released when it ends, through a connection of Lockwarden's own.
  */
 
-let redis: RedisTarget;
-let admin: Redis;
-
-beforeAll(async () => {
-  redis = await startRedis();
-  admin = redis.client();
-});
-
-afterAll(async () => {
-  await admin.quit();
-  await redis.stop();
-});
+const server = redisForFile();
 
 const SHARED = Symbol('SHARED');
 
@@ -103,7 +91,7 @@ const SETUPS: Setup[] = [
   {
     name: "node-redis, closed by @nestjs/cache-manager's Keyv store",
     async make() {
-      const client = createClient({ url: redis.url });
+      const client = createClient({ url: server.redis.url });
       client.on('error', () => undefined);
       await client.connect();
       return {
@@ -121,7 +109,7 @@ const SETUPS: Setup[] = [
   {
     name: "ioredis, closed by its owner's onModuleDestroy",
     async make() {
-      const client = redis.client();
+      const client = server.redis.client();
       await client.ping();
       return {
         client,
@@ -164,14 +152,14 @@ describe.each(SETUPS)('a shared client closed before the lock service shuts down
     await job.abort.promise;
     await shared.ended;
     // The lock is still in Redis while the method runs, whoever closed the shared client.
-    expect(await admin.exists(key)).toBe(1);
+    expect(await server.admin.exists(key)).toBe(1);
 
     job.finish.resolve();
     await running;
     await closing;
 
     expect(job.aborted).toBe(true);
-    expect(await admin.exists(key)).toBe(0);
+    expect(await server.admin.exists(key)).toBe(0);
     // The wait for the running work is said when it begins, naming the lock.
     expect(warnings.logs.filter((l) => l.includes('Shutting down: waiting') && l.includes('"nightly"'))).toHaveLength(
       1,
@@ -186,14 +174,14 @@ describe.each(SETUPS)('a shared client closed before the lock service shuts down
 
 describe('a node-redis client never connected', () => {
   it('is served through a connection of Lockwarden’s own, said once, and left unconnected', async () => {
-    const client = createClient({ url: redis.url });
+    const client = createClient({ url: server.redis.url });
     client.on('error', () => undefined);
     const warnings = new Warnings();
     const keyPrefix = uniquePrefix('lazy');
     const engine = new LockEngine({ client, keyPrefix }, warnings);
-    const seen = await engine.withLock('k', async () => admin.exists(`${keyPrefix}{k}`));
+    const seen = await engine.withLock('k', async () => server.admin.exists(`${keyPrefix}{k}`));
     expect(seen).toBe(1);
-    expect(await admin.exists(`${keyPrefix}{k}`)).toBe(0);
+    expect(await server.admin.exists(`${keyPrefix}{k}`)).toBe(0);
     await engine.close();
     expect(warnings.lines.filter((l) => l.includes('given as `client` is not connected'))).toHaveLength(1);
     expect(client.isOpen).toBe(false);
