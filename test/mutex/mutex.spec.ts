@@ -229,9 +229,14 @@ describe('release', () => {
   });
 
   it('from a stale handle after expiry leaves the new owner intact', async () => {
-    const [a, b] = pair();
-    const stale = await a.acquire('stale', { leaseMs: 100, renew: false });
-    const staleToken = await stale.fencingToken();
+    const events = new EventLog();
+    const [a, b] = pair({}, events);
+    // The token minted with the grant, as the grant's event tells it: read from the handle, it
+    // would race the 100 ms lease on a busy machine (a handle past its lease reads as lost).
+    const granted = events.next({ type: 'acquired', key: 'stale' });
+    const stale = await a.acquire('stale', { leaseMs: 100, renew: false, fenced: true });
+    const staleToken = Number((await granted).fencingToken);
+    expect(staleToken).toBeGreaterThan(0);
     const fresh = await b.acquire('stale', { waitMs: 10_000 }); // granted once the 100 ms lease ran out
     expect(await fresh.fencingToken()).toBeGreaterThan(staleToken);
     // Lost: a read now rejects, and mints nothing.
