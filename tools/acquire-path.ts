@@ -3,9 +3,9 @@
 // one call. docs/how-it-works.md lists the files it prints. Starts a throwaway Redis unless
 // REDIS_URL is set. `-- --no-otel` counts as an app without OpenTelemetry would run it: no
 // metrics, no traces (this repository has the OpenTelemetry API installed, so both are on).
-// It then counts the bounces on the way in, from the call into the method wrapper until the
-// lock is granted (LockEngine.runLocked then runs the method): a call from file B back into file A while A's call into B is still under way
-// (A → B → A), read from the call chains of a second such call (tools/call-tracer.cjs).
+// It then counts the bounces of a second such call, on the way in and on the way out (grant,
+// method and release): a call from file B back into file A while A's call into B is still
+// under way (A → B → A), read from the call chains of that call (tools/call-tracer.cjs).
 import 'reflect-metadata';
 import { Injectable, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
@@ -70,12 +70,12 @@ async function traceEntries(scripts: ScriptCoverage[], call: () => Promise<unkno
 }
 
 /**
- * The bounces on the way in: each distinct A → B → A, where a function of A is entered from B
- * while A is still further down the chain (synchronous or awaiting). Counted between library
- * files, and between the library's two layers (nest → core → nest: the engine calling back
- * into the Nest layer), the way a reader following the call would meet them.
+ * The bounces: each distinct A → B → A, where a function of A is entered from B while A is
+ * still further down the chain (synchronous or awaiting). Counted between library files, and
+ * between the library's two layers (nest → core → nest: the engine calling back into the Nest
+ * layer), the way a reader following the call would meet them. The method itself is the app's.
  */
-function bouncesOnTheWayIn(entries: Frame[][]): string[] {
+function bounces(entries: Frame[][]): string[] {
   const bounces: string[] = [];
   const note = (chain: Frame[], names: string[]): void => {
     const [a, b] = names;
@@ -85,8 +85,6 @@ function bouncesOnTheWayIn(entries: Frame[][]): string[] {
   };
   for (const chain of entries) {
     const files = collapse(chain.map(fileOf));
-    // LockEngine.runLocked, the one way back, runs the method as the holder: the way in has ended.
-    if (files[0] === 'core/engine/lock-engine.ts' && chain[0].name === 'runLocked') break;
     note(chain, files);
     note(chain, collapse(files.map((f) => (f === 'app' ? f : f.split('/')[0]))));
   }
@@ -149,9 +147,9 @@ async function main(): Promise<void> {
       (otel ? ' (metrics and traces on)' : ' (no metrics, no traces)'),
   );
   const traced = result.filter((s) => pathOf(s.url).startsWith(LIB) || pathOf(s.url) === __filename);
-  const bounces = bouncesOnTheWayIn(await traceEntries(traced, () => draws.run('never-seen-too')));
-  for (const bounce of bounces) console.log(`  bounce: ${bounce}`);
-  console.log(`${bounces.length} bounces on the way in`);
+  const found = bounces(await traceEntries(traced, () => draws.run('never-seen-too')));
+  for (const bounce of found) console.log(`  bounce: ${bounce}`);
+  console.log(`${found.length} bounces on the way in and out (grant, method, release)`);
   await app.close();
   await own?.stop();
 }

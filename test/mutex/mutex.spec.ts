@@ -77,21 +77,21 @@ describe('reentrancy', () => {
     expect(await admin.exists(`${e.options.keyPrefix}{r}`)).toBe(0);
   });
 
-  it('runLocked releases after its work, runInFrames leaves that to the caller', async () => {
+  it('runLocked runs work as the holder (a nested acquire re-enters), then releases', async () => {
     const e = engine();
-    const outer = (await e.acquire('frames')) as Parameters<LockEngine['runInFrames']>[0][number];
-    const token = await e.runInFrames([outer], async () => {
+    const outer = (await e.acquire('frames')) as Parameters<LockEngine['runLocked']>[0][number];
+    const outerToken = await outer.fencingToken();
+    const token = await e.runLocked([outer], async () => {
       const inner = await e.acquire('frames', { waitMs: 0 }); // re-enters the frame's lock
       const innerToken = await inner.fencingToken();
       await inner.release();
+      expect(outer.isHeld()).toBe(true);
       return innerToken;
     });
-    const outerToken = await outer.fencingToken();
     expect(token).toBe(outerToken);
-    expect(outer.isHeld()).toBe(true);
-    expect(await e.runLocked([outer], () => outer.fencingToken())).toBe(outerToken);
     expect(outer.isHeld()).toBe(false);
     expect(await admin.exists(`${e.options.keyPrefix}{frames}`)).toBe(0);
+    expect('runInFrames' in e).toBe(false);
   });
 
   it('runLocked runs work holding handles, then releases them; heldLocks counts them', async () => {

@@ -11,7 +11,6 @@ import { engineOptionsOf } from './lock-options.interface';
 import type { LockModuleOptions } from './lock-options.interface';
 import { LockService } from './lock.service';
 import { LockWatchdog } from './lock-watchdog';
-import { RequestLockScope } from './request-lock-scope';
 
 /**
  * The token the store's backend is provided under, the throttler-storage way: LockModule
@@ -50,11 +49,7 @@ export const lockProviders: Provider[] = [
   {
     provide: LockEngine,
     useFactory: (options: LockModuleOptions, backend: LockBackend, resolved: ResolvedEngineOptions) =>
-      new LockEngine(engineOptionsOf(options), LOGGER, backend, {
-        resolved,
-        // A request's client going away aborts the signal of every lock granted while it runs.
-        onGrant: RequestLockScope.grantedNow,
-      }),
+      new LockEngine(engineOptionsOf(options), LOGGER, backend, { resolved }),
     inject: [LOCK_MODULE_OPTIONS, LOCK_BACKEND, LOCK_ENGINE_OPTIONS],
   },
   {

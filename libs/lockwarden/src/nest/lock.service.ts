@@ -12,7 +12,7 @@ import type {
   SemaphoreOptions,
   ScheduledTick,
 } from '../core';
-import { RequestLockScope, withRequestSignal } from './request-lock-scope';
+import { bare, inRequest, withRequestSignal } from './request-lock-scope';
 
 /**
  * Distributed locks on Redis, injectable anywhere once `LockModule` is imported.
@@ -92,7 +92,7 @@ export class LockService {
    * ```
    */
   withLock<T>(key: string, fn: (handle: LockHandle) => T | Promise<T>, options?: AcquireOptions): Promise<T> {
-    return this.engine.withLock(key, fn, withRequestSignal(options));
+    return this.engine.withLock(key, inRequest(fn), withRequestSignal(options));
   }
 
   /**
@@ -137,7 +137,7 @@ export class LockService {
    * ```
    */
   withReadLock<T>(key: string, fn: (handle: LockHandle) => T | Promise<T>, options?: RwAcquireOptions): Promise<T> {
-    return this.engine.withReadLock(key, fn, withRequestSignal(options));
+    return this.engine.withReadLock(key, inRequest(fn), withRequestSignal(options));
   }
 
   /**
@@ -149,7 +149,7 @@ export class LockService {
    * ```
    */
   withWriteLock<T>(key: string, fn: (handle: LockHandle) => T | Promise<T>, options?: RwAcquireOptions): Promise<T> {
-    return this.engine.withWriteLock(key, fn, withRequestSignal(options));
+    return this.engine.withWriteLock(key, inRequest(fn), withRequestSignal(options));
   }
 
   /**
@@ -274,15 +274,4 @@ export class LockService {
  * the client goes away, and a bare permit still held when the request is over is released
  * then, with one warning (withPermit releases its own).
  */
-const REQUEST_PERMIT_SCOPE: PermitScope = { options: withRequestSignal, bare };
-
-/**
- * A handle from a bare acquire, taken inside a request, is the request's to
- * release: if its code forgets, the interceptor releases it once the request is over.
- */
-async function bare<H extends LockHandle | null>(got: Promise<H>): Promise<H> {
-  const scope = RequestLockScope.current();
-  const handle = await got;
-  if (handle) scope?.tookBare(handle);
-  return handle;
-}
+const REQUEST_PERMIT_SCOPE: PermitScope = { options: withRequestSignal, bare, held: inRequest };

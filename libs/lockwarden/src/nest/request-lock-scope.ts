@@ -20,30 +20,30 @@ const scopes = new AsyncLocalStorage<RequestLockScope>();
 export class RequestLockScope {
   private claimed = false;
   private readonly controller = new AbortController();
-  private readonly grantedHandles = new Set<LockHandle>();
+  /** The decorated handler's own locks, pushed by the engine as it grants them (LockedCall.granted). */
+  readonly own: LockHandle[] = [];
+  /** Every other lock granted during the request, pushed as it is granted. */
+  readonly granted: LockHandle[] = [];
   private readonly bareHandles = new Set<LockHandle>();
-  private ownHandles: readonly LockHandle[] = [];
   private handlerSettled = false;
   private responseClosed = false;
   private markOver!: () => void;
   /** Resolves once the handler's work has settled and the response is over. */
   readonly over = new Promise<void>((resolve) => (this.markOver = resolve));
 
-  /** @param handler the lock-decorated handler the interceptor wraps, if any: only its own call claims the scope. */
-  constructor(private readonly handler: unknown) {}
+  /**
+   * @param handler the lock-decorated handler the interceptor wraps, if any: only its own call claims the scope.
+   * @param interrupt asks the holders of handles to stop (LockEngine.interrupt), when the client goes away.
+   */
+  constructor(
+    private readonly handler: unknown,
+    private readonly interrupt: (handles: readonly LockHandle[], reason: string) => void,
+  ) {}
 
   /** The scope of the request the caller runs in, while that request is not over. */
   static current(): RequestLockScope | undefined {
     const scope = scopes.getStore();
     return scope && !scope.isOver ? scope : undefined;
-  }
-
-  /**
-   * The engine's grant listener (LockEngine's `onGrant` hook): a lock granted while a request
-   * runs is the request's, and its signal aborts if the client goes away.
-   */
-  static grantedNow(this: void, handle: LockHandle): void {
-    RequestLockScope.current()?.granted(handle);
   }
 
   run<T>(fn: () => T): T {
@@ -70,22 +70,17 @@ export class RequestLockScope {
     return this.controller.signal.aborted;
   }
 
-  /** The decorated handler's own locks, whose loss the interceptor reports. */
-  adopt(handles: readonly LockHandle[]): void {
-    this.ownHandles = handles;
-  }
-
-  granted(handle: LockHandle): void {
-    this.grantedHandles.add(handle);
+  /**
+   * Notes a lock granted during the request, outside the engine's decorated path (LockService's
+   * acquires and callbacks): its signal aborts if the client goes away, at once if it has.
+   */
+  grantedNow(handle: LockHandle): void {
+    this.granted.push(handle);
+    if (this.clientGone) this.interrupt([handle], reasonOf(this.controller.signal));
   }
 
   tookBare(handle: LockHandle): void {
     this.bareHandles.add(handle);
-  }
-
-  /** Every lock granted during the request. */
-  get allGranted(): readonly LockHandle[] {
-    return [...this.grantedHandles];
   }
 
   /** Bare handles still held: the ones the request's code forgot to release. */
@@ -94,7 +89,7 @@ export class RequestLockScope {
   }
 
   firstLoss(): Error | undefined {
-    return this.ownHandles.map((h) => h.lostError).find(Boolean);
+    return this.own.map((h) => h.lostError).find(Boolean);
   }
 
   /** The handler's Observable completed, errored or was unsubscribed. */
@@ -105,7 +100,10 @@ export class RequestLockScope {
 
   /** The response was fully sent or its connection closed; `clientGone` when it closed early. */
   closeResponse(clientGone: boolean, reason?: Error): void {
-    if (clientGone && !this.controller.signal.aborted) this.controller.abort(reason);
+    if (clientGone && !this.controller.signal.aborted) {
+      this.controller.abort(reason);
+      this.interrupt([...this.own, ...this.granted], reasonOf(this.controller.signal));
+    }
     this.responseClosed = true;
     this.checkOver();
   }
@@ -119,4 +117,36 @@ export class RequestLockScope {
 export function withRequestSignal<O extends { signal?: AbortSignal }>(options: O | undefined): O | undefined {
   const scope = RequestLockScope.current();
   return scope ? addSignal(options, scope.signal) : options;
+}
+
+/**
+ * A handle from a bare acquire, taken inside a request, is the request's to
+ * release: if its code forgets, the interceptor releases it once the request is over.
+ */
+export async function bare<H extends LockHandle | null>(got: Promise<H>): Promise<H> {
+  const scope = RequestLockScope.current();
+  const handle = await got;
+  if (handle && scope) {
+    scope.grantedNow(handle);
+    scope.tookBare(handle);
+  }
+  return handle;
+}
+
+/**
+ * A callback run holding a lock (withLock and its kin), its lock noted as the request's before
+ * it runs: its signal aborts if the client goes away.
+ */
+export function inRequest<H extends LockHandle, T>(fn: (handle: H) => T): (handle: H) => T {
+  const scope = RequestLockScope.current();
+  if (!scope) return fn;
+  return (handle) => {
+    scope.grantedNow(handle);
+    return fn(handle);
+  };
+}
+
+function reasonOf(signal: AbortSignal): string {
+  const reason: unknown = signal.reason;
+  return reason instanceof Error ? reason.message : String(reason);
 }

@@ -1,3 +1,45 @@
+import { LockConfigError } from '../../errors';
+import { quoteKey } from '../../errors/key-text';
+import { describe } from '../options/validate';
+
+// What a lock key may be, and the Redis keys each kind of lock names from it.
+
+export const MAX_KEY_LENGTH = 1024;
+/**
+ * Half of a UTF-16 surrogate pair without the other half. Encoded as UTF-8 for Redis it
+ * becomes U+FFFD, so two different JavaScript strings would name one Redis key.
+ */
+const LONE_SURROGATE = /\p{Surrogate}/u;
+
+/** The key, or a LockConfigError saying what is wrong with it (`where` names it: "lock key", "semaphore key"). */
+export function checkKey(key: unknown, where = 'lock key'): string {
+  if (typeof key !== 'string') {
+    throw new LockConfigError(`The ${where} must be a string, got ${describe(key)}.`);
+  }
+  if (key.length === 0) throw new LockConfigError(`The ${where} must not be empty.`);
+  if (key.length > MAX_KEY_LENGTH) {
+    throw new LockConfigError(
+      `The ${where} is ${key.length} characters long; the limit is ${MAX_KEY_LENGTH}. Hash long identifiers first.`,
+      key.slice(0, 64),
+    );
+  }
+  if (!isWellFormed(key)) {
+    throw new LockConfigError(
+      `The ${where} ${quoteKey(key)} contains a lone UTF-16 surrogate. Redis would store it as U+FFFD, ` +
+        'the same key as other strings that differ only there. Use well-formed text, or hash binary identifiers first.',
+      key,
+    );
+  }
+  return key;
+}
+
+/** True when `text` has no lone surrogate: what String.prototype.isWellFormed (ES2024) answers. */
+export function isWellFormed(text: string): boolean {
+  // Native where the runtime has it (Node 20+): a Unicode-property regex costs more per acquire.
+  const native = (text as { isWellFormed?: () => boolean }).isWellFormed;
+  return native ? native.call(text) : !LONE_SURROGATE.test(text);
+}
+
 /**
  * The Redis keys of one mutex. All share the hash tag `{key}`, so every script
  * touches a single slot and runs unchanged on Redis Cluster; the channel shares

@@ -97,6 +97,16 @@ export const BUSY_FOR_UNKNOWN = Number.NEGATIVE_INFINITY;
  */
 export const UNMINTED = 0;
 
+/** A mutex lease this process holds, to release (LockStore.releaseHeld). */
+export interface HeldRelease {
+  readonly keys: MutexKeys;
+  readonly ownerToken: string;
+  /** A waiter of this process is known to wait for the lock: a release for nobody-waited would be wasted. */
+  readonly waited: boolean;
+  /** The lease's fencing token, when minted: with the owner token, what the lock's value is. */
+  readonly fence: number | undefined;
+}
+
 /**
  * The lock operations one topology offers. Each call is one round trip, atomic on the server
  * for the lock it grants. Acquires resolve the fencing token (> 0) when granted, UNMINTED for
@@ -115,11 +125,9 @@ export interface LockStore {
   release(keys: MutexKeys, ownerToken: string): Promise<boolean>;
   /**
    * Releases a mutex lease this process holds: as `release`, but a store may first try the
-   * release of a lock nobody waited for, with fewer keys. `waited`: a waiter of this process
-   * is known to wait for the lock, so that step would be wasted. `fence`: the lease's fencing
-   * token, when minted (a store may compare the lock's whole value).
+   * release of a lock nobody waited for, with fewer keys (see HeldRelease).
    */
-  releaseHeld(keys: MutexKeys, ownerToken: string, waited: boolean, fence?: number): Promise<boolean>;
+  releaseHeld(item: HeldRelease): Promise<boolean>;
   rwAcquire(req: StoreRwAcquire): Promise<number>;
   /** True when it released our lease; false when we held nothing (a waiting writer's place is dropped too). */
   rwRelease(keys: RwKeys, ownerToken: string, kind: 'read' | 'write'): Promise<boolean>;

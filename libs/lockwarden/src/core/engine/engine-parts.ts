@@ -1,27 +1,21 @@
-import type { LeaseHandle } from '../lease/lease';
 import type { LockContext } from './lease-granter';
 import { Watchdog } from '../lease/watchdog';
-import type { EventHub } from '../observe/event-hub';
+import type { EventHub } from '../observe/telemetry';
 import { otelLockTracer, otelMetricsListener } from '../observe/telemetry';
 import type { JobHost } from '../schedule/scheduled-job';
 import type { Topology } from '../backend/lock-backend';
-import { SETTLE_GRACE_MS } from '../wait/acquire-loop';
+import { SETTLE_GRACE_MS } from '../wait/loop-context';
 import type { ResolvedEngineOptions } from '../options/engine-options';
 import { EngineShutdown } from './engine-shutdown';
 import { HeldLocks } from './held-locks';
 import { LeaseGranter } from './lease-granter';
-import { LeasePaths } from './lease-paths';
+import { LockedCalls } from './locked-call';
 import { LockAdmin } from './lock-admin';
 import { defaultLockName } from '../options/options';
 import { PermitGranter } from './permit-granter';
 
-/**
- * What a framework hooks into an engine it makes, given once at construction (the Nest
- * layer: its request scope).
- */
+/** What a framework gives an engine it makes, once, at construction (the Nest layer). */
 export interface EngineHooks {
-  /** Told of every new (non-reentrant) handle: how a request scope tracks locks taken during it. */
-  readonly onGrant?: (handle: LeaseHandle) => void;
   /**
    * The engine's options, resolved already from the options the engine is given, with the
    * same logger (the Nest layer resolves a module's options once, for its backend and its
@@ -37,7 +31,8 @@ export interface EngineParts {
   readonly stop: EngineShutdown;
   readonly admin: LockAdmin;
   readonly permits: PermitGranter;
-  readonly paths: LeasePaths;
+  readonly granter: LeaseGranter;
+  readonly calls: LockedCalls;
   readonly jobHost: JobHost;
 }
 
@@ -47,7 +42,6 @@ export function buildEngineParts(
   topology: Topology,
   context: LockContext,
   hub: EventHub,
-  hooks: EngineHooks,
 ): EngineParts {
   const { store, bus } = topology;
   const logger = options.logger;
@@ -60,7 +54,7 @@ export function buildEngineParts(
   const watchdog = new Watchdog(store, logger, emit);
   const handOffTarget = store.permitHandOff ? (channel: string) => bus.claimHandOffTarget(channel) : undefined;
   const held = new HeldLocks(store, watchdog, context, logger, emit, handOffTarget, bus.waitedOn);
-  const stop = new EngineShutdown(held, watchdog, topology);
+  const stop = new EngineShutdown(held, watchdog, topology, logger);
   const loop = {
     store,
     bus,
@@ -74,10 +68,10 @@ export function buildEngineParts(
     firstConnection: topology.firstConnection,
   };
   const tracer = options.traces ? otelLockTracer() : undefined;
-  const granter = new LeaseGranter(options, store, held, context, loop, emit, tracer, hooks.onGrant);
+  const granter = new LeaseGranter(options, store, held, context, loop, emit, tracer);
   const admin = new LockAdmin(store, options.keyPrefix, watchdog, held, topology);
   const permits = new PermitGranter(options, store, granter, held);
-  const paths = new LeasePaths(granter, permits, held, async (key, name) => {
+  const calls = new LockedCalls(granter, permits, held, async (key, name) => {
     emit?.({ type: 'skipped', key, name: name ?? defaultLockName(key) });
     logger.debug(`Skipped "${key}": it is held by ${await admin.holderOf(key)}.`);
   });
@@ -89,10 +83,10 @@ export function buildEngineParts(
     emit,
     stopping: stop.signal,
     noticed: new Set(),
-    tryAcquire: (key, acquire) => paths.tryAcquire(key, acquire),
-    acquire: (key, acquire) => paths.acquire(key, acquire),
+    tryAcquire: (key, acquire) => granter.tryAcquire(key, acquire),
+    acquire: (key, acquire) => granter.acquire(key, acquire),
     runLocked: (handle, fn) => held.runLocked([handle], fn),
     track: (work) => stop.track(work),
   };
-  return { watchdog, held, stop, admin, permits, paths, jobHost };
+  return { watchdog, held, stop, admin, permits, granter, calls, jobHost };
 }

@@ -1,7 +1,8 @@
 import type { Watchdog } from '../lease/watchdog';
 import type { Topology } from '../backend/lock-backend';
-import type { AcquireGate } from '../wait/acquire-loop';
+import type { Abortable } from '../wait/loop-context';
 import type { HeldLocks } from './held-locks';
+import type { LockLogger } from '../observe/logger';
 
 const SHUTTING_DOWN = new Error('the lock service is shutting down');
 
@@ -12,7 +13,7 @@ const SHUTTING_DOWN = new Error('the lock service is shutting down');
  */
 export class EngineShutdown {
   /** The acquires waiting now: shutdown cancels them. */
-  readonly gates = new Set<AcquireGate>();
+  readonly gates = new Set<Abortable>();
   private readonly stopping = new AbortController();
   /** Scheduled ticks being handled: shutdown waits for them before it closes Redis (see JobHost.track). */
   private readonly tracked = new Set<Promise<void>>();
@@ -24,6 +25,7 @@ export class EngineShutdown {
     private readonly held: HeldLocks,
     private readonly watchdog: Watchdog,
     private readonly topology: Topology,
+    private readonly logger: LockLogger,
   ) {}
 
   /** Fires when shutdown begins. */
@@ -63,21 +65,42 @@ export class EngineShutdown {
   /** Held locks' work, then the scheduled ticks still being handled (a give-back), within one grace. */
   private async drainWithin(graceMs: number): Promise<void> {
     const until = performance.now() + graceMs;
-    await this.held.drain(graceMs);
+    const keys = this.held.interruptAll();
+    if (keys.length > 0) {
+      // Said now, not only if the grace runs out: a test runner's hook timeout may come first.
+      const message =
+        `Shutting down: waiting up to ${graceMs} ms (shutdownGraceMs) for the work holding ${keys.length} ` +
+        `lock(s) (${quoted(keys)}) to end; their signals are aborted.`;
+      if (this.logger.log) this.logger.log(message);
+      else this.logger.debug(message);
+    }
+    await within(this.held.whenIdle(), graceMs);
     const left = until - performance.now();
     if (this.tracked.size === 0 || left <= 0) return;
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([
-      Promise.all(this.tracked),
-      new Promise<void>((resolve) => (timer = setTimeout(resolve, left))),
-    ]);
-    clearTimeout(timer);
+    await within(Promise.all(this.tracked), left);
   }
 
   private async shutdown(graceMs: number): Promise<void> {
     await this.drain(graceMs);
     this.watchdog.stop();
-    this.held.abandon();
+    const abandoned = this.held.abandon();
+    if (abandoned.length > 0) {
+      this.logger.warn(
+        `Shut down with ${abandoned.length} lock(s) still held by running work (${quoted(abandoned)}). They were not ` +
+          'released, because that work may still act on them: they expire with their lease, as after a crash.',
+      );
+    }
     await this.topology.close();
   }
+}
+
+/** Resolves when `work` settles, or after `ms`, whichever comes first. */
+async function within(work: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([work, new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
+  clearTimeout(timer);
+}
+
+function quoted(keys: readonly string[]): string {
+  return keys.map((k) => `"${k}"`).join(', ');
 }

@@ -16,11 +16,19 @@ import { LeaseCalls } from './lease-calls';
 /** The rest of locked work after its function settled (a response still streaming), or a function asked for it then. */
 export type Until = PromiseLike<unknown> | (() => PromiseLike<unknown> | undefined);
 
+/** A method the engine calls itself, holding locks: what runMethod runs (fields: see LockedCall). */
+export interface MethodCall {
+  readonly method: (...args: never[]) => unknown;
+  readonly self: unknown;
+  readonly args: readonly unknown[];
+  readonly until?: PromiseLike<unknown>;
+  readonly lateWork?: (value: unknown) => { readonly value: unknown; readonly over: PromiseLike<unknown> };
+}
+
 /**
- * The locks one engine holds, and the work running under them: the orchestrator, in the
- * sense of nestjs/schedule. It owns every lease from grant to release, runs locked work
- * (`runLocked`), drains at shutdown, and leaves to their lease the locks whose work outlives
- * the grace. It never releases a lock while the work holding it runs.
+ * The locks one engine holds and the work under them (the orchestrator, as in nestjs/schedule):
+ * every lease from grant to release, and locked work (`runLocked`). It never releases a lock
+ * while the work holding it runs; one whose work outlives the shutdown grace expires instead.
  */
 export class HeldLocks implements LeaseHost {
   private readonly leases = new Set<Lease>();
@@ -55,26 +63,42 @@ export class HeldLocks implements LeaseHost {
   add(lease: Lease): void {
     this.leases.add(lease);
     this.watchdog.track(lease);
-    // A hand-off's short lease: its renewal goes out now, before the holder's work can hold
-    // up the event loop past it.
+    // A hand-off's short lease is renewed now, before the holder's work can block the loop past it.
     if (lease.currentLeaseMs < lease.leaseMs) this.watchdog.renewNow(lease);
   }
 
   /**
-   * The one way locked work runs, for withLock, decorated methods and routes alike.
-   *
-   * `fn` runs as the holder of every handle (outermost first, so nested acquires
-   * re-enter them). The handles are released once `fn` has settled **and**
-   * `until` has settled (the rest of the work: a response still streaming, an
-   * Observable still emitting), never before, whatever aborts their signals
-   * meanwhile. `until` may be a function, asked once `fn` has settled.
-   *
-   * Without a rest of the work, the promise settles after the release; with
-   * one, as soon as `fn` settles. It rejects with `fn`'s error, or with the
-   * LockLostError of a lock lost while it ran.
+   * The one way locked work runs. `fn` runs as the holder of every handle (outermost first, so
+   * nested acquires re-enter them). They are released once `fn` **and** `until` (the rest of the
+   * work: a response still streaming; a function is asked once `fn` settled) have settled, never
+   * before, whatever aborts their signals. Without a rest, the promise settles after the release;
+   * with one, once `fn` settles. It rejects with `fn`'s error, or the LockLostError of a lock lost.
    */
   runLocked<T>(handles: readonly LeaseHandle[], fn: () => T | Promise<T>, until?: Until): Promise<T> {
-    const settled = this.inFrames(handles, fn);
+    return this.settle(handles, this.inFrames(handles, fn), until);
+  }
+
+  /**
+   * A decorated method's call (LockedCall), run as runLocked runs work: the engine calls the
+   * method itself, and a result that runs when subscribed (an Observable) keeps the locks
+   * until its work is over, as `call.lateWork` says.
+   */
+  runMethod(handles: readonly LeaseHandle[], call: MethodCall): Promise<unknown> {
+    const method = Reflect.apply.bind(undefined, call.method, call.self, call.args) as () => unknown;
+    const lateWork = call.lateWork;
+    if (!lateWork) return this.settle(handles, this.inFrames(handles, method), call.until);
+    let over: PromiseLike<unknown> | undefined;
+    const settled = this.inFrames(handles, method).then((value) => {
+      if (!isLate(value)) return value;
+      const late = lateWork(value);
+      over = late.over;
+      return late.value;
+    });
+    return this.settle(handles, settled, () => over);
+  }
+
+  /** Releases `handles` once `settled` and `until` have; see runLocked. */
+  private settle<T>(handles: readonly LeaseHandle[], settled: Promise<T>, until: Until | undefined): Promise<T> {
     // Boxed, so that awaiting `after` never waits for the rest of the work itself.
     const after = settled.then(noop, noop).then(() => ({ rest: typeof until === 'function' ? until() : until }));
     const released = this.track(
@@ -92,14 +116,6 @@ export class HeldLocks implements LeaseHost {
     return after.then(({ rest }) => (rest ? outcome() : released.then(outcome)));
   }
 
-  /**
-   * Runs `fn` as the holder of `handles` and lets a shutdown wait for it, but releases
-   * nothing: the caller owns the release. What `hold` builds on.
-   */
-  run<T>(handles: readonly LeaseHandle[], fn: () => T | Promise<T>): Promise<T> {
-    return this.track(this.inFrames(handles, fn));
-  }
-
   /** `fn` inside the reentrancy frames of `handles`, outermost first, as a promise. */
   private inFrames<T>(handles: readonly LeaseHandle[], fn: () => T | Promise<T>): Promise<T> {
     let run = fn;
@@ -115,14 +131,6 @@ export class HeldLocks implements LeaseHost {
     }
   }
 
-  /** Asks the holders of these handles to stop, without releasing anything. */
-  interrupt(handles: Iterable<LockHandle>, reason: string): void {
-    for (const h of handles) {
-      // A handle this engine did not make has no lease here to interrupt.
-      if (h instanceof LeaseHandle) h.lease.interrupt(new LockInterruptedError(h.lease.key, reason));
-    }
-  }
-
   /** Releases in reverse order; failures are logged, never thrown (the leases then expire). */
   async releaseAll(handles: readonly LockHandle[]): Promise<void> {
     if (handles.length === 1) return this.releaseQuietly(handles[0]);
@@ -130,54 +138,38 @@ export class HeldLocks implements LeaseHost {
   }
 
   /**
-   * Aborts the signal of every held lock, then waits up to `graceMs` until no locked work
-   * runs and no lock is held. Nothing is released here: work releases its own locks.
+   * Shutdown began: aborts the signal of every held lock, and from now on a release that fails
+   * is warned of. Returns the keys still held. Nothing is released here: work releases its own locks.
    */
-  async drain(graceMs: number): Promise<void> {
+  interruptAll(): string[] {
     this.draining = true;
     for (const lease of this.leases) {
       lease.interrupt(new LockInterruptedError(lease.key, 'the application is shutting down'));
     }
-    if (this.isIdle()) return;
-    if (this.leases.size > 0) {
-      // Said now, not only if the grace runs out: a test runner's hook timeout may come first.
-      const keys = [...this.leases].map((l) => `"${l.key}"`).join(', ');
-      const message =
-        `Shutting down: waiting up to ${graceMs} ms (shutdownGraceMs) for the work holding ${this.leases.size} ` +
-        `lock(s) (${keys}) to end; their signals are aborted.`;
-      if (this.logger.log) this.logger.log(message);
-      else this.logger.debug(message);
-    }
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([
-      new Promise<void>((resolve) => this.idleWaiters.push(resolve)),
-      new Promise<void>((resolve) => {
-        timer = setTimeout(resolve, graceMs);
-      }),
-    ]);
-    clearTimeout(timer);
+    return [...this.leases].map((l) => l.key);
+  }
+
+  /** Resolves once no locked work runs and no lock is held. */
+  whenIdle(): Promise<void> {
+    if (this.isIdle()) return Promise.resolve();
+    return new Promise<void>((resolve) => this.idleWaiters.push(resolve));
   }
 
   /**
-   * Stops for good: locks still held (their work outlived the grace) are not released,
-   * since that work may still act on them. They stop being renewed, their holders are told
-   * they are lost, and they expire with their lease, as after a crash. One warning names them.
+   * Stops for good: locks still held (their work outlived the grace) are not released, since
+   * that work may still act on them. They stop being renewed, their holders are told they are
+   * lost, and they expire with their lease, as after a crash. Returns their keys.
    */
-  abandon(): void {
+  abandon(): string[] {
     this.stopped = true;
     const abandoned = [...this.leases];
     this.leases.clear();
     const reason = 'the lock service shut down while the work holding it still ran; it expires with its lease';
     for (const lease of abandoned) {
       this.watchdog.untrack(lease);
-      this.watchdog.lost(lease, reason, false); // one warning below names them all
+      this.watchdog.lost(lease, reason, false); // the shutdown's one warning names them all
     }
-    if (abandoned.length === 0) return;
-    const keys = abandoned.map((l) => `"${l.key}"`).join(', ');
-    this.logger.warn(
-      `Shut down with ${abandoned.length} lock(s) still held by running work (${keys}). They were not released, ` +
-        'because that work may still act on them: they expire with their lease, as after a crash.',
-    );
+    return abandoned.map((l) => l.key);
   }
 
   // ---- LeaseHost: called by handles --------------------------------------------------------
@@ -206,10 +198,7 @@ export class HeldLocks implements LeaseHost {
     }
   }
 
-  /**
-   * A release that failed during shutdown is said once, here, whoever called it: most often a
-   * client shared with another module was closed before the lock service drained.
-   */
+  /** A release that failed in shutdown is said once, here (most often a shared client was closed first). */
   private warnUnreleased(lease: Lease, error: LockBackendError): void {
     const leftMs = Math.max(0, Math.round(lease.expiresAt - performance.now()));
     this.logger.warn(
@@ -261,13 +250,11 @@ export class HeldLocks implements LeaseHost {
       ]);
       return kept;
     }
-    const lock = lease.lock;
-    if (lock.kind === 'mutex') {
-      const waited = lease.contended || this.waitedOn.has(lock.keys.channel);
-      return this.store.releaseHeld(lock.keys, lease.ownerToken, waited, lease.mintedToken);
-    }
+    const { lock, ownerToken } = lease;
     if (lock.kind === 'permit') return releasePermits(this.store, lease, lock.keys, this.handOffTarget);
-    return this.store.rwRelease(lock.keys, lease.ownerToken, lock.kind);
+    if (lock.kind !== 'mutex') return this.store.rwRelease(lock.keys, ownerToken, lock.kind);
+    const waited = lease.contended || this.waitedOn.has(lock.keys.channel);
+    return this.store.releaseHeld({ keys: lock.keys, ownerToken, waited, fence: lease.mintedToken });
   }
 
   private forget(lease: Lease): void {
@@ -278,7 +265,10 @@ export class HeldLocks implements LeaseHost {
 
   private async releaseQuietly(handle: LockHandle): Promise<void> {
     try {
-      await handle.release();
+      // Not through the handle's release(), which would call back into releaseLease.
+      if (handle instanceof LeaseHandle && handle.lease.host === this) {
+        if (handle.markReleased()) await this.releaseLease(handle.lease);
+      } else await handle.release();
     } catch (err) {
       if (err instanceof Error && REPORTED.has(err)) return;
       this.logger.warn(
@@ -298,3 +288,10 @@ function firstLoss(handles: readonly LeaseHandle[]): LockLostError | undefined {
 }
 
 function noop(): void {}
+
+/** A result whose work runs when it is subscribed: an Observable, or anything shaped like one. */
+function isLate(value: unknown): boolean {
+  return (
+    typeof value === 'object' && value !== null && typeof (value as { subscribe?: unknown }).subscribe === 'function'
+  );
+}

@@ -4,18 +4,17 @@ import { Lease, LeaseHandle, safetyMarginFor } from '../lease/lease';
 import type { LeasedLock, LeaseHost } from '../lease/lease';
 import type { LockEvent } from '../observe/events';
 import type { LockTracer } from '../observe/telemetry';
-import { mutexKeys, rwKeys } from '../backend/lock-keys';
+import { checkKey, mutexKeys, rwKeys } from '../backend/lock-keys';
 import type { RwKeys, SemKeys } from '../backend/lock-keys';
 import { noFairQueue, noReadWrite, UNMINTED } from '../backend/lock-store';
 import type { LockKind, LockStore } from '../backend/lock-store';
 import { acquireLoop } from '../wait/acquire-loop';
-import type { LoopContext } from '../wait/acquire-loop';
+import type { LoopContext } from '../wait/loop-context';
 import { mutexAttempt, permitAttempt, rwAttempt } from '../wait/attempts';
 import type { Attempt } from '../wait/attempts';
 import type { ResolvedEngineOptions } from '../options/engine-options';
 import { checkAcquireOptions, checkReadWriteOptions, defaultLockName, resolveAcquire } from '../options/options';
 import type { AcquireOptions, CheckedAcquire, ResolvedAcquire, RwAcquireOptions } from '../options/options';
-import { checkKey } from '../options/validate';
 
 const RW_OPTION_NAMES: ReadonlySet<string> = new Set(['writerPreference']);
 
@@ -39,8 +38,6 @@ export class LeaseGranter {
     private readonly emit: ((event: LockEvent) => void) | undefined,
     /** Spans of each acquisition and hold; undefined when traces are off or OpenTelemetry is absent. */
     private readonly tracer: LockTracer | undefined,
-    /** Told of every new handle: how a request scope tracks locks taken during it. */
-    private readonly onGrant: ((handle: LeaseHandle) => void) | undefined,
   ) {}
 
   /** A mutex: re-entered, or a new lease; LockTimeoutError when it stayed busy for the whole wait. */
@@ -232,9 +229,7 @@ export class LeaseGranter {
       waitedMs: Math.round(performance.now() - started),
       ...(result.handedOff ? { handedOff: true } : {}),
     });
-    const handle = new LeaseHandle(lease);
-    this.onGrant?.(handle);
-    return handle;
+    return new LeaseHandle(lease);
   }
 }
 

@@ -6,7 +6,7 @@ import type { LockSurvey, SurveyOptions } from '../backend/lock-survey';
 import type { Topology } from '../backend/lock-backend';
 import type { LockStore } from '../backend/lock-store';
 import type { HeldLocks } from './held-locks';
-import { checkKey } from '../options/validate';
+import { checkKey } from '../backend/lock-keys';
 
 /** What operators ask of the locks: who holds one, clearing a stuck one, and health. */
 export class LockAdmin {

@@ -1,17 +1,16 @@
-import { LockConfigError } from '../../errors';
+import { LockConfigError, LockInterruptedError } from '../../errors';
 import { LockContext } from './lease-granter';
 import type { LockHandle } from '../lease/lock-handle';
-import type { LeaseHandle } from '../lease/lease';
+import { LeaseHandle } from '../lease/lease';
 import type { Watchdog } from '../lease/watchdog';
 import type { LockEventListener } from '../observe/events';
-import { EventHub } from '../observe/event-hub';
+import { EventHub } from '../observe/telemetry';
 import type { LockSurvey, SurveyOptions } from '../backend/lock-survey';
 import type { LockLogger } from '../observe/logger';
 import type { LockHealthReport, LockInfo } from '../backend/lock-info';
 import type { LockBackend, Topology } from '../backend/lock-backend';
 import type { RedisClient } from '../redis/redis-client';
 import type { TermLogs } from '../backend/term-log';
-import { acquireAll } from './lease-paths';
 import { buildEngineParts } from './engine-parts';
 import type { EngineHooks } from './engine-parts';
 import { resolveEngineOptions } from '../options/engine-options';
@@ -20,9 +19,9 @@ import { RedisBackend } from '../redis/redis-backend';
 import type { LockEngineOptions, ResolvedEngineOptions } from '../options/engine-options';
 import type { EngineShutdown } from './engine-shutdown';
 import type { HeldLocks, Until } from './held-locks';
-import type { LeasePaths } from './lease-paths';
+import type { LeaseGranter } from './lease-granter';
 import type { LockAdmin } from './lock-admin';
-import type { LockRequest } from './lease-paths';
+import type { LockedCall, LockedOutcome, LockRequest } from './locked-call';
 import type { AcquireOptions, RwAcquireOptions } from '../options/options';
 import type { PermitGranter } from './permit-granter';
 import { checkCallback } from '../options/validate';
@@ -67,7 +66,23 @@ export class LockEngine {
   private readonly hub = new EventHub();
   private readonly jobHost: JobHost;
   private readonly stop: EngineShutdown;
-  private readonly paths: LeasePaths;
+  private readonly granter: LeaseGranter;
+
+  /**
+   * One call of a lock-decorated method, for frameworks: takes what `request` asks for on
+   * each key, one at a time in the order given (callers sort them), calls the method holding
+   * them, and releases them once it and `call.until` have settled. On any failure to lock it
+   * releases what it took and says why in the outcome; the method's own error rejects.
+   *
+   * @example
+   * ```ts
+   * const outcome = await engine.lockAndRun(['report:7'], { kind: 'mutex', options: {} }, {
+   *   method: Reports.prototype.build, self: reports, args: [7], onBusy: 'skip',
+   * });
+   * if (outcome.ran) return outcome.value;
+   * ```
+   */
+  readonly lockAndRun: (keys: readonly string[], request: LockRequest, call: LockedCall) => Promise<LockedOutcome>;
 
   /**
    * @param backend where the locks live: by default the Redis topology `options` names;
@@ -78,9 +93,10 @@ export class LockEngine {
   constructor(options: LockEngineOptions, logger?: LockLogger, backend?: LockBackend, hooks: EngineHooks = {}) {
     this.options = hooks.resolved ?? resolveEngineOptions(options, logger, backend !== undefined);
     this.topology = (backend ?? new RedisBackend(this.options)).open(this.options.instanceId, this.options.logger);
-    const parts = buildEngineParts(this.options, this.topology, this.context, this.hub, hooks);
+    const parts = buildEngineParts(this.options, this.topology, this.context, this.hub);
     ({ watchdog: this.watchdog, held: this.held, stop: this.stop, admin: this.admin } = parts);
-    ({ permits: this.permits, paths: this.paths, jobHost: this.jobHost } = parts);
+    ({ permits: this.permits, granter: this.granter, jobHost: this.jobHost } = parts);
+    this.lockAndRun = parts.calls.run;
   }
 
   /**
@@ -142,38 +158,38 @@ export class LockEngine {
   }
 
   acquire(key: string, options?: AcquireOptions): Promise<LockHandle> {
-    return this.paths.acquire(key, options);
+    return this.granter.acquire(key, options);
   }
 
   tryAcquire(key: string, options?: AcquireOptions): Promise<LockHandle | null> {
-    return this.paths.tryAcquire(key, options);
+    return this.granter.tryAcquire(key, options);
   }
 
   async withLock<T>(key: string, fn: Locked<T>, options?: AcquireOptions): Promise<T> {
     checkCallback('withLock', key, fn);
-    const handle = await this.paths.acquire(key, options);
+    const handle = await this.granter.acquire(key, options);
     return this.held.runLocked([handle], () => fn(handle));
   }
 
   /** A shared (read) lease: many readers at once, never together with a writer. */
   acquireRead(key: string, options?: RwAcquireOptions): Promise<LockHandle> {
-    return this.paths.acquireRead(key, options);
+    return this.granter.acquireRead(key, options);
   }
 
   /** An exclusive (write) lease: no reader and no other writer. Refused at once (LockUpgradeError) inside a read lease. */
   acquireWrite(key: string, options?: RwAcquireOptions): Promise<LockHandle> {
-    return this.paths.acquireWrite(key, options);
+    return this.granter.acquireWrite(key, options);
   }
 
   async withReadLock<T>(key: string, fn: Locked<T>, options?: RwAcquireOptions): Promise<T> {
     checkCallback('withReadLock', key, fn);
-    const handle = await this.paths.acquireRead(key, options);
+    const handle = await this.granter.acquireRead(key, options);
     return this.held.runLocked([handle], () => fn(handle));
   }
 
   async withWriteLock<T>(key: string, fn: Locked<T>, options?: RwAcquireOptions): Promise<T> {
     checkCallback('withWriteLock', key, fn);
-    const handle = await this.paths.acquireWrite(key, options);
+    const handle = await this.granter.acquireWrite(key, options);
     return this.held.runLocked([handle], () => fn(handle));
   }
 
@@ -193,7 +209,7 @@ export class LockEngine {
    * across all instances, never two at once (see ScheduledJob). Cheap: make one per job.
    */
   scheduledJob(key: string, schedule: TickSchedule, options: CheckedScheduledOptions): ScheduledJob {
-    this.paths.checkMutex(key, options.acquire);
+    this.granter.resolveMutex(key, options.acquire);
     return new ScheduledJob(this.jobHost, key, schedule, options);
   }
 
@@ -211,28 +227,14 @@ export class LockEngine {
     return this.held.runLocked(handles, fn, until);
   }
 
-  /** Runs `fn` as the holder of `handles` (nested acquires re-enter them) without releasing them. */
-  runInFrames<T>(handles: readonly LeaseHandle[], fn: () => T | Promise<T>): Promise<T> {
-    return this.held.run(handles, fn);
-  }
-
-  /**
-   * Takes what `request` asks for on each key, one at a time, in the order given (callers
-   * sort them, so two calls never wait on each other crosswise). On any failure it releases
-   * what it took. With `onBusy: 'skip'` a held key yields `null`; with `'throw'` it fails at
-   * once with LockTimeoutError. For frameworks: the decorators take their locks through it.
-   */
-  acquireAll(
-    keys: readonly string[],
-    request: LockRequest,
-    onBusy: 'wait' | 'throw' | 'skip',
-  ): Promise<LeaseHandle[] | null> {
-    return acquireAll(this.paths, keys, request, onBusy);
-  }
-
   /** Asks the holders of these handles to stop, without releasing anything. */
   interrupt(handles: Iterable<LockHandle>, reason: string): void {
-    this.held.interrupt(handles, reason);
+    for (const h of handles) {
+      // A handle this engine did not make has no lease here to interrupt.
+      if (h instanceof LeaseHandle && h.lease.host === this.held) {
+        h.lease.interrupt(new LockInterruptedError(h.lease.key, reason));
+      }
+    }
   }
 
   /** Releases in reverse order; failures are logged, never thrown (the leases then expire). */

@@ -1,6 +1,6 @@
 import { LockTimeoutError } from '../../errors';
 import type { LeaseHandle } from '../lease/lease';
-import { semKeys } from '../backend/lock-keys';
+import { checkKey, semKeys } from '../backend/lock-keys';
 import type { SemKeys } from '../backend/lock-keys';
 import { noSemaphore } from '../backend/lock-store';
 import type { LockStore } from '../backend/lock-store';
@@ -10,7 +10,7 @@ import type { LeaseGranter } from './lease-granter';
 import { resolvePermitAcquire } from '../semaphore/permit-options';
 import type { PermitOptions, ResolvedPermitAcquire } from '../semaphore/permit-options';
 import type { LockDefaults } from '../options/options';
-import { checkKey, checkPermits, MAX_PERMITS } from '../options/validate';
+import { checkPermits, MAX_PERMITS } from '../options/validate';
 
 /**
  * The engine's permit path: what a Semaphore builds on, and what a decorated call that takes

@@ -1,5 +1,6 @@
 import { LockConfigError } from '../../errors';
-import { checkKey, checkKnownNames, checkOptionsObject, describe } from '../options/options';
+import { checkKnownNames, checkOptionsObject, describe } from '../options/options';
+import { checkKey } from '../backend/lock-keys';
 import type { LeaderTerm } from './term-log';
 
 /**

@@ -238,10 +238,7 @@ export class LeaseHandle implements LockHandle {
   }
 
   fencingToken(): Promise<number> {
-    if (this.released) {
-      return Promise.reject(new LockLostError(this.lease.key, 'this handle was already released'));
-    }
-    return this.lease.fencingToken();
+    return this.released ? alreadyReleased(this.lease.key) : this.lease.fencingToken();
   }
 
   get signal(): AbortSignal {
@@ -260,17 +257,23 @@ export class LeaseHandle implements LockHandle {
   }
 
   extend(ms?: number): Promise<void> {
-    if (this.released) {
-      return Promise.reject(new LockLostError(this.lease.key, 'this handle was already released'));
-    }
-    return this.lease.host.extendLease(this.lease, ms);
+    return this.released ? alreadyReleased(this.lease.key) : this.lease.host.extendLease(this.lease, ms);
   }
 
   release(): Promise<boolean> {
-    if (this.released) return Promise.resolve(false);
-    this.released = true;
-    return this.lease.host.releaseLease(this.lease);
+    return this.markReleased() ? this.lease.host.releaseLease(this.lease) : Promise.resolve(false);
   }
+
+  /** Marks this handle released; false when it was already. Its holder then releases its claim. */
+  markReleased(): boolean {
+    if (this.released) return false;
+    this.released = true;
+    return true;
+  }
+}
+
+function alreadyReleased(key: string): Promise<never> {
+  return Promise.reject(new LockLostError(key, 'this handle was already released'));
 }
 
 const abortedOf = Object.getOwnPropertyDescriptor(AbortSignal.prototype, 'aborted')!.get!;

@@ -1,7 +1,14 @@
 import { semaphoreInfo } from '../backend/lock-info';
 import type { LockInfo, SemaphoreInfo, ServerProbe } from '../backend/lock-info';
 import type { MutexKeys, RwKeys, SemKeys } from '../backend/lock-keys';
-import type { LockStore, RenewItem, StoreAcquire, StoreRwAcquire, StoreSemAcquire } from '../backend/lock-store';
+import type {
+  HeldRelease,
+  LockStore,
+  RenewItem,
+  StoreAcquire,
+  StoreRwAcquire,
+  StoreSemAcquire,
+} from '../backend/lock-store';
 import type { MemoryScripts } from './memory-scripts';
 
 /** One engine's view of a memory backend: the LockStore interface, answered asynchronously like Redis. */
@@ -33,7 +40,7 @@ export class MemoryLockStore implements LockStore {
     return this.backend.release(keys, ownerToken);
   }
 
-  async releaseHeld(keys: MutexKeys, ownerToken: string): Promise<boolean> {
+  async releaseHeld({ keys, ownerToken }: HeldRelease): Promise<boolean> {
     return this.backend.release(keys, ownerToken);
   }
 

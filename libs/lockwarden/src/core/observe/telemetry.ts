@@ -2,37 +2,36 @@ import { LockAbortedError } from '../../errors';
 import type { LockKind } from '../backend/lock-store';
 import type { LockEvent, LockEventListener } from './events';
 import { loadOtel } from './otel';
+import type { Adder, Attributes, OtelApi, Span, Tracer } from './otel';
 
-// What the library reports to OpenTelemetry: spans of acquisitions and holds, and lock
-// metrics. The few parts of @opentelemetry/api used here are typed locally, so that the
-// package's declarations never mention an optional peer.
-type Attributes = Record<string, string | number>;
-interface Span {
-  setAttribute(key: string, value: string | number): unknown;
-  setStatus(status: { code: number; message?: string }): unknown;
-  end(): void;
-  isRecording(): boolean;
-}
-interface Tracer {
-  startSpan(name: string, options: { attributes: Attributes }, context: unknown): Span;
-}
-interface OtelApi {
-  trace: { getTracer(name: string): Tracer };
-  context: { active(): unknown };
-  metrics: { getMeter(name: string, version?: string): Meter };
+// Where the engine's lock events go: to its listeners (EventHub), and to OpenTelemetry as lock
+// metrics; and the spans of acquisitions and holds.
+
+/**
+ * Listeners that come and go while the engine runs (the dashboard's, a test's), beside the
+ * fixed `onEvent` given at construction and the metrics. A faulty listener never breaks a
+ * lock operation.
+ */
+export class EventHub {
+  private readonly listeners = new Set<LockEventListener>();
+
+  /** Adds `listener`; call the returned function to remove it. */
+  add(listener: LockEventListener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  readonly emit = (event: LockEvent): void => {
+    for (const listener of this.listeners) {
+      try {
+        listener(event);
+      } catch {
+        // a faulty listener must not change the outcome of a lock operation
+      }
+    }
+  };
 }
 
-interface Recorder {
-  record(value: number, attributes?: Attributes): void;
-}
-interface Adder {
-  add(value: number, attributes?: Attributes): void;
-}
-interface Meter {
-  createHistogram(name: string, options?: { description?: string; unit?: string }): Recorder;
-  createCounter(name: string, options?: { description?: string; unit?: string }): Adder;
-  createUpDownCounter(name: string, options?: { description?: string; unit?: string }): Adder;
-}
 /** SpanStatusCode.ERROR of @opentelemetry/api. */
 const STATUS_ERROR = 2;
 

@@ -10,10 +10,10 @@ import {
   checkKnownNames,
   checkOptionsObject,
   describe,
-  isWellFormed,
   MAX_MS,
   MIN_LEASE_MS,
 } from './validate';
+import { isWellFormed } from '../backend/lock-keys';
 import type { ResolvedQuorum } from '../redis/redis-backend';
 import type { RedisClient, RedisSpec, RedisTarget } from '../redis/redis-client';
 import { isRedisClient } from '../redis/client-kind';

@@ -2,7 +2,7 @@ import { LockConfigError } from '../../errors';
 import { checkAcquireOptions, checkReadWriteOptions } from './options';
 import { describe } from './validate';
 import type { AcquireOptions } from './options';
-import type { LockRequest } from '../engine/lease-paths';
+import type { LockRequest } from '../engine/locked-call';
 
 /** What a decorated method does when its lock is held by someone else. */
 export type OnBusy = 'wait' | 'throw' | 'skip';

@@ -11,7 +11,8 @@ import {
 import { LockEngine } from '../engine/lock-engine';
 import type { LockEngineOptions } from './engine-options';
 import type { AcquireOptions } from './options';
-import { checkKey, describe as describeValue, describeKey } from './validate';
+import { describe as describeValue, describeKey } from './validate';
+import { checkKey } from '../backend/lock-keys';
 
 const throwingKey = {
   toString(): string {

@@ -3,7 +3,6 @@ import {
   checkBoolean,
   checkInteger,
   integerOr,
-  checkKey,
   checkKnownNames,
   checkName,
   checkOptionsObject,
@@ -11,9 +10,10 @@ import {
   MAX_MS,
   MIN_LEASE_MS,
 } from './validate';
+import { checkKey } from '../backend/lock-keys';
 
 // The checks live in validate.ts; the option resolvers of leaderships and scheduled jobs read these from here.
-export { checkKey, checkKnownNames, checkOptionsObject, describe, MAX_MS } from './validate';
+export { checkKnownNames, checkOptionsObject, describe, MAX_MS } from './validate';
 
 /**
  * Per-call options of `acquire`, `tryAcquire` and `withLock`.

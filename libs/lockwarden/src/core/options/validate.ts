@@ -5,43 +5,9 @@ import { quoteKey } from '../../errors/key-text';
 export const MAX_MS = 2 ** 31 - 1;
 /** Shortest lease that survives a round trip and a renewal. */
 export const MIN_LEASE_MS = 10;
-export const MAX_KEY_LENGTH = 1024;
-/**
- * Half of a UTF-16 surrogate pair without the other half. Encoded as UTF-8 for Redis it
- * becomes U+FFFD, so two different JavaScript strings would name one Redis key.
- */
-const LONE_SURROGATE = /\p{Surrogate}/u;
 
 /** The most permits one semaphore may have: far beyond any real limit, and exact in Lua. */
 export const MAX_PERMITS = 2 ** 31 - 1;
-
-export function checkKey(key: unknown, where = 'lock key'): string {
-  if (typeof key !== 'string') {
-    throw new LockConfigError(`The ${where} must be a string, got ${describe(key)}.`);
-  }
-  if (key.length === 0) throw new LockConfigError(`The ${where} must not be empty.`);
-  if (key.length > MAX_KEY_LENGTH) {
-    throw new LockConfigError(
-      `The ${where} is ${key.length} characters long; the limit is ${MAX_KEY_LENGTH}. Hash long identifiers first.`,
-      key.slice(0, 64),
-    );
-  }
-  if (!isWellFormed(key)) {
-    throw new LockConfigError(
-      `The ${where} ${quoteKey(key)} contains a lone UTF-16 surrogate. Redis would store it as U+FFFD, ` +
-        'the same key as other strings that differ only there. Use well-formed text, or hash binary identifiers first.',
-      key,
-    );
-  }
-  return key;
-}
-
-/** True when `text` has no lone surrogate: what String.prototype.isWellFormed (ES2024) answers. */
-export function isWellFormed(text: string): boolean {
-  // Native where the runtime has it (Node 20+): a Unicode-property regex costs more per acquire.
-  const native = (text as { isWellFormed?: () => boolean }).isWellFormed;
-  return native ? native.call(text) : !LONE_SURROGATE.test(text);
-}
 
 export function checkInteger(field: string, value: unknown, min: number, max: number, key?: string): number {
   if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {

@@ -1,16 +1,8 @@
 import type { CompareDelete, RedisConnection } from './connection';
 import type { MutexKeys } from '../backend/lock-keys';
+import type { HeldRelease } from '../backend/lock-store';
 import { SCRIPTS } from './lua-script';
 import type { NativeCommands } from './native-commands';
-
-/** A mutex lease to release, and whether a waiter of this process is known to wait for it. */
-export interface HeldRelease {
-  readonly keys: MutexKeys;
-  readonly ownerToken: string;
-  readonly waited: boolean;
-  /** The lease's fencing token, when minted: with the owner token, what the lock's value is. */
-  readonly fence: number | undefined;
-}
 
 /**
  * The releases of the mutex leases this process holds. Those nobody waited for go together:
@@ -40,9 +32,9 @@ export class HeldReleases {
     }
   }
 
-  release(item: HeldRelease): Promise<boolean> {
-    return this.batch ? this.batch.push(item) : this.releaseMany([item]).then((done) => done[0]);
-  }
+  /** LockStore.releaseHeld of the Redis store, which hands it on as it is (bound). */
+  readonly release = (item: HeldRelease): Promise<boolean> =>
+    this.batch ? this.batch.push(item) : this.releaseMany([item]).then((done) => done[0]);
 
   /** release.lua: releases the caller's lock and hands it on or wakes waiters; withdraws a place otherwise. */
   async releaseOne(keys: MutexKeys, ownerToken: string): Promise<boolean> {

@@ -3,7 +3,7 @@ import type { LockInfo, SemaphoreInfo, ServerProbe } from '../backend/lock-info'
 import type { MutexKeys } from '../backend/lock-keys';
 import { RedisLockStore } from './redis-store';
 import { noReadWrite, noSemaphore } from '../backend/lock-store';
-import type { LockStore, RenewItem, StoreAcquire } from '../backend/lock-store';
+import type { HeldRelease, LockStore, RenewItem, StoreAcquire } from '../backend/lock-store';
 
 /** A node call that did not answer in time. */
 class NodeTimeout extends Error {
@@ -96,7 +96,7 @@ export class QuorumLockStore implements LockStore {
     return false;
   }
 
-  releaseHeld(keys: MutexKeys, ownerToken: string): Promise<boolean> {
+  releaseHeld({ keys, ownerToken }: HeldRelease): Promise<boolean> {
     return this.release(keys, ownerToken);
   }
 

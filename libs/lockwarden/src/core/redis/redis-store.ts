@@ -30,6 +30,8 @@ export class RedisLockStore implements LockStore {
   readonly semaphores = true;
   /** The releases of the leases this process holds. */
   private readonly held: HeldReleases;
+  /** Handed straight to the held releases: no frame of this store's on the way out. */
+  readonly releaseHeld: LockStore['releaseHeld'];
 
   constructor(
     readonly client: RedisConnection,
@@ -49,6 +51,7 @@ export class RedisLockStore implements LockStore {
       this.publishCommand,
       plainGrants ? new NativeCommands(client) : undefined,
     );
+    this.releaseHeld = this.held.release;
   }
 
   /** Up to ACK_ATTEMPTS grants, each waiting for its replicas, and a give-back between. */
@@ -97,10 +100,6 @@ export class RedisLockStore implements LockStore {
 
   release(keys: MutexKeys, ownerToken: string): Promise<boolean> {
     return this.held.releaseOne(keys, ownerToken);
-  }
-
-  releaseHeld(keys: MutexKeys, ownerToken: string, waited: boolean, fence?: number): Promise<boolean> {
-    return this.held.release({ keys, ownerToken, waited, fence });
   }
 
   /** Records the fencing token a quorum granted on this node (see fence-raise.lua). */

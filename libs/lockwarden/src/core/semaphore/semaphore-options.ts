@@ -1,5 +1,6 @@
 import { LockConfigError } from '../../errors';
-import { checkKey, checkKnownNames, checkOptionsObject, checkPermits, MAX_PERMITS } from '../options/validate';
+import { checkKnownNames, checkOptionsObject, checkPermits, MAX_PERMITS } from '../options/validate';
+import { checkKey } from '../backend/lock-keys';
 
 /**
  * Options of `LockService.semaphore(key, options)`: its `limit`.

@@ -20,6 +20,8 @@ export interface PermitScope {
   options<O extends { signal?: AbortSignal }>(options: O | undefined): O | undefined;
   /** Resolves a bare permit's handle, noting it in the scope (so that one never released is released once the scope ends). */
   bare<H extends LockHandle | null>(got: Promise<H>): Promise<H>;
+  /** A callback run holding permits (withPermit), with what the scope notes of its handle first. */
+  held<H extends LockHandle, T>(fn: (handle: H) => T): (handle: H) => T;
 }
 
 /**
@@ -130,8 +132,10 @@ export class Semaphore {
    */
   async withPermit<T>(fn: (handle: LockHandle) => T | Promise<T>, options?: PermitOptions): Promise<T> {
     checkFunction('withPermit', fn, ' to run holding permits', this.key);
-    const handle = await this.take(this.scope ? this.scope.options(options) : options);
-    return this.granter.runLocked(handle, () => fn(handle));
+    const scope = this.scope;
+    const handle = await this.take(scope ? scope.options(options) : options);
+    const run = scope ? scope.held(fn) : fn;
+    return this.granter.runLocked(handle, () => run(handle));
   }
 
   /**

@@ -1,64 +1,29 @@
-import { LockAbortedError, LockBackendError, LockError } from '../../errors';
-import { newWaiterId, send } from './attempts';
-import { withdraw } from './withdraw';
+import { LockAbortedError, LockBackendError } from '../../errors';
+import { newWaiterId, send, wrapped } from './attempts';
 import type { Attempt } from './attempts';
-import type { LockEvent } from '../observe/events';
-import type { LockLogger } from '../observe/logger';
-import type { LockStore } from '../backend/lock-store';
-import type { WakeBus } from '../backend/wake-bus';
-import { Waiter } from '../wake/waiter';
-import { FAILED, LATE, listenOn, nothingLeft, retry, retryPauseMs, subscribed, usableGrant } from './busy-wait';
-
-export interface LoopContext {
-  readonly store: LockStore;
-  readonly bus: WakeBus;
-  readonly gates: Set<AcquireGate>;
-  /** Aborted, with the reason, once the engine shuts down. */
-  readonly stopping: AbortSignal;
-  readonly commandTimeoutMs: number;
-  /** How long after its wait budget an acquire settles at the latest: SETTLE_GRACE_MS, plus what an attempt may take by design. */
-  readonly settleGraceMs: number;
-  readonly emit: ((event: LockEvent) => void) | undefined;
-  readonly logger: LockLogger;
-  /** Why Redis cannot be reached right now, when that is known. */
-  readonly connectionDown?: () => Error | undefined;
-  /** `pending` until the engine's connection is first ready, or Redis first answered an attempt. */
-  readonly firstConnection?: { pending: boolean };
-}
-
-/** An acquire settles this long after its wait budget at the latest, whatever Redis does. */
-export const SETTLE_GRACE_MS = 250;
-
-export type LoopResult =
-  | {
-      readonly granted: true;
-      readonly fencingToken: number;
-      readonly leaseFrom: number;
-      /** How many releases passed the permits on in a row to get here (sem-release.lua). */
-      readonly handOffs?: number;
-      /** A release handed this waiter the lock (fair queue) or passed it its permits. */
-      readonly handedOff?: boolean;
-      /**
-       * A hand-off used as told, shorter than the lease asked for: the server holds it this
-       * long from `leaseFrom` at least, and the watchdog must extend it at once.
-       */
-      readonly grantedMs?: number;
-      /**
-       * It waited, or was handed the lock: others likely wait for it too, so its release goes
-       * straight to the script that hands it on, without first trying the one-key release.
-       */
-      readonly contended?: boolean;
-    }
-  | { readonly granted: false; readonly busyMs: number };
+import { withdraw } from './withdraw';
+import { SETTLE_GRACE_MS } from './loop-context';
+import type { LoopContext, LoopResult } from './loop-context';
+import type { Waiter } from '../wake/waiter';
+import {
+  FAILED,
+  joinEarly,
+  LATE,
+  newWaiter,
+  nothingLeft,
+  parkFor,
+  retry,
+  retryPauseMs,
+  subscribed,
+  usableGrant,
+} from './busy-wait';
 
 /**
- * Waits for one lock. A single round trip when it is free. When it is busy:
- * subscribe (a mutex waiter to its engine's inbox for the lock), try again, taking a place
- * in the lock's queue (so a release in between is not missed), then sleep until a hand-off,
- * a release message, a refresh of its place, or the holder's remaining lease, whichever
- * comes first, all within the wait budget. A hand-off the message tells of is used at once,
- * with no call to confirm it, while it is fresh (see usableGrant). On any way out without the
- * lock, it withdraws whatever it left on the server.
+ * Waits for one lock. A single round trip when it is free. When it is busy: subscribe (a mutex
+ * waiter to its engine's inbox for the lock), try again, taking a place in the lock's queue
+ * (so a release in between is not missed), then sleep until a hand-off, a release message, a
+ * refresh of its place, or the holder's remaining lease, within the wait budget. A hand-off
+ * told of is used at once while fresh (usableGrant). Without the lock, it withdraws what it left.
  *
  * What Redis said is what the caller hears:
  * - Until an attempt is answered, the acquire settles by `waitMs` + SETTLE_GRACE_MS whatever
@@ -70,8 +35,8 @@ export type LoopResult =
  *   a slow subscriber is no reason to call a held lock a failing Redis. A retry that Redis
  *   answers with an error (TRYAGAIN while a slot moves) is tried again after a back-off.
  *
- * A withdrawal not done by then goes on in the background until Redis answers (or a grant it
- * might have made, `leaseMs` long, is over), so a grant that lands late is not left held.
+ * A withdrawal not done by then goes on in the background (until Redis answers, or a grant it
+ * made would be over), so a grant that lands late is not left held.
  */
 export async function acquireLoop(
   ctx: LoopContext,
@@ -82,10 +47,9 @@ export async function acquireLoop(
 ): Promise<LoopResult> {
   const started = performance.now();
   const deadline = started + waitMs;
-  // Before the engine's connection is first ready, Redis gets commandTimeoutMs to answer, as
-  // any command does: connecting can take longer than a try's 250 ms on a busy machine, and
-  // the first tryAcquire of a process would fail through no fault of Redis. Connecting comes
-  // on top of what an attempt takes by design (replicaAck's WAITs, a quorum's nodes).
+  // Before the engine first connects, Redis gets commandTimeoutMs to answer, as any command
+  // does: connecting can outlast a try's 250 ms on a busy machine. Connecting comes on top of
+  // what an attempt takes by design (replicaAck's WAITs, a quorum's nodes).
   const cold = ctx.firstConnection?.pending === true;
   const byDesign = ctx.settleGraceMs - SETTLE_GRACE_MS;
   const settleBy = cold
@@ -114,23 +78,7 @@ export async function acquireLoop(
   /** Join this engine's line of waiters for the semaphore without a first attempt (see below). */
   let inLine = false;
   try {
-    if (attempt.handOff) {
-      // Semaphores, where a new caller usually finds every permit taken: on a channel already
-      // subscribed, wait for messages from before the first attempt, so that a failed attempt
-      // parks at once instead of trying a second time to cover a release in between.
-      const early = new Waiter(listenOn(ctx.bus.inboxId, attempt), false, '', attempt.channel);
-      early.handOff = attempt.handOff;
-      early.sharesPlace = attempt.queues;
-      if (ctx.bus.joinIfLive(early)) {
-        waiter = early;
-        // Where this engine waits for the semaphore already, with its place in the queue taken
-        // (the server said "no room"), a new caller waits behind its waiters: releases here pass
-        // permits to the oldest of them, and the engine's place passes from one to the next.
-        // An attempt would find no room, or take the permits from under them. Not a single try
-        // (waitMs 0): that asks the server.
-        inLine = waitMs > 0 && attempt.queues && ctx.bus.placeTaken(early);
-      }
-    }
+    if (attempt.handOff) ({ waiter, inLine } = joinEarly(ctx, attempt, waitMs));
     for (;;) {
       gate.check();
       let cap: number;
@@ -156,7 +104,9 @@ export async function acquireLoop(
         const work = send(ctx.store, attempt, queued, { waiterId, inbox: ctx.bus.inboxId, seq }, waiter !== undefined);
         let reply: number | typeof LATE | typeof FAILED;
         if (!heardBusy) {
-          reply = await ask(ctx, gate, attempt.key, work, settleBy - sentAt, settleBy - started, cold);
+          // Bounded by what is left; its "no answer" names the whole budget the caller gave Redis.
+          const [bound, said] = [Math.max(settleBy - sentAt, 0), Math.round(settleBy - started)];
+          reply = await gate.race(wrapped(attempt.key, 'acquire', work), bound, ctx.connectionDown, cold, said);
         } else {
           // After a "busy", an attempt still unanswered at the deadline ends the wait as busy.
           reply = await retry(ctx, gate, attempt.key, wrapped(attempt.key, 'acquire', work), deadline - sentAt);
@@ -186,12 +136,7 @@ export async function acquireLoop(
           const now = performance.now();
           if (now >= deadline) return { granted: false, busyMs };
           if (!waiter) {
-            // A waiter that queues listens on its engine's inbox for the lock: a hand-off is
-            // published there only, so no other process wakes for it.
-            waiter = new Waiter(listenOn(ctx.bus.inboxId, attempt), queued, waiterId, attempt.channel);
-            waiter.handoffMs = attempt.handoffMs;
-            waiter.handOff = attempt.handOff;
-            waiter.sharesPlace = attempt.kind === 'permit' && attempt.queues;
+            waiter = newWaiter(ctx, attempt, queued, waiterId);
             // Within the budget and the holder's lease: a subscription that never lands costs at
             // most the lease, as a lost message does.
             const joined = await gate.orLate(
@@ -246,43 +191,6 @@ export async function acquireLoop(
   }
 }
 
-/** Parks `waiter` for `ms` at most, or until a signal fires (it then wakes to see the gate closed). */
-async function parkFor(gate: AcquireGate, waiter: Waiter, ms: number): ReturnType<Waiter['park']> {
-  gate.whenAborted(() => waiter.interrupt());
-  const woke = await waiter.park(ms);
-  gate.whenAborted(undefined);
-  return woke;
-}
-
-/** A Redis call's failure, in the library's words. */
-async function wrapped<T>(key: string, action: string, work: Promise<T>): Promise<T> {
-  try {
-    return await work;
-  } catch (err) {
-    throw err instanceof LockError ? err : new LockBackendError(key, action, err);
-  }
-}
-
-/**
- * Awaits the first attempt within what is left of the acquire's budget (`leftMs`), as a typed
- * error on failure. Its "no answer" names the whole budget (`budgetMs`), what the caller gave
- * Redis, not what was left once the attempt was on its way.
- */
-async function ask<T>(
-  ctx: LoopContext,
-  gate: AcquireGate,
-  key: string,
-  work: Promise<T>,
-  leftMs: number,
-  budgetMs: number,
-  cold: boolean,
-): Promise<T> {
-  // "No answer" from an engine that had not connected yet includes connecting: say so.
-  const note = cold ? ', connecting included (the engine had not connected yet)' : '';
-  const said = Math.round(budgetMs);
-  return gate.race(wrapped(key, 'acquire', work), Math.max(leftMs, 0), 'acquire', ctx.connectionDown, note, said);
-}
-
 /**
  * What may cut one acquire short: the caller's AbortSignal, the engine
  * shutting down (`abort()`), or Redis not answering. A listener is added only
@@ -323,23 +231,22 @@ export class AcquireGate {
   }
 
   /**
-   * Settles with `work`, unless a signal fires first (LockAbortedError) or
-   * `timeoutMs` passes (LockBackendError, whose cause is what `down` knows of a
-   * connection that is down, since "no answer" would hide a refused connection; else "did not
-   * answer within `saidMs`"). The caller still owns `work`'s eventual result and must clean up
-   * after it.
+   * The first attempt: settles with `work`, unless a signal fires first (LockAbortedError) or
+   * `timeoutMs` passes (LockBackendError, whose cause is what `down` knows of a connection that
+   * is down, else "did not answer within `saidMs`", connecting included when `cold`). The caller
+   * still owns `work`'s eventual result and must clean up after it.
    */
   race<T>(
     work: Promise<T>,
     timeoutMs: number,
-    action: string,
-    down?: () => Error | undefined,
-    note = '',
-    saidMs = Math.round(timeoutMs),
+    down: (() => Error | undefined) | undefined,
+    cold: boolean,
+    saidMs: number,
   ): Promise<T> {
     return this.bounded(work, timeoutMs, (_resolve, reject) => {
+      const note = cold ? ', connecting included (the engine had not connected yet)' : '';
       const cause = down?.() ?? new Error(`Redis did not answer within ${saidMs} ms${note}`);
-      reject(new LockBackendError(this.key, action, cause));
+      reject(new LockBackendError(this.key, 'acquire', cause));
     });
   }
 

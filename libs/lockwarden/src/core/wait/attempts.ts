@@ -2,6 +2,7 @@ import { randomFillSync } from 'node:crypto';
 import type { MutexKeys, RwKeys, SemKeys } from '../backend/lock-keys';
 import type { LockStore, PermitHandOff, StoreAcquire, StoreRwAcquire, StoreSemAcquire } from '../backend/lock-store';
 import { safetyMarginFor } from '../lease/lease';
+import { LockBackendError, LockError } from '../../errors';
 
 // What one acquire asks the store, as data: the wait loop sends it and withdraws it itself,
 // so no callback goes back and forth between the granter and the loop.
@@ -241,4 +242,13 @@ function newOwnerToken(): string {
 /** A public 64-bit id a fair waiter's grant is announced by, so the secret token never goes on a channel. */
 export function newWaiterId(): string {
   return take(8);
+}
+
+/** A Redis call's failure, in the library's words. */
+export async function wrapped<T>(key: string, action: string, work: Promise<T>): Promise<T> {
+  try {
+    return await work;
+  } catch (err) {
+    throw err instanceof LockError ? err : new LockBackendError(key, action, err);
+  }
 }

@@ -3,7 +3,8 @@ import { quoteKey } from '../../errors/key-text';
 import { redisReason } from '../../errors/redis-reason';
 import type { LockLogger } from '../observe/logger';
 import type { Attempt } from './attempts';
-import type { Waiter } from '../wake/waiter';
+import { Waiter } from '../wake/waiter';
+import type { LoopContext } from './loop-context';
 
 // What the wait loop does once Redis has said "busy", and when it gives up: an uncontended
 // acquire runs none of it.
@@ -97,4 +98,50 @@ export function usableGrant(
   const from = sentTimes[notice.seq];
   if (from === undefined || performance.now() >= from + notice.leaseMs - attempt.handoffMarginMs) return undefined;
   return { fencingToken: notice.fencingToken, leaseFrom: from, grantedMs: notice.leaseMs };
+}
+
+/**
+ * Semaphores, where a new caller usually finds every permit taken: on a channel already
+ * subscribed, its waiter joins before the first attempt and hears messages from before it, so
+ * that a failed attempt parks at once instead of trying a second time to cover a release in
+ * between. `inLine`: where this engine waits for the semaphore already, with its place in the
+ * queue taken (the server said "no room"), the new caller waits behind its waiters without an
+ * attempt: releases here pass permits to the oldest of them, and the engine's place passes from
+ * one to the next; an attempt would find no room, or take the permits from under them. Not a
+ * single try (waitMs 0): that asks the server.
+ */
+export function joinEarly(
+  ctx: Pick<LoopContext, 'bus'>,
+  attempt: Attempt,
+  waitMs: number,
+): { waiter: Waiter | undefined; inLine: boolean } {
+  const early = new Waiter(listenOn(ctx.bus.inboxId, attempt), false, '', attempt.channel);
+  early.handOff = attempt.handOff;
+  early.sharesPlace = attempt.queues;
+  if (!ctx.bus.joinIfLive(early)) return { waiter: undefined, inLine: false };
+  return { waiter: early, inLine: waitMs > 0 && attempt.queues && ctx.bus.placeTaken(early) };
+}
+
+/**
+ * The waiter of an attempt Redis answered "busy". One that queues listens on its engine's
+ * inbox for the lock: a hand-off is published there only, so no other process wakes for it.
+ */
+export function newWaiter(ctx: Pick<LoopContext, 'bus'>, attempt: Attempt, queued: boolean, waiterId: string): Waiter {
+  const waiter = new Waiter(listenOn(ctx.bus.inboxId, attempt), queued, waiterId, attempt.channel);
+  waiter.handoffMs = attempt.handoffMs;
+  waiter.handOff = attempt.handOff;
+  waiter.sharesPlace = attempt.kind === 'permit' && attempt.queues;
+  return waiter;
+}
+
+/** Parks `waiter` for `ms` at most, or until a signal fires (it then wakes to see the gate closed). */
+export async function parkFor(
+  gate: { whenAborted(fn: (() => void) | undefined): void },
+  waiter: Waiter,
+  ms: number,
+): ReturnType<Waiter['park']> {
+  gate.whenAborted(() => waiter.interrupt());
+  const woke = await waiter.park(ms);
+  gate.whenAborted(undefined);
+  return woke;
 }

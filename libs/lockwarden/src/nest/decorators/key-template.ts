@@ -1,5 +1,6 @@
 import { LockConfigError } from '../../errors';
-import { checkKey, describe } from '../../core/options/validate';
+import { describe } from '../../core/options/validate';
+import { checkKey } from '../../core/backend/lock-keys';
 import { quoteKey } from '../../errors/key-text';
 
 /**

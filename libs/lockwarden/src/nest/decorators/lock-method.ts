@@ -3,8 +3,9 @@ import { Observable } from 'rxjs';
 import { LockAbortedError, LockConfigError, LockTimeoutError } from '../../errors';
 import { DEFAULT_RETRY_AFTER_MS } from '../interceptors/lock-error-reply';
 import { putOff, queueJobOf } from './queue-job';
-import { editOptions, withSignal } from '../../core/engine/lease-paths';
-import type { LockEngine, LeaseHandle } from '../../core';
+import { editOptions } from '../../core/engine/locked-call';
+import type { LockedCall } from '../../core/engine/locked-call';
+import type { LockEngine } from '../../core';
 import { compileKeySpec } from './key-template';
 import type { KeyResolver, KeySpec } from './key-template';
 import { copyMethodMetadata } from './copy-method-metadata';
@@ -177,12 +178,12 @@ export function engineOf(self: unknown, where: string): LockEngine {
 }
 
 /**
- * One call of a decorated method: resolve keys, take the locks in sorted
- * order, and run the method as their holder through the engine's one `runLocked`
- * path. Called by the interceptor for a route handler, the locks also wait
- * for the request to be over (a streamed response, an Observable), and a
- * client that goes away cancels the pending acquire; they are never released
- * while the method still runs.
+ * One call of a decorated method: render its keys and hand the call to the engine, which takes
+ * the locks in sorted order, calls the method as their holder, and releases them. Within a
+ * request, the request's signal goes with it: a client that goes away cancels the pending
+ * acquire and aborts the locks' signals. A route handler's locks also wait for the request to
+ * be over (a streamed response); an Observable's, for its subscription to end. They are never
+ * released while the method still runs.
  */
 export async function lockAndRun(
   self: unknown,
@@ -195,62 +196,43 @@ export async function lockAndRun(
   const keys = meta.keys(self, args);
   const scope = RequestLockScope.current();
   const route = scope?.claim(wrapper) ? scope : undefined;
-  let handles: LeaseHandle[] | null;
-  try {
-    const request = scope ? withSignal(meta.request, scope.signal) : meta.request;
-    handles = await engine.acquireAll(keys, request, meta.onBusy);
-  } catch (err) {
-    // A queue consumer's job that finds its lock busy goes back to the queue, put off by the
-    // retry hint, as a busy route answers 409 with Retry-After; so does one whose wait the app
-    // shutting down cut short: it did not run, and another instance will run it.
-    const cutShort = err instanceof LockAbortedError && engine.shuttingDown;
-    if ((err instanceof LockTimeoutError || cutShort) && !route) {
-      const job = queueJobOf(args);
-      if (job) return putOff(job, meta.retryAfterMs ?? DEFAULT_RETRY_AFTER_MS, keys[0]);
-    }
-    // A job (a cron tick, a queue message) that cannot run because the app is stopping is
-    // not an error: it did not run, as a skip. Within a request (a decorated handler, or a
-    // service method a controller, gateway or message handler calls) it is: an HTTP request
-    // answers 503, and no caller reads an `undefined` the method's type does not allow.
-    if (scope || !(err instanceof LockAbortedError) || !engine.shuttingDown) throw err;
-    engine.options.logger.debug(`${meta.where} did not run: the application is shutting down.`);
-    return undefined;
+  const call: LockedCall = route
+    ? { method: original, self, args, onBusy: meta.onBusy, signal: route.signal, granted: route.own, until: route.over }
+    : scope
+      ? { method: original, self, args, onBusy: meta.onBusy, signal: scope.signal, granted: scope.granted, lateWork }
+      : { method: original, self, args, onBusy: meta.onBusy, lateWork };
+  const outcome = await engine.lockAndRun(keys, meta.request, call);
+  if (outcome.ran) return outcome.value;
+  const err = outcome.error;
+  if (err === undefined) return undefined; // skipped: a key was busy
+  // A queue consumer's job that finds its lock busy goes back to the queue, put off by the
+  // retry hint, as a busy route answers 409 with Retry-After; so does one whose wait the app
+  // shutting down cut short: it did not run, and another instance will run it.
+  const cutShort = err instanceof LockAbortedError && engine.shuttingDown;
+  if ((err instanceof LockTimeoutError || cutShort) && !route) {
+    const job = queueJobOf(args);
+    if (job) return putOff(job, meta.retryAfterMs ?? DEFAULT_RETRY_AFTER_MS, keys[0]);
   }
-  if (!handles) return undefined;
-  if (route) {
-    route.adopt(handles);
-    if (route.clientGone) {
-      await engine.releaseAll(handles);
-      throw new LockAbortedError(keys[0], 'the HTTP client went away before the method could start');
-    }
-    return engine.runLocked(handles, () => callMethod(original, self, args), route.over);
-  }
-  // An Observable's work runs when it is subscribed: hold the locks until it finalizes.
-  let finalized: Promise<void> | undefined;
-  return engine.runLocked(
-    handles,
-    () => {
-      const hold = (value: unknown): unknown => {
-        if (!isObservable(value)) return value;
-        const held = holdUntilFinalized(value);
-        finalized = held.finalized;
-        return held.observable;
-      };
-      const value = callMethod(original, self, args);
-      return isThenable(value) ? Promise.resolve(value).then(hold) : hold(value);
-    },
-    () => finalized,
-  );
+  // A job (a cron tick, a queue message) that cannot run because the app is stopping is
+  // not an error: it did not run, as a skip. Within a request (a decorated handler, or a
+  // service method a controller, gateway or message handler calls) it is: an HTTP request
+  // answers 503, and no caller reads an `undefined` the method's type does not allow.
+  if (scope || !(err instanceof LockAbortedError) || !engine.shuttingDown) throw err;
+  engine.options.logger.debug(`${meta.where} did not run: the application is shutting down.`);
+  return undefined;
+}
+
+/** An Observable's work runs when it is subscribed: its locks are held until it finalizes. */
+function lateWork(value: unknown): { value: unknown; over: PromiseLike<unknown> } {
+  if (!isObservable(value)) return { value, over: Promise.resolve() };
+  const held = holdUntilFinalized(value);
+  return { value: held.observable, over: held.finalized };
 }
 
 /** Calls the decorated method as written, with the arguments its wrapper got. */
 export function callMethod(original: LockableMethod, self: unknown, args: unknown[]): unknown {
   const value: unknown = Reflect.apply(original, self, args);
   return value;
-}
-
-function isThenable(value: unknown): value is PromiseLike<unknown> {
-  return typeof (value as { then?: unknown } | null | undefined)?.then === 'function';
 }
 
 function isObservable(value: unknown): value is Observable<unknown> {

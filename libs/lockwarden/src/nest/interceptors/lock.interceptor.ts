@@ -111,7 +111,9 @@ export class LockInterceptor implements NestInterceptor {
     const decorated = metadata !== undefined;
     const http = context.getType() === 'http';
     if (!decorated && !http) return next.handle();
-    const scope = new RequestLockScope(decorated ? handler : undefined);
+    const scope = new RequestLockScope(decorated ? handler : undefined, (handles, reason) =>
+      this.engine.interrupt(handles, reason),
+    );
     const handled = new Observable<unknown>((subscriber) => {
       // Call and subscribe inside the scope: Nest versions differ in which of the two runs the handler.
       const sub = scope.run(() => next.handle().subscribe(subscriber));
@@ -133,7 +135,6 @@ export class LockInterceptor implements NestInterceptor {
       const res = context.switchToHttp().getResponse<HttpResponse>();
       onResponseClosed(res, () => {
         const clientGone = !(res.raw ?? res).writableFinished;
-        if (clientGone) this.engine.interrupt(scope.allGranted, CLIENT_GONE);
         scope.closeResponse(clientGone, new Error(CLIENT_GONE));
       });
     } else {
@@ -145,7 +146,6 @@ export class LockInterceptor implements NestInterceptor {
       const caller = callerConnection(context);
       if (caller) {
         const gone = (): void => {
-          this.engine.interrupt(scope.allGranted, CALLER_GONE);
           scope.closeResponse(true, new Error(CALLER_GONE));
         };
         caller.connection.once(caller.closeEvent, gone);

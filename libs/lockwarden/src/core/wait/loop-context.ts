@@ -1,0 +1,54 @@
+import type { LockEvent } from '../observe/events';
+import type { LockLogger } from '../observe/logger';
+import type { LockStore } from '../backend/lock-store';
+import type { WakeBus } from '../backend/wake-bus';
+
+// What the wait loop (acquireLoop) is given by its engine, and what it gives back.
+
+/** What shutdown may cut short: a waiting acquire (AcquireGate). */
+export interface Abortable {
+  abort(reason: unknown): void;
+}
+
+export interface LoopContext {
+  readonly store: LockStore;
+  readonly bus: WakeBus;
+  /** The acquires waiting now: shutdown aborts them. */
+  readonly gates: Set<Abortable>;
+  /** Aborted, with the reason, once the engine shuts down. */
+  readonly stopping: AbortSignal;
+  readonly commandTimeoutMs: number;
+  /** How long after its wait budget an acquire settles at the latest: SETTLE_GRACE_MS, plus what an attempt may take by design. */
+  readonly settleGraceMs: number;
+  readonly emit: ((event: LockEvent) => void) | undefined;
+  readonly logger: LockLogger;
+  /** Why Redis cannot be reached right now, when that is known. */
+  readonly connectionDown?: () => Error | undefined;
+  /** `pending` until the engine's connection is first ready, or Redis first answered an attempt. */
+  readonly firstConnection?: { pending: boolean };
+}
+
+/** An acquire settles this long after its wait budget at the latest, whatever Redis does. */
+export const SETTLE_GRACE_MS = 250;
+
+export type LoopResult =
+  | {
+      readonly granted: true;
+      readonly fencingToken: number;
+      readonly leaseFrom: number;
+      /** How many releases passed the permits on in a row to get here (sem-release.lua). */
+      readonly handOffs?: number;
+      /** A release handed this waiter the lock (fair queue) or passed it its permits. */
+      readonly handedOff?: boolean;
+      /**
+       * A hand-off used as told, shorter than the lease asked for: the server holds it this
+       * long from `leaseFrom` at least, and the watchdog must extend it at once.
+       */
+      readonly grantedMs?: number;
+      /**
+       * It waited, or was handed the lock: others likely wait for it too, so its release goes
+       * straight to the script that hands it on, without first trying the one-key release.
+       */
+      readonly contended?: boolean;
+    }
+  | { readonly granted: false; readonly busyMs: number };
