@@ -1,6 +1,5 @@
 import { LockConfigError } from '../../errors';
-import { quoteKey } from '../../errors/key-text';
-import { describe } from '../options/validate';
+import { describe, quoteKey } from '../../errors/key-text';
 
 // What a lock key may be, and the Redis keys each kind of lock names from it.
 

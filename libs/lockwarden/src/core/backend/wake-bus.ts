@@ -1,4 +1,19 @@
-import type { Waiter } from '../wake/waiter';
+import type { PermitHandOff } from './lock-store';
+
+/**
+ * A waiting acquire, as the bus's contract names it: core/wake's Waiter is the one. What a
+ * release of this process needs of a parked semaphore waiter it passes permits to.
+ */
+export interface BusWaiter {
+  /** What a release needs to pass its permits to this waiter. */
+  readonly handOff: PermitHandOff | undefined;
+  /** A release of this process is passing permits to it. */
+  claimed: boolean;
+  /** Wakes it to try by itself. */
+  wake(): void;
+  /** Permits a release passed it: their fencing token, when the pass was sent, and how many passes led here. */
+  takeHandOff(fencingToken: number, leaseFrom: number, handOffs: number): void;
+}
 
 /**
  * How waiting acquires hear of releases and grants: what the engine needs of a backend's
@@ -11,9 +26,9 @@ export interface WakeBus {
    */
   readonly inboxId: string;
   /** Registers a waiter; the returned promise settles once its channel is subscribed. */
-  join(waiter: Waiter): Promise<unknown>;
+  join(waiter: BusWaiter): Promise<unknown>;
   /** Registers a waiter on a channel that is subscribed already; false, and nothing done, when it is not. */
-  joinIfLive(waiter: Waiter): boolean;
+  joinIfLive(waiter: BusWaiter): boolean;
   /**
    * The lock channels a waiter of this process waits on (a release of that lock will wake or
    * hand over), by the lock's own channel, not the inbox: a set read on every release, so
@@ -21,20 +36,20 @@ export interface WakeBus {
    */
   readonly waitedOn: ReadonlySet<string>;
   /** A parked semaphore waiter to pass released permits to, marked so no other release picks it. */
-  claimHandOffTarget(channel: string): Waiter | undefined;
+  claimHandOffTarget(channel: string): BusWaiter | undefined;
   /**
    * Whether `waiter` may take a place on the server for its lock now. Waiters that share one
    * place per engine (semaphores: the rest are served by passes within the process) take it
    * in turn: true for the one that holds it, or takes it now; false while another does.
    */
-  mayTakePlace(waiter: Waiter): boolean;
+  mayTakePlace(waiter: BusWaiter): boolean;
   /**
    * Whether another waiter of this engine holds the place `waiter` would share (semaphores):
    * the engine is queued on the server already, so a new caller waits in line behind it.
    */
-  placeTaken(waiter: Waiter): boolean;
+  placeTaken(waiter: BusWaiter): boolean;
   /** Removes a waiter; `acquired`: it got its lock or permits. */
-  leave(waiter: Waiter, acquired: boolean): void;
+  leave(waiter: BusWaiter, acquired: boolean): void;
   /** Interrupts every waiter and closes what the bus opened. */
   close(): Promise<void>;
 }

@@ -8,7 +8,7 @@ import type { Watchdog } from '../lease/watchdog';
 import type { LockEvent } from '../observe/events';
 import type { LockLogger } from '../observe/logger';
 import type { LockStore } from '../backend/lock-store';
-import type { Waiter } from '../wake/waiter';
+import type { BusWaiter } from '../backend/wake-bus';
 import { releasePermits } from '../semaphore/permit-release';
 import { MIN_LEASE_MS } from '../options/validate';
 import { LeaseCalls } from './lease-calls';
@@ -48,7 +48,7 @@ export class HeldLocks implements LeaseHost {
     private readonly logger: LockLogger,
     private readonly emit: ((event: LockEvent) => void) | undefined,
     /** Claims a parked semaphore waiter of this process to pass released permits to (WakeBus.claimHandOffTarget). */
-    private readonly handOffTarget: ((channel: string) => Waiter | undefined) | undefined,
+    private readonly handOffTarget: ((channel: string) => BusWaiter | undefined) | undefined,
     /** The channels a waiter of this process waits on (WakeBus.waitedOn). */
     private readonly waitedOn: ReadonlySet<string>,
   ) {

@@ -3,8 +3,8 @@ import type { LeaseHandle } from '../lease/lease';
 import type { LockHandle } from '../lease/lock-handle';
 import type { HeldLocks, MethodCall } from './held-locks';
 import type { LeaseGranter } from './lease-granter';
-import type { AcquireOptions, RwAcquireOptions } from '../options/options';
-import type { PermitOptions } from '../semaphore/permit-options';
+import type { LockedRequest } from '../options/locked-options';
+import type { PermitRequest } from '../semaphore/semaphore-decorator-options';
 import type { PermitGranter } from './permit-granter';
 
 // One call of a lock-decorated method, from its keys to its release: the engine's one door for
@@ -22,11 +22,7 @@ import type { PermitGranter } from './permit-granter';
  * const outcome = await engine.lockAndRun(['exports'], request, { method, self, args, onBusy: 'wait' });
  * ```
  */
-export type LockRequest =
-  | { readonly kind: 'mutex'; readonly options: AcquireOptions }
-  | { readonly kind: 'read'; readonly options: RwAcquireOptions }
-  | { readonly kind: 'write'; readonly options: RwAcquireOptions }
-  | { readonly kind: 'permit'; readonly limit: number; readonly options: PermitOptions };
+export type LockRequest = LockedRequest | PermitRequest;
 
 /**
  * One call of a locked method, as a framework hands it to `LockEngine.lockAndRun`: the method

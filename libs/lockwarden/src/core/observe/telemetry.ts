@@ -1,5 +1,4 @@
 import { LockAbortedError } from '../../errors';
-import type { LockKind } from '../backend/lock-store';
 import type { LockEvent, LockEventListener } from './events';
 import { loadOtel } from './otel';
 import type { Adder, Attributes, OtelApi, Span, Tracer } from './otel';
@@ -38,6 +37,9 @@ const STATUS_ERROR = 2;
 /** How an acquisition ended, as its span's `lock.outcome` says. */
 export type AcquireOutcome = 'acquired' | 'timeout' | 'busy' | 'aborted' | 'error';
 
+/** The lock's kind, as its span's `lock.kind` says (the engine's LockKind). */
+export type SpanLockKind = 'mutex' | 'read' | 'write' | 'permit';
+
 /** What the tracer reads of a request: never its owner token. */
 export interface TracedRequest {
   readonly key: string;
@@ -66,7 +68,7 @@ export interface LockTracer {
    * nothing records spans. The span is never made active: the watchdog timer a grant may arm
    * would keep it as the parent of every later renewal.
    */
-  start(req: TracedRequest, kind: LockKind): AcquireTrace | undefined;
+  start(req: TracedRequest, kind: SpanLockKind): AcquireTrace | undefined;
 }
 
 /** One acquisition's span: ended once, by how the acquisition settled. */
@@ -104,7 +106,7 @@ class OtelLockTracer implements LockTracer {
     this.tracer = api.trace.getTracer('lockwarden');
   }
 
-  start(req: TracedRequest, kind: LockKind): AcquireTrace | undefined {
+  start(req: TracedRequest, kind: SpanLockKind): AcquireTrace | undefined {
     const trace = quietly(
       () =>
         new AcquireSpan(this.tracer, this.api.context.active(), req.waitMs, {

@@ -1,8 +1,7 @@
 import { LockConfigError } from '../../errors';
 import { checkAcquireOptions, checkReadWriteOptions } from './options';
 import { describe } from './validate';
-import type { AcquireOptions } from './options';
-import type { LockRequest } from '../engine/locked-call';
+import type { AcquireOptions, RwAcquireOptions } from './options';
 
 /** What a decorated method does when its lock is held by someone else. */
 export type OnBusy = 'wait' | 'throw' | 'skip';
@@ -29,9 +28,14 @@ export interface LockedOptions extends AcquireOptions {
   retryAfterMs?: number;
 }
 
+/** What `@Locked`, `@ReadLocked` and `@WriteLocked` ask of each key (with `@Semaphore`'s, a LockRequest). */
+export type LockedRequest =
+  | { readonly kind: 'mutex'; readonly options: AcquireOptions }
+  | { readonly kind: 'read' | 'write'; readonly options: RwAcquireOptions };
+
 /** What a lock decorator checked where it was applied: what each call asks for, and what it does when busy. */
-export interface CheckedLockedOptions {
-  readonly request: LockRequest;
+export interface CheckedLockedOptions<R = LockedRequest> {
+  readonly request: R;
   readonly onBusy: OnBusy;
   readonly retryAfterMs: number | undefined;
 }

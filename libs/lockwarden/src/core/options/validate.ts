@@ -1,5 +1,7 @@
 import { LockConfigError } from '../../errors';
-import { quoteKey } from '../../errors/key-text';
+import { describe, describeKey, quoteKey } from '../../errors/key-text';
+
+export { describe, describeKey } from '../../errors/key-text';
 
 /** Largest timer delay Node accepts, and so the largest lease or wait we allow. */
 export const MAX_MS = 2 ** 31 - 1;
@@ -78,36 +80,6 @@ export function checkName(value: unknown, key?: string): string | undefined {
     );
   }
   return value;
-}
-
-/**
- * A value the caller passed, for an error message. Never throws and never runs the value's
- * own code (toString, getters, proxy traps): a message about bad input must not fail on it.
- */
-export function describe(value: unknown): string {
-  if (value === null) return 'null';
-  if (typeof value === 'string') return quoteKey(value, 40);
-  if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'bigint') return String(value);
-  if (typeof value === 'object' && isArray(value)) return 'an array';
-  return typeof value;
-}
-
-/**
- * A lock key, or whatever was passed as one, for an error message: `"order:42"`, cut to 200
- * characters with its length after it; anything but a string is named by its type. Never
- * throws, so a message about a bad key cannot fail on the key itself.
- */
-export function describeKey(key: unknown): string {
-  return typeof key === 'string' ? quoteKey(key) : describe(key);
-}
-
-function isArray(value: object): boolean {
-  try {
-    return Array.isArray(value);
-  } catch {
-    // A revoked proxy throws even here.
-    return false;
-  }
 }
 
 /**

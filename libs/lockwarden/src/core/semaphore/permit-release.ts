@@ -1,7 +1,7 @@
 import type { Lease } from '../lease/lease';
 import type { SemKeys } from '../backend/lock-keys';
 import type { LockStore } from '../backend/lock-store';
-import type { Waiter } from '../wake/waiter';
+import type { BusWaiter } from '../backend/wake-bus';
 
 /**
  * How many times in a row a release passes permits to a waiter of its own process (see
@@ -19,7 +19,7 @@ export async function releasePermits(
   store: LockStore,
   lease: Lease,
   keys: SemKeys,
-  handOffTarget: ((channel: string) => Waiter | undefined) | undefined,
+  handOffTarget: ((channel: string) => BusWaiter | undefined) | undefined,
 ): Promise<boolean> {
   const to = lease.handOffs < MAX_HANDOFFS ? handOffTarget?.(keys.channel) : undefined;
   if (!to?.handOff) return store.semRelease(keys, lease.ownerToken);

@@ -3,8 +3,16 @@ import { checkKnownNames, checkOptionsObject } from '../options/validate';
 import { resolvePermitAcquire } from './permit-options';
 import { resolveSemaphore } from './semaphore-options';
 import type { SemaphoreOptions } from './semaphore-options';
+import type { PermitOptions } from './permit-options';
 import { CHECK_DEFAULTS, checkOnBusy, checkRetryAfter } from '../options/locked-options';
 import type { CheckedLockedOptions, OnBusy } from '../options/locked-options';
+
+/** What `@Semaphore` asks of each key: one permit of a semaphore whose limit is `limit`. */
+export interface PermitRequest {
+  readonly kind: 'permit';
+  readonly limit: number;
+  readonly options: PermitOptions;
+}
 
 /**
  * Options of `@Semaphore`: the semaphore's `limit` (stored on first use, as
@@ -49,7 +57,7 @@ const NAMES: ReadonlySet<string> = new Set([
 export function checkSemaphoreDecoratorOptions(
   options: SemaphoreDecoratorOptions | undefined,
   where: string,
-): CheckedLockedOptions {
+): CheckedLockedOptions<PermitRequest> {
   const fail = (err: unknown): never => {
     throw new LockConfigError(`${where}: ${(err as Error).message}`);
   };

@@ -4,7 +4,7 @@ import { LockAbortedError, LockConfigError, LockTimeoutError } from '../../error
 import { DEFAULT_RETRY_AFTER_MS } from '../interceptors/lock-error-reply';
 import { putOff, queueJobOf } from './queue-job';
 import { editOptions } from '../../core/engine/locked-call';
-import type { LockedCall } from '../../core/engine/locked-call';
+import type { LockedCall, LockRequest } from '../../core/engine/locked-call';
 import type { LockEngine } from '../../core';
 import { compileKeySpec } from './key-template';
 import type { KeyResolver, KeySpec } from './key-template';
@@ -59,7 +59,7 @@ export function lockDecorator(kind: 'mutex' | 'read' | 'write', name: string) {
 export function lockMethod(
   name: string,
   key: KeySpec,
-  check: (where: string) => CheckedLockedOptions,
+  check: (where: string) => CheckedLockedOptions<LockRequest>,
 ): LockMethodDecorator {
   return ((target: object, propertyKey: string | symbol, descriptor: TypedPropertyDescriptor<LockableMethod>) => {
     const where = `${className(target)}.${String(propertyKey)}()`;
@@ -117,7 +117,7 @@ export function checkLockable(
 
 /** What a lock decorator records about one method. */
 export function toMetadata(
-  checked: CheckedLockedOptions,
+  checked: CheckedLockedOptions<LockRequest>,
   spec: KeySpec,
   keys: KeyResolver,
   where: string,
