@@ -1,7 +1,8 @@
+// The main entry: what users call and the types they write. Nest's own parts (its providers,
+// the interceptor and its error mappers, decorator metadata) stay out: LockModule installs them.
 export { LockModule } from './nest/lock.module';
 export { LockService } from './nest/lock.service';
 export { LockWatchdog } from './nest/lock-watchdog';
-export { LockLifecycle } from './nest/lock-lifecycle';
 export { LOCK_BACKEND } from './nest/lock.providers';
 export { LOCK_MODULE_OPTIONS } from './nest/lock.module-definition';
 export type { LockModuleOptions } from './nest/lock-options.interface';
@@ -21,7 +22,7 @@ export { Semaphore } from './nest/decorators/semaphore.decorator';
 export type { SemaphoreOptions } from './core/semaphore/semaphore-options';
 export type { PermitOptions } from './core/semaphore/permit-options';
 export type { SemaphoreDecoratorOptions } from './core/semaphore/semaphore-decorator-options';
-export type { LockBackend, Topology } from './core/backend/lock-backend';
+export type { LockBackend } from './core/backend/lock-backend';
 export { Locked } from './nest/decorators/locked.decorator';
 export { ReadLocked } from './nest/decorators/read-locked.decorator';
 export { WriteLocked } from './nest/decorators/write-locked.decorator';
@@ -32,23 +33,16 @@ export type { ScheduleSpec } from './nest/decorators/schedule-of';
 export type { ScheduledJobOptions, OnOverrun, OnMissed } from './core/schedule/scheduled-options';
 export type { ScheduledTick } from './core/schedule/tick-context';
 export { LeaderOnly } from './nest/decorators/leader-only.decorator';
-export type { LeaderOnlyDecorator, LeaderOnlyMethod } from './nest/decorators/leader-only.decorator';
 export { OnLeadership } from './nest/decorators/on-leadership.decorator';
-export { LeadershipExplorer } from './nest/leadership.explorer';
 export { Leadership } from './core/leader/leadership';
 export type { CampaignOptions, ChangesOptions, LeadershipListener } from './core/leader/leadership-options';
 export { LeadershipRegistry } from './core/leader/leadership-registry';
 export type { LeaderTerm } from './core/leader/term-log';
 export type { LeaderChange } from './core/leader/leader-changes';
 export type { KeySpec } from './nest/decorators/key-template';
-export type { LockableMethod, LockMethodDecorator } from './nest/decorators/lock-method';
+export type { LockMethodDecorator } from './nest/decorators/lock-method';
 export type { LockedOptions, OnBusy } from './core/options/locked-options';
-export { LOCKED_METADATA, LOCK_SERVICE_FOR_DECORATORS } from './nest/decorators/locked.constants';
-export { getLockedMetadata } from './nest/decorators/locked-metadata.accessor';
-export type { LockedMetadata, LockKind } from './nest/decorators/locked-metadata.accessor';
-export { LockInterceptor } from './nest/interceptors/lock.interceptor';
-export { toHttpError } from './nest/interceptors/lock-http-errors';
-export { toContextError, toGraphqlError } from './nest/interceptors/lock-context-errors';
+export type { LockKind } from './core/backend/lock-store';
 export type { LockErrorReply } from './nest/interceptors/lock-error-reply';
 export {
   LockError,
