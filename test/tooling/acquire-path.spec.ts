@@ -46,11 +46,11 @@ it('crosses at most 15 library files with metrics and traces on, with no bounce 
   // The docs name every file the call runs, and nothing reads the options module on a warm call.
   const docs = readFileSync(resolve('docs/how-it-works.md'), 'utf8');
   for (const file of files) expect(docs).toContain(file);
-  expect(files).toContain('core/redis/redis-store.ts');
+  expect(files).toContain('core/mutex/redis-mutex-store.ts');
   expect(files).not.toContain('core/options/options.ts');
   // The release goes straight to the held releases: the store passes no call on.
-  expect(on.functions.get('core/redis/redis-store.ts')).not.toContain('releaseHeld');
-  expect(on.functions.get('core/redis/held-releases.ts')).toContain('release');
+  expect(on.functions.get('core/mutex/redis-mutex-store.ts')).not.toContain('releaseHeld');
+  expect(on.functions.get('core/mutex/held-releases.ts')).toContain('release');
 }, 120_000);
 
 it('runs no OpenTelemetry code without it: only the event hub of telemetry.ts', async () => {

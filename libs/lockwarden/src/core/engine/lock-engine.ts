@@ -15,7 +15,7 @@ import { buildEngineParts } from './engine-parts';
 import type { EngineHooks } from './engine-parts';
 import { resolveEngineOptions } from '../options/engine-options';
 // The engine's one door to the Redis backend: the topology its options name, when it is given no backend.
-import { RedisBackend } from '../redis/redis-backend';
+import { RedisBackend } from '../stores/redis-backend';
 import type { LockEngineOptions, ResolvedEngineOptions } from '../options/engine-options';
 import type { EngineShutdown } from './engine-shutdown';
 import type { HeldLocks, Until } from './held-locks';

@@ -86,14 +86,14 @@ export class MemoryState {
   }
 
   /** The last write's token, for a read; a missing counter is seeded from the clock, as lastFence in rw-acquire.lua. */
-  protected lastFence(key: string): number {
+  lastFence(key: string): number {
     let last = this.counters.get(key);
     if (last === undefined) this.counters.set(key, (last = clockMicros()));
     return last;
   }
 
   /** The next fencing token; a missing counter starts from the clock in microseconds, as nextFence in the scripts. */
-  protected incr(key: string): number {
+  incr(key: string): number {
     const last = this.counters.get(key);
     const next = last === undefined ? clockMicros() : last + 1;
     this.counters.set(key, next);
@@ -107,7 +107,7 @@ export class MemoryState {
     return queue;
   }
 
-  protected dequeue(queue: QueuedWaiter[], token: string): void {
+  dequeue(queue: QueuedWaiter[], token: string): void {
     const i = queue.findIndex((w) => w.token === token);
     if (i >= 0) queue.splice(i, 1);
   }

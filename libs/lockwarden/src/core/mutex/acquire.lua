@@ -1,7 +1,7 @@
 -- Take a mutex, or learn how long to wait for it.
 -- KEYS[1] lock: the string "owner|fence|instance", with "|w" appended once anyone waits for
 --         it (so a release publishes only when someone listens). Its TTL is the lease. A plain
---         grant (SET NX PX, redis/redis-store.ts) leaves the fence empty until the holder
+--         grant (SET NX PX, mutex/redis-mutex-store.ts) leaves the fence empty until the holder
 --         reads its token (fence-mint.lua).
 -- KEYS[2] fencing counter (tokens only ever rise; seeded from TIME, expires when idle: next-fence)
 -- Fair acquires only (the key count says which):

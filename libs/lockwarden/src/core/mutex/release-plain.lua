@@ -1,5 +1,5 @@
 -- The releases of mutexes nobody waited for, one or several in one call (the releases of one
--- event-loop turn, on one server: redis/held-releases.ts), with the one key each touches: the
+-- event-loop turn, on one server: held-releases.ts), with the one key each touches: the
 -- fewer keys a script declares, the less Redis and the client spend on it (measured: 2.7-2.8
 -- µs against 3.5-3.8 for release.lua's five). A lock someone waited for (its value ends in
 -- "|w") is left as it is: its release must wake or hand over, which release.lua does with

@@ -14,8 +14,7 @@ import {
   MIN_LEASE_MS,
 } from './validate';
 import { isWellFormed } from '../backend/lock-keys';
-import type { ResolvedQuorum } from '../redis/redis-backend';
-import type { RedisClient, RedisSpec, RedisTarget } from '../redis/redis-client';
+import type { RedisClient, RedisSpec, RedisTarget, ResolvedQuorum } from '../redis/redis-client';
 import { isRedisClient } from '../redis/client-kind';
 import type { ReplicaAckOptions } from '../redis/replica-ack';
 import { checkRedisSpec, resolveQuorum, resolveReplicaAck } from './redis-options';

@@ -1,7 +1,6 @@
 import { LockConfigError } from '../../errors';
 import { checkInteger, checkKnownNames, checkOptionsObject, describe, integerOr, MAX_MS } from './validate';
-import type { ResolvedQuorum } from '../redis/redis-backend';
-import type { RedisSpec } from '../redis/redis-client';
+import type { RedisSpec, ResolvedQuorum } from '../redis/redis-client';
 import { isRedisClient } from '../redis/client-kind';
 import type { ReplicaAckOptions } from '../redis/replica-ack';
 

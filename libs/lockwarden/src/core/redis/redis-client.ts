@@ -102,3 +102,9 @@ export function openConnection(spec: RedisSpec, logger: LockLogger): ConnectionL
   } else client = new io.Redis({ ...OWNED_DEFAULTS, ...spec });
   return { connection: connectionOf(client), owned: true };
 }
+
+/** Redlock's nodes, checked. */
+export interface ResolvedQuorum {
+  nodes: RedisSpec[];
+  nodeTimeoutMs: number;
+}

@@ -1,4 +1,4 @@
-import { probeServers } from './health-probe';
+import { probeServers } from '../redis/health-probe';
 import type { LockInfo, SemaphoreInfo, ServerProbe } from '../backend/lock-info';
 import type { MutexKeys } from '../backend/lock-keys';
 import { RedisLockStore } from './redis-store';

@@ -1,6 +1,6 @@
 import { mutexKeys, rwKeys } from '../backend/lock-keys';
-import type { RedisConnection } from './connection';
-import { SCRIPTS } from './lua-script';
+import type { RedisConnection } from '../redis/connection';
+import { SCRIPTS } from '../redis/lua-script';
 import { lockHolder } from '../backend/lock-info';
 import type { LockHolderInfo, LockInfo } from '../backend/lock-info';
 

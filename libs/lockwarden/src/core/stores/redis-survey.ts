@@ -1,10 +1,10 @@
-import { SCRIPTS } from './lua-script';
-import { inspectLock } from './inspect';
+import { SCRIPTS } from '../redis/lua-script';
+import { inspectLock } from '../mutex/redis-inspect';
 import { escapeGlob, mutexKeys, semKeys } from '../backend/lock-keys';
-import type { RedisConnection } from './connection';
+import type { RedisConnection } from '../redis/connection';
 import type { LockSurvey, QueuedWaiterInfo, SurveyOptions, SurveyedLock } from '../backend/lock-survey';
-import { inspectSemaphore } from './sem-inspect';
-import { surveyLeaderships } from './leader-survey';
+import { inspectSemaphore } from '../semaphore/redis-sem-inspect';
+import { surveyLeaderships } from '../redis/leader-survey';
 
 const SCAN_COUNT = 1000;
 const MIN_SCAN_COUNT = 100;

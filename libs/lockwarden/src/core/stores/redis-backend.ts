@@ -1,24 +1,18 @@
 import type { LockLogger } from '../observe/logger';
-import { loadScripts } from './lua-script';
+import { loadScripts } from '../redis/lua-script';
 import type { LockBackend, Topology } from '../backend/lock-backend';
 import { QuorumLockStore } from './quorum-store';
-import { ConnectionWatch, connectionFailureOf } from './connection-watch';
-import { openConnection } from './redis-client';
-import type { RedisSpec } from './redis-client';
+import { ConnectionWatch, connectionFailureOf } from '../redis/connection-watch';
+import { openConnection } from '../redis/redis-client';
+import type { RedisSpec, ResolvedQuorum } from '../redis/redis-client';
 import { RedisLockStore } from './redis-store';
-import { ReplicaAck } from './replica-ack';
-import { RedisTickStore } from './redis-tick-store';
-import type { ReplicaAckOptions } from './replica-ack';
+import { ReplicaAck } from '../redis/replica-ack';
+import { RedisTickStore } from '../schedule/redis-tick-store';
+import type { ReplicaAckOptions } from '../redis/replica-ack';
 import { WakeChannels } from '../wake/wake-channels';
-import { RedisWakeSubscriber } from './wake-subscriber';
+import { RedisWakeSubscriber } from '../redis/wake-subscriber';
 import { surveyLocks } from './redis-survey';
-import { redisTermLogs } from './redis-term-log';
-
-/** Redlock's nodes, checked. */
-export interface ResolvedQuorum {
-  nodes: RedisSpec[];
-  nodeTimeoutMs: number;
-}
+import { redisTermLogs } from '../redis/redis-term-log';
 
 /** The topology options of the Redis backend, checked. */
 export interface RedisBackendOptions {

@@ -1,7 +1,7 @@
-import type { RedisConnection } from './connection';
+import type { RedisConnection } from '../redis/connection';
 import { parsePointer, pointerOf } from '../backend/tick-store';
 import type { ClaimState, TickClaim, TickKeys, TickOutcome, TickStart, TickStore } from '../backend/tick-store';
-import { SCRIPTS } from './lua-script';
+import { SCRIPTS } from '../redis/lua-script';
 
 /** The tick store on Redis: three small scripts, each touching one job's keys. */
 export class RedisTickStore implements TickStore {

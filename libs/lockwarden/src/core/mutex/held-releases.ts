@@ -1,8 +1,8 @@
-import type { CompareDelete, RedisConnection } from './connection';
+import type { CompareDelete, RedisConnection } from '../redis/connection';
 import type { MutexKeys } from '../backend/lock-keys';
 import type { HeldRelease } from '../backend/lock-store';
-import { SCRIPTS } from './lua-script';
-import type { NativeCommands } from './native-commands';
+import { SCRIPTS } from '../redis/lua-script';
+import type { NativeCommands } from '../redis/native-commands';
 
 /**
  * The releases of the mutex leases this process holds. Those nobody waited for go together:

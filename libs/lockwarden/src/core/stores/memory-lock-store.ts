@@ -9,9 +9,17 @@ import type {
   StoreRwAcquire,
   StoreSemAcquire,
 } from '../backend/lock-store';
-import type { MemoryScripts } from './memory-scripts';
+import type { MemoryState } from '../memory/memory-state';
+import { renewMemory } from '../memory/memory-renew';
+import { acquireMemory, mintMemory, releaseMemory } from '../mutex/memory-mutex';
+import { forceUnlockMemory, inspectMemory } from '../mutex/memory-inspect';
+import { rwAcquireMemory, rwReleaseMemory } from '../rwlock/memory-rw';
+import { semAcquireMemory, semInspectMemory, semLimitMemory, semReleaseMemory } from '../semaphore/memory-sem';
 
-/** One engine's view of a memory backend: the LockStore interface, answered asynchronously like Redis. */
+/**
+ * One engine's view of a memory backend: the LockStore interface, answered asynchronously like
+ * Redis, by each feature's in-memory part (what its scripts do, on the backend's data).
+ */
 export class MemoryLockStore implements LockStore {
   readonly fairQueue = true;
   readonly attemptMs = 0;
@@ -20,7 +28,7 @@ export class MemoryLockStore implements LockStore {
   readonly semaphores = true;
 
   constructor(
-    readonly backend: MemoryScripts,
+    readonly backend: MemoryState,
     private readonly instanceId: string,
   ) {}
 
@@ -29,39 +37,39 @@ export class MemoryLockStore implements LockStore {
   }
 
   async acquire(req: StoreAcquire): Promise<number> {
-    return this.backend.acquire(req, this.instanceId);
+    return acquireMemory(this.backend, req, this.instanceId);
   }
 
   async mint(keys: MutexKeys, ownerToken: string): Promise<number> {
-    return this.backend.mint(keys, ownerToken);
+    return mintMemory(this.backend, keys, ownerToken);
   }
 
   async release(keys: MutexKeys, ownerToken: string): Promise<boolean> {
-    return this.backend.release(keys, ownerToken);
+    return releaseMemory(this.backend, keys, ownerToken);
   }
 
   async releaseHeld({ keys, ownerToken }: HeldRelease): Promise<boolean> {
-    return this.backend.release(keys, ownerToken);
+    return releaseMemory(this.backend, keys, ownerToken);
   }
 
   async rwAcquire(req: StoreRwAcquire): Promise<number> {
-    return this.backend.rwAcquire(req, this.instanceId);
+    return rwAcquireMemory(this.backend, req, this.instanceId);
   }
 
   async rwRelease(keys: RwKeys, ownerToken: string, kind: 'read' | 'write'): Promise<boolean> {
-    return this.backend.rwRelease(keys, ownerToken, kind);
+    return rwReleaseMemory(this.backend, keys, ownerToken, kind);
   }
 
   async semAcquire(req: StoreSemAcquire): Promise<number> {
-    return this.backend.semAcquire(req, this.instanceId);
+    return semAcquireMemory(this.backend, req, this.instanceId);
   }
 
   async semRelease(keys: SemKeys, ownerToken: string): Promise<boolean> {
-    return this.backend.semRelease(keys, ownerToken);
+    return semReleaseMemory(this.backend, keys, ownerToken);
   }
 
   async semLimit(keys: SemKeys, limit: number): Promise<number> {
-    return this.backend.semLimit(keys, limit);
+    return semLimitMemory(this.backend, keys, limit);
   }
 
   /** The memory backend wakes every waiter on a release instead (see MemoryLockBackend.semRelease). */
@@ -72,19 +80,19 @@ export class MemoryLockStore implements LockStore {
   }
 
   async semInspect(keys: SemKeys, key: string): Promise<SemaphoreInfo> {
-    return semaphoreInfo(key, this.backend.semInspect(keys));
+    return semaphoreInfo(key, semInspectMemory(this.backend, keys));
   }
 
   async renew(items: readonly RenewItem[]): Promise<boolean[]> {
-    return this.backend.renew(items);
+    return renewMemory(this.backend, items);
   }
 
   async inspect(prefix: string, key: string): Promise<LockInfo> {
-    return this.backend.inspect(prefix, key);
+    return inspectMemory(this.backend, prefix, key);
   }
 
   async forceUnlock(prefix: string, key: string): Promise<boolean> {
-    return this.backend.forceUnlock(prefix, key);
+    return forceUnlockMemory(this.backend, prefix, key);
   }
 
   /** Always reachable: there is no server. */

@@ -1,7 +1,7 @@
 import { lockHolder } from '../backend/lock-info';
 import type { LockInfo } from '../backend/lock-info';
 import { mutexKeys, rwKeys } from '../backend/lock-keys';
-import type { MemoryState } from './memory-state';
+import type { MemoryState } from '../memory/memory-state';
 import { WIRE } from '../backend/wire';
 
 /** The in-memory twin of inspect.lua: one key's mutex or read/write state, never an owner token. */

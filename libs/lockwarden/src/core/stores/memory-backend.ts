@@ -1,13 +1,13 @@
 import type { LockBackend, Topology } from '../backend/lock-backend';
 import { WakeChannels } from '../wake/wake-channels';
 import { MemoryLockStore } from './memory-lock-store';
-import { MemoryScripts } from './memory-scripts';
-import { MemoryTickStore } from './memory-tick-store';
+import { MemoryState } from '../memory/memory-state';
+import { MemoryTickStore } from '../schedule/memory-tick-store';
 
 /**
- * Redis in process memory, for tests: the data and the operations of the Lua
- * scripts (acquire, release, rw-acquire, rw-release, sem-acquire, sem-release,
- * sem-limit, renew, inspect, force-unlock), one JavaScript function each, with the same replies. Every
+ * Redis in process memory, for tests: the data, and each feature's operations of its Lua
+ * scripts (acquire, release, rw-acquire, rw-release, sem-acquire, sem-release, sem-limit,
+ * renew, inspect, force-unlock), one JavaScript function each, with the same replies. Every
  * engine that shares a backend sees the same locks, as processes sharing a
  * Redis would. Time is this process's monotonic clock.
  *
@@ -22,7 +22,7 @@ import { MemoryTickStore } from './memory-tick-store';
  * const b = await Test.createTestingModule({ imports: [LockTestingModule.forRoot({ backend })], providers: [Jobs] }).compile();
  * ```
  */
-export class MemoryLockBackend extends MemoryScripts implements LockBackend {
+export class MemoryLockBackend extends MemoryState implements LockBackend {
   /** The store an engine with this instance id uses. */
   store(instanceId: string): MemoryLockStore {
     return new MemoryLockStore(this, instanceId);
