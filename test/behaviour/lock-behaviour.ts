@@ -15,6 +15,7 @@ import {
 } from 'lockwarden';
 import type { LockEngineOptions } from 'lockwarden';
 import { aborted, EventLog } from '../harness/event-log';
+import { grantOrder } from '../harness/grant-order';
 
 /** How one backend makes engines and Nest modules that share their locks. */
 export interface Backend {
@@ -122,20 +123,7 @@ export function describeLockBehaviour(label: string, backend: () => Backend): vo
       const events = new EventLog();
       const [a, b] = backend().pair({ onEvent: events.listener });
       const held = await a.acquire('fifo', { leaseMs: 60_000, renew: false, fair: true });
-      const order: number[] = [];
-      const waiters = [];
-      for (let i = 0; i < 4; i++) {
-        const parked = events.next({ type: 'waiting', key: 'fifo' });
-        waiters.push(
-          (i % 2 ? a : b).acquire('fifo', { fair: true, waitMs: 60_000 }).then(async (l) => {
-            order.push(i);
-            await l.release();
-          }),
-        );
-        await parked;
-      }
-      await held.release();
-      await Promise.all(waiters);
+      const order = await grantOrder(events, held, [b, a], 4, { fair: true, waitMs: 60_000 });
       expect(order).toEqual([0, 1, 2, 3]);
     });
 
@@ -181,16 +169,19 @@ export function describeLockBehaviour(label: string, backend: () => Backend): vo
       await expect(a.withReadLock('doc', () => a.acquireWrite('doc'))).rejects.toBeInstanceOf(LockUpgradeError);
     });
 
-    it('puts new readers behind a waiting writer (writer preference)', async () => {
+    it('puts new readers behind a waiting writer (writer preference), unless they ask not to', async () => {
       const events = new EventLog();
       const [a, b] = backend().pair({ onEvent: events.listener });
       const reader = await a.acquireRead('pref', { leaseMs: 60_000, renew: false });
       const parked = events.next({ type: 'waiting', key: 'pref' });
       const writer = b.acquireWrite('pref', { waitMs: 60_000 });
       await parked;
-      await expect(a.acquireRead('pref', { waitMs: 0 })).rejects.toBeInstanceOf(LockTimeoutError);
-      const polite = await a.acquireRead('pref', { waitMs: 0, writerPreference: false });
-      await polite.release();
+      // From the reader's engine, and from the waiting writer's own.
+      for (const e of [a, b]) {
+        await expect(e.acquireRead('pref', { waitMs: 0 })).rejects.toBeInstanceOf(LockTimeoutError);
+        const polite = await e.acquireRead('pref', { waitMs: 0, writerPreference: false });
+        await polite.release();
+      }
       await reader.release();
       await (await writer).release();
     });

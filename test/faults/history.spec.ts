@@ -1,10 +1,11 @@
 import { Redis } from 'ioredis';
-import { runWorker } from '../harness/child';
-import type { ChildScript } from '../harness/child';
+import { workersForFile } from '../harness/child';
 import { checkHistory, type Section } from '../harness/history';
 import { RedisCluster } from '../harness/redis-cluster';
 import { CLIENT_KINDS } from '../harness/clients';
+import type { AnyClientKind } from '../harness/clients';
 import { hasValkey, startRedis, uniquePrefix, valkey9 } from '../harness/redis';
+import type { ServerKind } from '../harness/redis';
 import { RedisProcess } from '../harness/redis-process';
 
 /**
@@ -14,25 +15,13 @@ import { RedisProcess } from '../harness/redis-process';
 const PROCESSES = 4;
 const FLOWS = 2;
 const SECTIONS = 1_250; // per flow: 4 × 2 × 1 250 = 10 000
-const children: ChildScript[] = [];
-
-afterEach(() => {
-  for (const c of children.splice(0)) c.kill();
-});
+const worker = workersForFile();
 
 async function runHistory(env: Record<string, string>): Promise<Section[]> {
   const PREFIX = uniquePrefix('history');
-  const workers = Array.from({ length: PROCESSES }, () => {
-    const w = runWorker('history-worker', {
-      ...env,
-      PREFIX,
-      KEYS: '4',
-      FLOWS: String(FLOWS),
-      SECTIONS: String(SECTIONS),
-    });
-    children.push(w);
-    return w;
-  });
+  const workers = Array.from({ length: PROCESSES }, () =>
+    worker('history-worker', { ...env, PREFIX, KEYS: '4', FLOWS: String(FLOWS), SECTIONS: String(SECTIONS) }),
+  );
   await Promise.all(workers.map((w) => w.succeeded()));
   return workers.flatMap((w) =>
     w.lines.filter((l) => l.startsWith('section ')).map((l) => JSON.parse(l.slice(8)) as Section),
@@ -46,104 +35,67 @@ function expectClean(sections: Section[]): void {
   expect(new Set(sections.map((s) => s.key)).size).toBe(4);
 }
 
-describe('history check: 10 000 sections over 4 processes', () => {
-  it('on a single Redis', async () => {
-    const redis = await startRedis();
-    try {
-      expectClean(await runHistory({ REDIS: redis.url }));
-    } finally {
-      await redis.stop();
-    }
-  }, 180_000);
-
-  (hasValkey ? it : it.skip)(
-    'on a single Valkey',
-    async () => {
-      const valkey = await startRedis({ server: 'valkey' });
-      try {
-        expectClean(await runHistory({ REDIS: valkey.url }));
-      } finally {
-        await valkey.stop();
-      }
-    },
-    180_000,
-  );
-
-  (valkey9 ? it : it.skip)(
-    "on a single Valkey 9, whose releases are the server's own compare-and-delete",
-    async () => {
-      const server = await startRedis({ server: 'valkey9' });
-      const admin = server.client();
-      try {
-        expectClean(await runHistory({ REDIS: server.url }));
-        // The releases nobody waited for took the native command, not the script.
-        expect(await admin.info('commandstats')).toMatch(/cmdstat_delifeq:calls=[1-9]/);
-      } finally {
-        admin.disconnect();
-        await server.stop();
-      }
-    },
-    180_000,
-  );
-
-  it('on a single Redis, through a Valkey GLIDE client', async () => {
-    const redis = await startRedis();
-    try {
-      expectClean(await runHistory({ REDIS: redis.url, CLIENT: 'glide' }));
-    } finally {
-      await redis.stop();
-    }
-  }, 180_000);
-
-  (valkey9 ? it : it.skip)(
+/** Runs on one server: its title, its kind, the client the workers use (ioredis unless named), whether it is here. */
+const SINGLE: [string, ServerKind, AnyClientKind | undefined, boolean][] = [
+  ['on a single Redis', 'redis', undefined, true],
+  ['on a single Valkey', 'valkey', undefined, hasValkey],
+  ["on a single Valkey 9, whose releases are the server's own compare-and-delete", 'valkey9', undefined, !!valkey9],
+  ['on a single Redis, through a Valkey GLIDE client', 'redis', 'glide', true],
+  [
     "on a single Valkey 9, through a Valkey GLIDE client, with the server's own compare-and-delete",
-    async () => {
-      const server = await startRedis({ server: 'valkey9' });
-      const admin = server.client();
-      try {
-        expectClean(await runHistory({ REDIS: server.url, CLIENT: 'glide' }));
-        expect(await admin.info('commandstats')).toMatch(/cmdstat_delifeq:calls=[1-9]/);
-      } finally {
-        admin.disconnect();
-        await server.stop();
-      }
-    },
-    180_000,
-  );
+    'valkey9',
+    'glide',
+    !!valkey9,
+  ],
+  ['on a single Redis, through a node-redis client', 'redis', 'node-redis', true],
+];
 
-  it.each([['Redis 7', undefined], ...(valkey9 ? [['Valkey 9', valkey9] as [string, string]] : [])] as [
-    string,
-    string | undefined,
-  ][])(
-    'on a 3-master %s Cluster, through a Valkey GLIDE cluster client',
-    async (_name, binary) => {
+/** Runs on a 3-master Cluster: its title, its server binary (redis-server unless named), the workers' client. */
+const CLUSTERS: [string, string | undefined, AnyClientKind][] = [
+  ['on a 3-master Redis 7 Cluster, through a Valkey GLIDE cluster client', undefined, 'glide'],
+  ...(valkey9
+    ? [
+        ['on a 3-master Valkey 9 Cluster, through a Valkey GLIDE cluster client', valkey9, 'glide'] as [
+          string,
+          string,
+          'glide',
+        ],
+      ]
+    : []),
+  ...CLIENT_KINDS.map((kind): [string, undefined, AnyClientKind] => [
+    `on a 3-master Cluster, through ${kind}`,
+    undefined,
+    kind,
+  ]),
+];
+
+describe('history check: 10 000 sections over 4 processes', () => {
+  for (const [title, server, client, here] of SINGLE) {
+    (here ? it : it.skip)(
+      title,
+      async () => {
+        const target = await startRedis({ server });
+        const admin = target.client();
+        try {
+          expectClean(await runHistory({ REDIS: target.url, ...(client ? { CLIENT: client } : {}) }));
+          // On Valkey 9 the releases nobody waited for took the native command, not the script.
+          if (server === 'valkey9') expect(await admin.info('commandstats')).toMatch(/cmdstat_delifeq:calls=[1-9]/);
+        } finally {
+          admin.disconnect();
+          await target.stop();
+        }
+      },
+      180_000,
+    );
+  }
+
+  it.each(CLUSTERS)(
+    '%s',
+    async (_title, binary, client) => {
       const cluster = await RedisCluster.start({ masters: 3, binary });
       try {
         const CLUSTER = cluster.startupNodes.map((n) => `${n.host}:${n.port}`).join(',');
-        expectClean(await runHistory({ CLUSTER, CLIENT: 'glide' }));
-      } finally {
-        await cluster.stop();
-      }
-    },
-    180_000,
-  );
-
-  it('on a single Redis, through a node-redis client', async () => {
-    const redis = await startRedis();
-    try {
-      expectClean(await runHistory({ REDIS: redis.url, CLIENT: 'node-redis' }));
-    } finally {
-      await redis.stop();
-    }
-  }, 180_000);
-
-  it.each(CLIENT_KINDS)(
-    'on a 3-master Cluster, through %s',
-    async (kind) => {
-      const cluster = await RedisCluster.start({ masters: 3 });
-      try {
-        const CLUSTER = cluster.startupNodes.map((n) => `${n.host}:${n.port}`).join(',');
-        expectClean(await runHistory({ CLUSTER, CLIENT: kind }));
+        expectClean(await runHistory({ CLUSTER, CLIENT: client }));
       } finally {
         await cluster.stop();
       }

@@ -1,33 +1,11 @@
-import type { Redis } from 'ioredis';
 import { LockEngine } from 'lockwarden';
-import { runWorker } from '../harness/child';
+import { workersForFile } from '../harness/child';
 import type { ChildScript } from '../harness/child';
-import { startRedis, uniquePrefix } from '../harness/redis';
-import type { RedisTarget } from '../harness/redis';
+import { redisForFile, uniquePrefix } from '../harness/redis';
 
-let redis: RedisTarget;
-let admin: Redis;
-const children: ChildScript[] = [];
-
-beforeAll(async () => {
-  redis = await startRedis();
-  admin = redis.client();
-});
-
-afterEach(() => {
-  for (const c of children.splice(0)) c.kill();
-});
-
-afterAll(async () => {
-  await admin.quit();
-  await redis.stop();
-});
-
-function worker(env: Record<string, string>): ChildScript {
-  const child = runWorker('lock-worker', { REDIS: redis.url, ...env });
-  children.push(child);
-  return child;
-}
+const server = redisForFile();
+const run = workersForFile();
+const worker = (env: Record<string, string>): ChildScript => run('lock-worker', { REDIS: server.redis.url, ...env });
 
 describe('across processes', () => {
   it('three processes incrementing a non-atomic counter under the lock lose no update', async () => {
@@ -35,7 +13,7 @@ describe('across processes', () => {
     const rounds = 40;
     const workers = [1, 2, 3].map(() => worker({ PREFIX, MODE: 'counter', ROUNDS: String(rounds), PARTIES: '3' }));
     await Promise.all(workers.map((w) => w.succeeded()));
-    expect(Number(await admin.get(`${PREFIX}counter`))).toBe(3 * rounds);
+    expect(Number(await server.admin.get(`${PREFIX}counter`))).toBe(3 * rounds);
   });
 
   it('fencing tokens rise strictly across processes', async () => {
@@ -61,7 +39,7 @@ describe('across processes', () => {
     const [, token] = await holder.waitFor(/^held (\d+)$/);
     holder.kill('SIGKILL');
     await holder.exited;
-    const engine = new LockEngine({ redis: redis.url, keyPrefix: PREFIX });
+    const engine = new LockEngine({ redis: server.redis.url, keyPrefix: PREFIX });
     try {
       expect(await engine.tryAcquire('k')).toBeNull(); // the dead holder's lease still runs
       // The budget is the dead holder's lease plus one wait cycle: the waiter sleeps for the

@@ -88,3 +88,19 @@ export function runWorker(name: string, env: Record<string, string>): ChildScrip
   });
   return new ChildScript(child);
 }
+
+/**
+ * Starts workers (runWorker) for one spec file and SIGKILLs those still running after each
+ * test: a test that failed halfway must not leave a process holding its locks into the next.
+ */
+export function workersForFile(): (name: string, env: Record<string, string>) => ChildScript {
+  const children: ChildScript[] = [];
+  afterEach(() => {
+    for (const child of children.splice(0)) child.kill('SIGKILL');
+  });
+  return (name, env) => {
+    const child = runWorker(name, env);
+    children.push(child);
+    return child;
+  };
+}

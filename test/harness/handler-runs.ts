@@ -1,6 +1,8 @@
 import type { LoggerService } from '@nestjs/common';
 import type { Redis } from 'ioredis';
 import { mutexKeys } from '../../libs/lockwarden/src/core/backend/lock-keys';
+import { redisForFile, uniquePrefix } from './redis';
+import type { FileRedis } from './redis';
 
 /**
  * What the handlers of the context tests (microservice, gateway, GraphQL) share: gates the
@@ -91,4 +93,26 @@ export async function expectHeldUntilReturn(
   gate.open();
   await done;
   while (await mutexHeld(admin, prefix, key)) await new Promise((r) => setTimeout(r, 5));
+}
+
+/**
+ * What a context spec (microservice, gateway, GraphQL) starts from: a Redis of its own (see
+ * redisForFile), the gates and runs its handlers share with the test, a logger that keeps its
+ * errors, and the key prefix of its app's locks.
+ */
+export function handlerRunsForFile(name: string): {
+  server: FileRedis;
+  gates: Gates;
+  runs: Runs;
+  logger: LoggerService;
+  errors: string[];
+  prefix: string;
+} {
+  return {
+    server: redisForFile(),
+    gates: new Gates(),
+    runs: new Runs(),
+    ...recordingLogger(),
+    prefix: uniquePrefix(name),
+  };
 }

@@ -1,6 +1,7 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { Cluster, Redis } from 'ioredis';
+import { startedForFile } from './for-file';
 import { RedisProcess } from './redis-process';
 
 const exec = promisify(execFile);
@@ -235,4 +236,40 @@ export class RedisCluster {
   async stop(): Promise<void> {
     await Promise.all(this.nodes.map((n) => n.destroy()));
   }
+}
+
+/**
+ * A Cluster of this spec file's own (RedisCluster.start, with its options), started before its
+ * tests and stopped after them, with an admin Cluster client beside it; `where` is what an
+ * engineFactory is given, and `atEnd` is as redisForFile's. Read the fields inside hooks and
+ * tests, once the Cluster is up.
+ */
+export function clusterForFile(options: Parameters<typeof RedisCluster.start>[0] = {}): {
+  readonly cluster: RedisCluster;
+  readonly admin: Cluster;
+  where(): { cluster: { host: string; port: number }[] };
+  atEnd(...close: (() => unknown)[]): void;
+} {
+  const file = startedForFile(
+    'Cluster',
+    async () => {
+      const cluster = await RedisCluster.start(options);
+      return { cluster, admin: cluster.client() };
+    },
+    async ({ cluster, admin }) => {
+      admin.disconnect();
+      await cluster.stop();
+    },
+    60_000,
+  );
+  return {
+    get cluster() {
+      return file.value().cluster;
+    },
+    get admin() {
+      return file.value().admin;
+    },
+    where: () => ({ cluster: file.value().cluster.startupNodes }),
+    atEnd: file.atEnd,
+  };
 }

@@ -1,5 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { Redis } from 'ioredis';
+import { startedForFile } from './for-file';
 import { RedisProcess } from './redis-process';
 
 /**
@@ -64,39 +65,49 @@ export async function startRedis(options: { own?: boolean; server?: ServerKind }
   };
 }
 
-let counter = 0;
+/** A Redis of a spec file's own: see redisForFile. */
+export interface FileRedis {
+  readonly redis: RedisTarget;
+  readonly admin: Redis;
+  /**
+   * Closes what a hook opened on this server (an app, an engine, a client) once the file's
+   * tests are over, last registered first, before the server stops: closed after it, they
+   * would wait on a server that is gone.
+   */
+  atEnd(...close: (() => unknown)[]): void;
+}
 
-/** A key prefix unique to this test run, so tests sharing one Redis never see each other's keys. */
 /**
- * A Redis of this spec file's own (startRedis), started before its tests and stopped after
- * them, with an admin client beside it: the one way a spec gets a server it only reads and
- * writes. Read the fields inside hooks and tests, once the server is up.
+ * A Redis of this spec file's own (startRedis, with its options), started before its tests
+ * and stopped after them, with an admin client beside it: the one way a spec gets a server.
+ * Read the fields inside hooks and tests, once the server is up.
  */
-export function redisForFile(): { readonly redis: RedisTarget; readonly admin: Redis } {
-  let redis: RedisTarget | undefined;
-  let admin: Redis | undefined;
-  beforeAll(async () => {
-    redis = await startRedis();
-    admin = redis.client();
-  });
-  afterAll(async () => {
-    await admin?.quit();
-    await redis?.stop();
-  });
-  const up = <T>(value: T | undefined): T => {
-    if (value === undefined) throw new Error("the file's Redis is not started yet: read it inside a hook or a test");
-    return value;
-  };
+export function redisForFile(options: { own?: boolean; server?: ServerKind } = {}): FileRedis {
+  const file = startedForFile(
+    'Redis',
+    async () => {
+      const redis = await startRedis(options);
+      return { redis, admin: redis.client() };
+    },
+    async ({ redis, admin }) => {
+      admin.disconnect();
+      await redis.stop();
+    },
+  );
   return {
     get redis() {
-      return up(redis);
+      return file.value().redis;
     },
     get admin() {
-      return up(admin);
+      return file.value().admin;
     },
+    atEnd: file.atEnd,
   };
 }
 
+let counter = 0;
+
+/** A key prefix unique to this test run, so tests sharing one Redis never see each other's keys. */
 export function uniquePrefix(name = 't'): string {
   counter++;
   return `lwtest:${name}:${process.pid}:${Date.now().toString(36)}:${counter}:`;

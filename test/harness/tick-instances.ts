@@ -77,7 +77,27 @@ export function tickInstances(server: ServerKind = 'redis') {
     return (await observer.lrange('runs', 0, -1)).map((line) => JSON.parse(line) as Run);
   }
 
-  return { instances, window, runs, observer: () => observer };
+  /**
+   * Over the next `ticks` ticks (a window), waits until every instance's timer has fired for the
+   * last of them, `graceMs` late at most, and checks that each tick that fired anywhere (at least
+   * `atLeast` of them) ran exactly once. The runs, for what a test checks besides.
+   */
+  async function expectEachTickOnce(
+    workers: ChildScript[],
+    ticks: number,
+    graceMs: number,
+    atLeast: number,
+  ): Promise<Run[]> {
+    const at = await window(ticks);
+    await allFired(workers, at[at.length - 1] + graceMs);
+    const all = await runs();
+    const fired = at.filter((tick) => firedBy(workers, tick));
+    expect(fired.length).toBeGreaterThanOrEqual(atLeast);
+    for (const tick of fired) expect([tick, all.filter((r) => r.at === tick).length]).toEqual([tick, 1]);
+    return all;
+  }
+
+  return { instances, window, runs, expectEachTickOnce, observer: () => observer };
 }
 
 /** Resolves once every instance's timer has fired for tick `at` (each by its own clock). */

@@ -1,58 +1,23 @@
-import type { Cluster, Redis } from 'ioredis';
-import { LockEngine, LockLostError } from 'lockwarden';
-import { runWorker } from '../harness/child';
-import type { ChildScript } from '../harness/child';
-import { RedisCluster } from '../harness/redis-cluster';
-import { startRedis, uniquePrefix } from '../harness/redis';
-import type { RedisTarget } from '../harness/redis';
-import { closeNow } from '../harness/engines';
+import type { Redis } from 'ioredis';
+import { LockLostError } from 'lockwarden';
+import type { LockEngine } from 'lockwarden';
+import { workersForFile } from '../harness/child';
+import { commandCalls } from '../harness/command-stats';
+import { engineFactory } from '../harness/engines';
+import { clusterForFile } from '../harness/redis-cluster';
+import { redisForFile, uniquePrefix } from '../harness/redis';
 
 /**
  * Fencing paid only where it is read: an uncontended mutex grant is one SET NX PX, and the
  * token is minted on first read, only while the reader still holds the lock. What Redis ran
  * is read from the server's own command statistics, not from the library.
  */
-let redis: RedisTarget;
-let admin: Redis;
-const engines: LockEngine[] = [];
-const children: ChildScript[] = [];
+// A server of its own: its command statistics count this file's engines only.
+const server = redisForFile({ own: true });
+const worker = workersForFile();
+const factory = engineFactory(() => server.redis.url, 'fence-mint');
+const engine = (keyPrefix: string): LockEngine => factory.engine({ keyPrefix });
 
-beforeAll(async () => {
-  // A server of its own: its command statistics count this file's engines only.
-  redis = await startRedis({ own: true });
-  admin = redis.client();
-});
-
-afterEach(async () => {
-  for (const c of children.splice(0)) c.kill();
-  await Promise.all(engines.splice(0).map(closeNow));
-});
-
-afterAll(async () => {
-  admin.disconnect();
-  await redis.stop();
-});
-
-function engine(keyPrefix: string): LockEngine {
-  const e = new LockEngine({ redis: redis.url, keyPrefix });
-  engines.push(e);
-  return e;
-}
-
-/** Calls per command since the server started, from INFO commandstats. */
-async function commandCalls(client: Pick<Redis, 'info'>): Promise<Map<string, number>> {
-  const calls = new Map<string, number>();
-  for (const m of (await client.info('commandstats')).matchAll(/^cmdstat_([\w|]+):calls=(\d+)/gm)) {
-    calls.set(m[1], Number(m[2]));
-  }
-  return calls;
-}
-
-/**
- * What ran between two readings, without the INFO calls that took them and the SCRIPT LOADs
- * an engine sends in the background when a connection becomes ready (on Cluster, one per
- * node, possibly after the warm-up call).
- */
 /**
  * Commands a client sends for its connection, not for a lock: a ready check (`INFO`, or
  * `CLUSTER INFO` when ioredis connects a Cluster node), script loading, a ping. They arrive
@@ -63,6 +28,12 @@ function isHousekeeping(command: string): boolean {
   return /^(info|ping|hello|select|readonly|command|cluster\||client\||script\|)/.test(command);
 }
 
+/**
+ * What ran between two readings, without the commands a client sends for its connection
+ * (isHousekeeping): the INFO calls that took them, and the SCRIPT LOADs an engine sends in the
+ * background when a connection becomes ready (on Cluster, one per node, possibly after the
+ * warm-up call).
+ */
 function delta(before: Map<string, number>, after: Map<string, number>): Record<string, number> {
   const out: Record<string, number> = {};
   for (const [name, n] of after) {
@@ -83,30 +54,30 @@ describe('an uncontended mutex', () => {
     const e = engine(prefix);
     // Warm: the first call of a process loads the scripts and connects.
     await (await e.acquire('warm')).release();
-    const before = await commandCalls(admin);
+    const before = await commandCalls(server.admin);
     const n = 20;
     for (let i = 0; i < n; i++) await (await e.acquire(`never-seen:${i}`)).release();
-    const ran = delta(before, await commandCalls(admin));
+    const ran = delta(before, await commandCalls(server.admin));
     // Command statistics count a script's own calls too: release.lua's GET and DEL. No INCR,
     // no TIME, no second script: the grant is the SET alone.
     expect(ran).toEqual({ set: n, evalsha: n, get: n, del: n });
-    expect(await admin.keys(`${prefix}*`)).toEqual([]);
+    expect(await server.admin.keys(`${prefix}*`)).toEqual([]);
   });
 
   it('mints its token on the first read only, above the server clock at the grant, and reads it again for free', async () => {
     const prefix = uniquePrefix('mint');
     const e = engine(prefix);
     await (await e.acquire('warm')).release();
-    const clock = await serverMicros(admin);
+    const clock = await serverMicros(server.admin);
     const lock = await e.acquire('order:1');
     // No token yet: only the lock's own key exists.
-    expect(await admin.keys(`${prefix}{order:1}*`)).toEqual([`${prefix}{order:1}`]);
-    const before = await commandCalls(admin);
+    expect(await server.admin.keys(`${prefix}{order:1}*`)).toEqual([`${prefix}{order:1}`]);
+    const before = await commandCalls(server.admin);
     const [first, again] = await Promise.all([lock.fencingToken(), lock.fencingToken()]);
     const third = await lock.fencingToken();
     // One script for three reads: fence-mint.lua's GET of the lock and of the counter, TIME,
     // and the SETs of the counter and of the lock's value.
-    expect(delta(before, await commandCalls(admin))).toEqual({ evalsha: 1, get: 2, time: 1, set: 2 });
+    expect(delta(before, await commandCalls(server.admin))).toEqual({ evalsha: 1, get: 2, time: 1, set: 2 });
     expect(again).toBe(first);
     expect(third).toBe(first);
     expect(first).toBeGreaterThan(clock);
@@ -119,17 +90,17 @@ describe('an uncontended mutex', () => {
     const prefix = uniquePrefix('fenced');
     const e = engine(prefix);
     await (await e.acquire('warm')).release();
-    const clock = await serverMicros(admin);
-    const before = await commandCalls(admin);
+    const clock = await serverMicros(server.admin);
+    const before = await commandCalls(server.admin);
     const lock = await e.acquire('order:2', { fenced: true });
     // acquire.lua, with its own GET of the lock, the mint (TIME, GET and SET of the counter)
     // and the SET of the lock: no plain SET on the wire.
-    expect(delta(before, await commandCalls(admin))).toEqual({ evalsha: 1, get: 2, time: 1, set: 2 });
-    const afterGrant = await commandCalls(admin);
+    expect(delta(before, await commandCalls(server.admin))).toEqual({ evalsha: 1, get: 2, time: 1, set: 2 });
+    const afterGrant = await commandCalls(server.admin);
     const token = await lock.fencingToken();
-    expect(delta(afterGrant, await commandCalls(admin))).toEqual({});
+    expect(delta(afterGrant, await commandCalls(server.admin))).toEqual({});
     expect(token).toBeGreaterThan(clock);
-    expect(await admin.get(`${prefix}{order:2}`)).toContain(`|${token}|`);
+    expect(await server.admin.get(`${prefix}{order:2}`)).toContain(`|${token}|`);
     await lock.release();
     await expect(e.acquire('k', { fenced: 'yes' as unknown as boolean })).rejects.toThrow(/fenced must be a boolean/);
   });
@@ -145,15 +116,6 @@ describe('an uncontended mutex', () => {
     await c.release();
     expect(t3).toBeGreaterThan(t1);
   });
-
-  it('shares the outer hold’s token with a reentrant hold', async () => {
-    const e = engine(uniquePrefix('reenter'));
-    const [outer, inner] = await e.withLock('k', async (lock) => {
-      const innerToken = await e.withLock('k', (again) => again.fencingToken());
-      return [await lock.fencingToken(), innerToken];
-    });
-    expect(inner).toBe(outer);
-  });
 });
 
 describe('a holder that lost its lock', () => {
@@ -162,16 +124,16 @@ describe('a holder that lost its lock', () => {
     const e = engine(prefix);
     const lock = await e.acquire('k');
     expect(lock.signal.aborted).toBe(false);
-    await admin.del(`${prefix}{k}`);
+    await server.admin.del(`${prefix}{k}`);
     await expect(lock.fencingToken()).rejects.toBeInstanceOf(LockLostError);
-    expect(await admin.exists(`${prefix}{k}:fence`)).toBe(0);
+    expect(await server.admin.exists(`${prefix}{k}:fence`)).toBe(0);
     expect(lock.signal.aborted).toBe(true);
     expect(lock.signal.reason).toBeInstanceOf(LockLostError);
     expect(lock.isHeld()).toBe(false);
     // And a second read rejects the same way, without asking Redis.
-    const before = await commandCalls(admin);
+    const before = await commandCalls(server.admin);
     await expect(lock.fencingToken()).rejects.toBeInstanceOf(LockLostError);
-    expect(delta(before, await commandCalls(admin))).toEqual({});
+    expect(delta(before, await commandCalls(server.admin))).toEqual({});
   });
 
   it('rejects a read after its own release', async () => {
@@ -183,52 +145,39 @@ describe('a holder that lost its lock', () => {
 
   it('cannot mint after a pause past its lease: only the next holder’s token is handed out', async () => {
     const prefix = uniquePrefix('paused');
-    const worker = runWorker('fence-worker', { REDIS: redis.url, PREFIX: prefix, KEY: 'k', LEASE_MS: '1000' });
-    children.push(worker);
-    await worker.waitFor(/^held$/);
+    const holder = worker('fence-worker', { REDIS: server.redis.url, PREFIX: prefix, KEY: 'k', LEASE_MS: '1000' });
+    await holder.waitFor(/^held$/);
     // A long GC pause or a stopped VM: the worker's watchdog cannot renew.
-    worker.kill('SIGSTOP');
+    holder.kill('SIGSTOP');
     const e = engine(prefix);
     // Waits for the worker's lease to lapse in Redis; then this engine holds the lock.
     const next = await e.acquire('k', { waitMs: 30_000 });
     const nextToken = await next.fencingToken();
-    worker.kill('SIGCONT');
-    await admin.rpush(`${prefix}go`, 'read');
-    const [, outcome] = await worker.waitFor(/^(token \d+|rejected \w+)$/);
+    holder.kill('SIGCONT');
+    await server.admin.rpush(`${prefix}go`, 'read');
+    const [, outcome] = await holder.waitFor(/^(token \d+|rejected \w+)$/);
     expect(outcome).toBe('rejected LockLostError');
     // Nothing was minted for the paused holder: the counter holds the new holder's token.
-    expect(Number(await admin.get(`${prefix}{k}:fence`))).toBe(nextToken);
+    expect(Number(await server.admin.get(`${prefix}{k}:fence`))).toBe(nextToken);
     expect(await next.fencingToken()).toBe(nextToken);
     await next.release();
-    expect(await worker.exited).toBe(0);
+    expect(await holder.exited).toBe(0);
   });
 });
 
 describe('on Cluster', () => {
-  let cluster: RedisCluster;
-  let nodes: Cluster;
-
-  beforeAll(async () => {
-    cluster = await RedisCluster.start({ masters: 3 });
-    nodes = cluster.client();
-  }, 60_000);
-
-  afterAll(async () => {
-    nodes.disconnect();
-    await cluster.stop();
-  });
+  const nodes = clusterForFile({ masters: 3 });
 
   async function clusterCalls(): Promise<Map<string, number>> {
     const sum = new Map<string, number>();
-    for (const node of nodes.nodes('master')) {
+    for (const node of nodes.admin.nodes('master')) {
       for (const [name, n] of await commandCalls(node)) sum.set(name, (sum.get(name) ?? 0) + n);
     }
     return sum;
   }
 
   it('an uncontended grant is one SET NX PX too, and a read mints a token that rises', async () => {
-    const e = new LockEngine({ redis: { cluster: cluster.startupNodes }, keyPrefix: uniquePrefix('cluster') });
-    engines.push(e);
+    const e = factory.engine({ redis: nodes.where(), keyPrefix: uniquePrefix('cluster') });
     await (await e.acquire('warm')).release();
     const before = await clusterCalls();
     const n = 12;

@@ -1,11 +1,12 @@
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { LockEngine } from 'lockwarden';
 import type { LockHandle } from 'lockwarden';
 import { MemoryLockBackend } from 'lockwarden/testing';
 import { EventLog } from '../harness/event-log';
-import { startRedis, uniquePrefix } from '../harness/redis';
-import type { RedisTarget } from '../harness/redis';
-import { closeNow } from '../harness/engines';
+import { callsOf } from '../harness/command-stats';
+import { closersForFile } from '../harness/cleanup';
+import { closeNow, engineFactory } from '../harness/engines';
+import { redisForFile, uniquePrefix } from '../harness/redis';
 
 /**
  * Fencing tokens across a Redis restart without persistence. The restart wipes the
@@ -13,29 +14,11 @@ import { closeNow } from '../harness/engines';
  * every holder that comes after it, or it refuses all of them until the new counter catches
  * up with the old one.
  */
-let redis: RedisTarget;
-let admin: Redis;
-const engines: LockEngine[] = [];
-
-beforeAll(async () => {
-  redis = await startRedis({ own: true });
-  admin = redis.client();
-});
-
-afterEach(async () => {
-  await Promise.all(engines.splice(0).map(closeNow));
-});
-
-afterAll(async () => {
-  admin.disconnect();
-  await redis.stop();
-});
-
-function engine(keyPrefix: string, events?: EventLog): LockEngine {
-  const e = new LockEngine({ redis: redis.url, keyPrefix, onEvent: events?.listener });
-  engines.push(e);
-  return e;
-}
+// Its own server: the tests restart it.
+const server = redisForFile({ own: true });
+const factory = engineFactory(() => server.redis.url, 'fence-restart');
+const engine = (keyPrefix: string, events?: EventLog): LockEngine => factory.engine({ keyPrefix }, events);
+const closers = closersForFile();
 
 /** What a lock protects: it refuses a write whose token is lower than the highest it has seen. */
 class FencedResource {
@@ -101,16 +84,16 @@ describe('fencing tokens across a Redis restart without persistence', () => {
     const writeLockRounds = (): Promise<number[]> => writeRounds(20, () => e.acquireWrite('catalog'), catalog);
 
     const before = [await mutexRounds(), await writeLockRounds()];
-    expect(await admin.exists(`${keyPrefix}{ledger}:fence`, `${keyPrefix}{catalog}:rw:fence`)).toBe(2);
+    expect(await server.admin.exists(`${keyPrefix}{ledger}:fence`, `${keyPrefix}{catalog}:rw:fence`)).toBe(2);
 
     const ready = nextReady(e.client as Redis);
-    await redis.process!.stop();
-    await redis.process!.restart();
+    await server.redis.process!.stop();
+    await server.redis.process!.restart();
     await ready;
-    expect(await admin.exists(`${keyPrefix}{ledger}:fence`, `${keyPrefix}{catalog}:rw:fence`)).toBe(0);
+    expect(await server.admin.exists(`${keyPrefix}{ledger}:fence`, `${keyPrefix}{catalog}:rw:fence`)).toBe(0);
 
     const after = [await mutexRounds(), await writeLockRounds()];
-    expect(await admin.mget(`${keyPrefix}{ledger}:fence`, `${keyPrefix}{catalog}:rw:fence`)).toEqual(
+    expect(await server.admin.mget(`${keyPrefix}{ledger}:fence`, `${keyPrefix}{catalog}:rw:fence`)).toEqual(
       after.map((tokens) => String(tokens[tokens.length - 1])),
     );
     expect(ledger.refused).toEqual([]);
@@ -132,21 +115,16 @@ describe('fencing tokens across a Redis restart without persistence', () => {
     const keyPrefix = uniquePrefix('fence-clock');
     const e = engine(keyPrefix);
     const serverMicros = async (): Promise<number> => {
-      const [seconds, micros] = await admin.time();
+      const [seconds, micros] = await server.admin.time();
       return Number(seconds) * 1_000_000 + Number(micros);
     };
-    const calls = async (command: RegExp): Promise<number> => {
-      const stats = await admin.info('commandstats');
-      const lines = stats.split('\r\n').filter((line) => command.test(line));
-      return lines.reduce((n, line) => n + Number(/calls=(\d+)/.exec(line)?.[1] ?? 0), 0);
-    };
-    const scriptCalls = (): Promise<number> => calls(/^cmdstat_(evalsha|eval):/);
-    const setCalls = (): Promise<number> => calls(/^cmdstat_set:/);
+    const scriptCalls = (): Promise<number> => callsOf(server.admin, 'evalsha', 'eval');
+    const setCalls = (): Promise<number> => callsOf(server.admin, 'set');
     // A counter whose seed ran ahead of the clock, as one seeded from a process's estimate of
     // that clock could be: the store must not trust a counter it did not see seeded.
     const counter = `${keyPrefix}{ahead}:fence`;
     const ahead = (await serverMicros()) + 5_000_000;
-    await admin.set(counter, String(ahead), 'PX', 60_000);
+    await server.admin.set(counter, String(ahead), 'PX', 60_000);
     const first = await e.acquire('ahead');
     // Tokens only rise: this one is above the counter, and the store now knows the name.
     expect(await first.fencingToken()).toBeGreaterThan(ahead);
@@ -174,12 +152,12 @@ describe('fencing tokens across a Redis restart without persistence', () => {
 
     // A restart wipes the counter: the next grant, plain again, seeds from the server clock.
     const ready = nextReady(e.client as Redis);
-    await redis.process!.stop();
-    await redis.process!.restart();
+    await server.redis.process!.stop();
+    await server.redis.process!.restart();
     await ready;
     const after = await e.withLock('plain', (lock) => lock.fencingToken());
     expect(after).toBeGreaterThan(tokens[tokens.length - 1]);
-    expect(await admin.pttl(`${keyPrefix}{plain}:fence`)).toBeGreaterThan(0);
+    expect(await server.admin.pttl(`${keyPrefix}{plain}:fence`)).toBeGreaterThan(0);
   });
 
   it('keep rising when the first grant on a lost counter is a hand-off to a fair waiter', async () => {
@@ -192,20 +170,20 @@ describe('fencing tokens across a Redis restart without persistence', () => {
     await parked;
     // The counter is gone while the lock and its queue are not: the hand-off in release.lua
     // is then the grant that starts a new counter.
-    expect(await admin.del(`${keyPrefix}{queue}:fence`)).toBe(1);
+    expect(await server.admin.del(`${keyPrefix}{queue}:fence`)).toBe(1);
     const holderToken = await holder.fencingToken();
     await holder.release();
     const next = await waiting;
     expect(await next.fencingToken()).toBeGreaterThan(holderToken);
     // Exactly the stored token: the hand-off message carries all 16 digits, not Lua's 14.
-    expect(String(await next.fencingToken())).toBe(await admin.get(`${keyPrefix}{queue}:fence`));
+    expect(String(await next.fencingToken())).toBe(await server.admin.get(`${keyPrefix}{queue}:fence`));
     await next.release();
   });
 
   it('keep rising in the in-memory twin across reset(), as on Redis', async () => {
     const backend = new MemoryLockBackend();
     const e = new LockEngine({}, undefined, backend);
-    engines.push(e);
+    closers.push(() => closeNow(e));
     const resource = new FencedResource();
     const before = await writeRounds(20, () => e.acquire('ledger'), resource);
     backend.reset();

@@ -2,46 +2,25 @@
 // release script, to the oldest waiting process, tells that process alone, and the new holder
 // starts with no call to confirm it. Watched from outside the library: a client of the test's
 // own subscribed to every channel of the lock, and Redis's own command counts.
-import type { Redis } from 'ioredis';
-import { LockEngine } from 'lockwarden';
-import type { AcquireOptions, LockEngineOptions, LockHandle } from 'lockwarden';
-import { runWorker } from '../harness/child';
-import { EventLog } from '../harness/event-log';
+import type { LockEngine, LockHandle } from 'lockwarden';
+import { workersForFile } from '../harness/child';
 import type { ChildScript } from '../harness/child';
-import { closeNow } from '../harness/engines';
-import { startRedis, uniquePrefix } from '../harness/redis';
-import type { RedisTarget } from '../harness/redis';
+import { closersForFile } from '../harness/cleanup';
+import { callsOf } from '../harness/command-stats';
+import { engineFactory } from '../harness/engines';
+import { EventLog } from '../harness/event-log';
+import { handOvers } from '../harness/hand-over';
+import { redisForFile, uniquePrefix } from '../harness/redis';
 
-let redis: RedisTarget;
-let admin: Redis;
-let listener: Redis;
-const children: ChildScript[] = [];
-const engines: LockEngine[] = [];
-
-beforeAll(async () => {
-  // Its own server: the command counts below are the lock's alone.
-  redis = await startRedis({ own: true });
-  admin = redis.client();
-  listener = redis.client();
-});
-
-afterEach(async () => {
-  for (const c of children.splice(0)) c.kill();
-  await Promise.all(engines.splice(0).map(closeNow));
-});
-
-afterAll(async () => {
-  listener.disconnect();
-  await admin.quit();
-  await redis.stop();
-});
+// Its own server: the command counts below are the lock's alone.
+const server = redisForFile({ own: true });
+const worker = workersForFile();
+const { engine } = engineFactory(() => server.redis.url, 'handoff');
+const { twoEngines, handOver } = handOvers(engine);
+const closers = closersForFile();
 
 /** How many script calls (EVALSHA) the server has run so far, by its own count. */
-async function scriptCalls(): Promise<number> {
-  const stats = await admin.info('commandstats');
-  const m = /cmdstat_evalsha:calls=(\d+)/.exec(stats);
-  return m ? Number(m[1]) : 0;
-}
+const scriptCalls = (): Promise<number> => callsOf(server.admin, 'evalsha');
 
 /** Waits until `check` holds, looking again each few milliseconds (it observes other processes). */
 async function until(check: () => Promise<boolean> | boolean): Promise<void> {
@@ -51,7 +30,8 @@ async function until(check: () => Promise<boolean> | boolean): Promise<void> {
 /** Every message published on `channel` and on the channels under it (its inboxes), as heard. */
 async function overhear(channel: string): Promise<{ channel: string; message: string }[]> {
   const heard: { channel: string; message: string }[] = [];
-  listener.removeAllListeners('pmessage');
+  const listener = server.redis.client();
+  closers.push(() => listener.disconnect());
   listener.on('pmessage', (_pattern: string, on: string, message: string) => heard.push({ channel: on, message }));
   await listener.psubscribe(`${channel}*`);
   return heard;
@@ -69,8 +49,8 @@ async function queuedWorkers(
 ): Promise<ChildScript[]> {
   const workers: ChildScript[] = [];
   for (const [i, kind] of kinds.entries()) {
-    const w = runWorker('lock-worker', {
-      REDIS: redis.url,
+    const w = worker('lock-worker', {
+      REDIS: server.redis.url,
       PREFIX,
       MODE: 'wait-hold',
       ...(kind ? { KIND: kind } : {}),
@@ -78,48 +58,11 @@ async function queuedWorkers(
       LEASE_MS: '120000',
       PLACE_MS: '600000',
     });
-    children.push(w);
     workers.push(w);
     await w.waitFor(/^waiting$/);
     await until(() => queued(i + 1));
   }
   return workers;
-}
-
-/** Two engines on one prefix, the second with events and `engineOptions`. */
-function twoEngines(
-  name: string,
-  engineOptions: Partial<LockEngineOptions> = {},
-): { keyPrefix: string; events: EventLog; a: LockEngine; b: LockEngine } {
-  const keyPrefix = uniquePrefix(name);
-  const events = new EventLog();
-  const a = new LockEngine({ redis: redis.url, keyPrefix, ...engineOptions });
-  const b = new LockEngine({ redis: redis.url, keyPrefix, ...engineOptions, onEvent: events.listener });
-  engines.push(a, b);
-  return { keyPrefix, events, a, b };
-}
-
-/**
- * A mutex `key` held in one engine and waited for in the other (with `options`), then released:
- * the handed-over lock, once the waiter has it. `beforeRelease` runs with the waiter parked.
- */
-async function handOver(
-  name: string,
-  key: string,
-  options: AcquireOptions,
-  engineOptions: Partial<LockEngineOptions> = {},
-  beforeRelease: () => Promise<unknown> = async () => undefined,
-): Promise<{ keyPrefix: string; events: EventLog; lock: LockHandle }> {
-  const { keyPrefix, events, a, b } = twoEngines(name, engineOptions);
-  const holder = await a.acquire(key);
-  const parked = events.next({ type: 'waiting', key });
-  const waiting = b.acquire(key, options);
-  await parked;
-  await beforeRelease();
-  await holder.release();
-  const lock = await waiting;
-  expect(events.count({ type: 'acquired', key, handedOff: true })).toBe(1);
-  return { keyPrefix, events, lock };
 }
 
 describe('a release others wait for, between processes', () => {
@@ -128,8 +71,7 @@ describe('a release others wait for, between processes', () => {
     const channel = `${PREFIX}{k}:released`;
     const heard = await overhear(channel);
 
-    const holderEngine = new LockEngine({ redis: redis.url, keyPrefix: PREFIX });
-    engines.push(holderEngine);
+    const holderEngine = engine({ keyPrefix: PREFIX });
     const holder = await holderEngine.acquire('k');
     const holderToken = await holder.fencingToken();
 
@@ -157,7 +99,7 @@ describe('a release others wait for, between processes', () => {
       expect((await scriptCalls()) - before).toBe(i === 0 ? 2 : 1);
       tokens.push(Number(m[1]));
       const name = `w${i}`;
-      release = () => admin.rpush(`${PREFIX}go:${name}`, 'go');
+      release = () => server.admin.rpush(`${PREFIX}go:${name}`, 'go');
     }
     await release();
     await Promise.all(workers.map((w) => w.succeeded()));
@@ -176,7 +118,6 @@ describe('a release others wait for, between processes', () => {
       expect(g.message).toMatch(new RegExp(`^g[0-9a-f]+:${tokens[i + 1]}:120000:\\d+$`));
     }
     expect(heard.filter((h) => h.channel === channel).map((h) => h.message)).toEqual(['r']);
-    await listener.punsubscribe();
   });
 
   it('hands a write lock to the oldest waiting writer, then the readers queued behind it together, telling only their processes, at no call of theirs', async () => {
@@ -184,14 +125,13 @@ describe('a release others wait for, between processes', () => {
     const channel = `${PREFIX}{k}:rw:released`;
     const heard = await overhear(channel);
 
-    const holderEngine = new LockEngine({ redis: redis.url, keyPrefix: PREFIX });
-    engines.push(holderEngine);
+    const holderEngine = engine({ keyPrefix: PREFIX });
     const holder = await holderEngine.acquireWrite('k');
     const holderToken = await holder.fencingToken();
 
     // A writer, then two readers, each in its own process, queue in that order (the readers
     // behind the writer: writer preference).
-    const queued = async (n: number): Promise<boolean> => (await admin.zcard(`${PREFIX}{k}:rw:queue`)) === n;
+    const queued = async (n: number): Promise<boolean> => (await server.admin.zcard(`${PREFIX}{k}:rw:queue`)) === n;
     const workers = await queuedWorkers(PREFIX, ['write', 'read', 'read'], queued);
     const acquired = workers.map((w) => w.waitFor(/^acquired (\d+) (\w+)$/));
     let calls = await scriptCalls();
@@ -207,14 +147,14 @@ describe('a release others wait for, between processes', () => {
     expect((await scriptCalls()) - calls).toBe(1); // the release; the new holder sent none
 
     calls = await scriptCalls();
-    await admin.rpush(`${PREFIX}go:w0`, 'go');
+    await server.admin.rpush(`${PREFIX}go:w0`, 'go');
     const readers = await Promise.all(acquired.slice(1));
     // Both readers together, each handed its read lease, with the writer's token.
     for (const r of readers) expect([r[1], r[2]]).toEqual([writer[1], 'true']);
     expect((await scriptCalls()) - calls).toBe(1);
 
-    await admin.rpush(`${PREFIX}go:w1`, 'go');
-    await admin.rpush(`${PREFIX}go:w2`, 'go');
+    await server.admin.rpush(`${PREFIX}go:w1`, 'go');
+    await server.admin.rpush(`${PREFIX}go:w2`, 'go');
     await Promise.all(workers.map((w) => w.succeeded()));
     // Three grants, each one message on the inbox of the process it went to; the lock's own
     // channel heard nothing (readers leaving with nobody waiting wake nobody).
@@ -224,7 +164,6 @@ describe('a release others wait for, between processes', () => {
       expect(h.channel).toMatch(new RegExp(`^${channel.replace(/[{}]/g, '\\$&')}:[0-9a-f]{12}$`));
       expect(h.message).toMatch(new RegExp(`^g[0-9a-f]+:${writer[1]}:120000:\\d+$`));
     }
-    await listener.punsubscribe();
   });
 
   it("counts a handed-over lock's hold from when its holder had it, not from the attempt its lease is timed from", async () => {
@@ -244,23 +183,12 @@ describe('a release others wait for, between processes', () => {
     expect(waiting?.name).toBe(released?.name);
   });
 
-  it('extends a hand-off lease held past it to the full lease, and keeps the signal live', async () => {
-    const { keyPrefix, events, lock } = await handOver('handoff-extend', 'x', { leaseMs: 30_000 });
-    // The hand-off set 700 ms on the server; the first renewal sets the full 30 s.
-    await events.renewals('x', 1);
-    expect(await admin.pttl(`${keyPrefix}{x}`)).toBeGreaterThan(700);
-    expect(lock.signal.aborted).toBe(false);
-    await lock.release();
-  });
-
   it('hands released permits to the oldest waiting engines in turn, which hold them with no call', async () => {
     const keyPrefix = uniquePrefix('handoff-permits');
     const events = new EventLog();
     // Places renewed every 3 minutes: only the hand-offs can let the waiters in.
-    const make = (onEvent?: EventLog['listener']): LockEngine =>
-      new LockEngine({ redis: redis.url, keyPrefix, placeMs: 600_000, onEvent });
-    const [a, b, c] = [make(), make(events.listener), make(events.listener)];
-    engines.push(a, b, c);
+    const make = (log?: EventLog): LockEngine => engine({ keyPrefix, placeMs: 600_000 }, log);
+    const [a, b, c] = [make(), make(events), make(events)];
     const held = [
       await a.semaphore('pool', { limit: 2 }).acquire({ leaseMs: 60_000 }),
       await a.semaphore('pool', { limit: 2 }).acquire({ leaseMs: 60_000 }),
@@ -339,13 +267,13 @@ describe('a release others wait for, between processes', () => {
       await parked;
     }
     // One place on the server for the three: the engine's.
-    expect(await admin.zcard(`${keyPrefix}{one}:sem:queue`)).toBe(1);
+    expect(await server.admin.zcard(`${keyPrefix}{one}:sem:queue`)).toBe(1);
     await holder.release();
     await Promise.all(waiters);
     // Each got its turn (within the engine, a pass goes to a parked waiter, so the order
     // there is not promised), and nothing is left queued.
     expect([...turns].sort()).toEqual([0, 1, 2]);
-    expect(await admin.exists(`${keyPrefix}{one}:sem:queue`, `${keyPrefix}{one}:sem:waiters`)).toBe(0);
+    expect(await server.admin.exists(`${keyPrefix}{one}:sem:queue`, `${keyPrefix}{one}:sem:waiters`)).toBe(0);
   });
 
   it("when an engine's semaphore waiter holding the engine's place gives up, the next takes the place", async () => {
@@ -361,56 +289,15 @@ describe('a release others wait for, between processes', () => {
     const second = sem.acquire({ leaseMs: 60_000, waitMs: 600_000 });
     await parked;
     const queue = `${keyPrefix}{one}:sem:queue`;
-    const [placed] = await admin.zrange(queue, '0', '-1');
+    const [placed] = await server.admin.zrange(queue, '0', '-1');
     cancel.abort();
     await first;
     // The second waiter took the engine's place: a new one, the first's withdrawn.
     await until(async () => {
-      const now = await admin.zrange(queue, '0', '-1');
+      const now = await server.admin.zrange(queue, '0', '-1');
       return now.length === 1 && now[0] !== placed;
     });
     await holder.release();
     await (await second).release();
-  });
-
-  it('keeps a handed-over lock whose holder blocks its event loop past the hand-off lease: the renewal went out first', async () => {
-    // Hand-off lease 1.4 s, so its local abort time is about 1.1 s after the grant; the
-    // server has that long to take the renewal sent as the lock was handed over.
-    const { keyPrefix, events, lock } = await handOver('handoff-block', 'x', { leaseMs: 30_000 }, { placeMs: 2_000 });
-    // Synchronous work past the local abort time of the hand-off lease, as a CPU-bound
-    // section or a long GC pause would be.
-    const until = performance.now() + 1_500;
-    while (performance.now() < until) {
-      // busy
-    }
-    // The watchdog's timer runs before the renewal's answer is read: the answer still comes
-    // first (renewals() fails the test if the lock is lost before it).
-    await events.renewals('x', 1);
-    expect(events.count({ type: 'lost', key: 'x' })).toBe(0);
-    expect(lock.signal.aborted).toBe(false);
-    expect(await admin.pttl(`${keyPrefix}{x}`)).toBeGreaterThan(2_000);
-    await lock.release();
-  });
-
-  it('uses a hand-off of a fixed lease (renew: false) with no call, extended once to the end it asked for', async () => {
-    let before = 0;
-    const { keyPrefix, events, lock } = await handOver(
-      'handoff-fixed',
-      'f',
-      { leaseMs: 5_000, renew: false },
-      {},
-      async () => {
-        before = await scriptCalls();
-      },
-    );
-    // Its one extension, out of the 700 ms hand-off lease: to 5 s from the grant, no more.
-    await events.renewals('f', 1);
-    const ttl = await admin.pttl(`${keyPrefix}{f}`);
-    expect(ttl).toBeGreaterThan(700);
-    expect(ttl).toBeLessThanOrEqual(5_000);
-    // The release that handed it over and that extension: no call to confirm it.
-    expect((await scriptCalls()) - before).toBe(3); // release-plain.lua, release.lua, renew.lua
-    expect(lock.signal.aborted).toBe(false);
-    await lock.release();
   });
 });

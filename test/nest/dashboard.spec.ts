@@ -7,7 +7,6 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { get } from 'node:http';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import type { Redis } from 'ioredis';
 import { LockEngine, LockModule, LockService } from 'lockwarden';
 import type { LockHandle } from 'lockwarden';
 import { FORCE_UNLOCK_HEADER, LockDashboardModule } from 'lockwarden/dashboard';
@@ -15,8 +14,7 @@ import type { DashboardState } from 'lockwarden/dashboard';
 import type { Browser } from 'playwright-core';
 import request from 'supertest';
 import { launchChromium } from '../harness/browser';
-import { startRedis, uniquePrefix } from '../harness/redis';
-import type { RedisTarget } from '../harness/redis';
+import { redisForFile, startRedis, uniquePrefix } from '../harness/redis';
 
 /** Lets a request through only with `x-admin: yes`. */
 @Injectable()
@@ -27,8 +25,7 @@ class AdminGuard implements CanActivate {
   }
 }
 
-let redis: RedisTarget;
-let admin: Redis;
+const server = redisForFile();
 let prefix: string;
 let express: INestApplication;
 let expressUrl: string;
@@ -40,41 +37,40 @@ const shots = mkdtempSync(join(tmpdir(), 'lockwarden-dashboard-'));
 
 async function appWith(dashboard: ReturnType<typeof LockDashboardModule.forRoot>, instanceId: string) {
   @Module({
-    imports: [LockModule.forRoot({ redis: redis.url, keyPrefix: prefix, instanceId, isGlobal: true }), dashboard],
+    imports: [
+      LockModule.forRoot({ redis: server.redis.url, keyPrefix: prefix, instanceId, isGlobal: true }),
+      dashboard,
+    ],
   })
   class AppModule {}
   return Test.createTestingModule({ imports: [AppModule] }).compile();
 }
 
 beforeAll(async () => {
-  redis = await startRedis();
-  admin = redis.client();
   prefix = uniquePrefix('dash');
   const expressRef = await appWith(LockDashboardModule.forRoot({ allowForceUnlock: true }), 'web-1');
   express = expressRef.createNestApplication({ logger: false });
+  server.atEnd(() => express.close());
   await express.listen(0, '127.0.0.1');
   expressUrl = await express.getUrl();
   const fastifyRef = await appWith(LockDashboardModule.forRoot({ path: '/ops/locks/', guards: [AdminGuard] }), 'web-2');
   fastify = fastifyRef.createNestApplication<NestFastifyApplication>(new FastifyAdapter(), { logger: false });
+  server.atEnd(() => fastify.close());
   await fastify.listen(0, '127.0.0.1');
   fastifyUrl = await fastify.getUrl();
-  other = new LockEngine({ redis: redis.url, keyPrefix: prefix, instanceId: 'worker-7' });
+  other = new LockEngine({ redis: server.redis.url, keyPrefix: prefix, instanceId: 'worker-7' });
   browser = await launchChromium();
+  server.atEnd(
+    () => other.close(),
+    () => browser.close(),
+  );
 });
 
-afterAll(async () => {
-  await browser?.close();
-  await other?.close();
-  await express?.close();
-  await fastify?.close();
-  await admin?.quit();
-  await redis?.stop();
-  rmSync(shots, { recursive: true, force: true });
-});
+afterAll(() => rmSync(shots, { recursive: true, force: true }));
 
 /** The owner token inside a mutex's Redis value ("owner|fence|instance"): what must never be shown. */
 async function ownerTokenOf(key: string): Promise<string> {
-  const value = await admin.get(`${prefix}{${key}}`);
+  const value = await server.admin.get(`${prefix}{${key}}`);
   expect(value).not.toBeNull();
   return value!.split('|')[0];
 }
@@ -160,7 +156,7 @@ describe('the lock dashboard in a real browser', () => {
     await page.goto(`${expressUrl}/locks`);
     await page.locator('button[data-unlock="stuck:job"]').click();
     await page.locator('tr[data-lock="stuck:job"]').waitFor({ state: 'detached' });
-    expect(await admin.exists(`${prefix}{stuck:job}`)).toBe(0);
+    expect(await server.admin.exists(`${prefix}{stuck:job}`)).toBe(0);
     await page.close();
     await held.release().catch(() => undefined);
   });
@@ -240,7 +236,7 @@ describe('the dashboard’s data', () => {
       expect(off.status).toBe(403);
       const forged = await request(express.getHttpServer()).post('/locks/api/unlock?key=guarded:unlock');
       expect(forged.status).toBe(403);
-      expect(await admin.exists(`${prefix}{guarded:unlock}`)).toBe(1);
+      expect(await server.admin.exists(`${prefix}{guarded:unlock}`)).toBe(1);
     } finally {
       await held.release();
     }

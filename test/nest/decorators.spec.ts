@@ -2,9 +2,7 @@ import { Injectable, Module, SetMetadata } from '@nestjs/common';
 import type { INestApplicationContext } from '@nestjs/common';
 import { Cron, ScheduleModule, SchedulerRegistry } from '@nestjs/schedule';
 import { Test } from '@nestjs/testing';
-import type { Redis } from 'ioredis';
 import {
-  getLockedMetadata,
   LockConfigError,
   LockLostError,
   LockModule,
@@ -16,12 +14,12 @@ import {
   WriteLocked,
 } from 'lockwarden';
 import type { LockKind } from 'lockwarden';
+// Decorator metadata is the Nest layer's own, not the main entry's.
+import { getLockedMetadata } from '../../libs/lockwarden/src/nest/decorators/locked-metadata.accessor';
 import { aborted, EventLog } from '../harness/event-log';
-import { startRedis, uniquePrefix } from '../harness/redis';
-import type { RedisTarget } from '../harness/redis';
+import { redisForFile, uniquePrefix } from '../harness/redis';
 
-let redis: RedisTarget;
-let admin: Redis;
+const server = redisForFile();
 
 /** Counts how many calls are inside a section at once, per key. */
 class Overlap {
@@ -57,7 +55,7 @@ class Accounts {
 
   @Locked('account:{0}')
   async debit(id: string): Promise<string> {
-    await this.overlap.run(id, () => admin.ping());
+    await this.overlap.run(id, () => server.admin.ping());
     return `debited ${id}`;
   }
 
@@ -76,7 +74,7 @@ class Accounts {
 
   @Locked(['transfer:{0}', 'transfer:{1}'])
   async transfer(from: string, to: string): Promise<void> {
-    await this.overlap.run('transfer', () => admin.ping());
+    await this.overlap.run('transfer', () => server.admin.ping());
     void from;
     void to;
   }
@@ -108,7 +106,7 @@ class Accounts {
   async doomed(prefix: string): Promise<string> {
     const lock = this.locks!.current('doomed')!;
     this.seenToken = await lock.fencingToken();
-    await admin.del(`${prefix}{doomed}`);
+    await server.admin.del(`${prefix}{doomed}`);
     await aborted(lock.signal);
     this.sawAbort = lock.signal.aborted;
     return 'finished anyway';
@@ -158,7 +156,7 @@ class Catalog {
 
   @WriteLocked('catalog:{0}')
   async write(id: string): Promise<void> {
-    await this.overlap.run(`write`, () => admin.ping());
+    await this.overlap.run(`write`, () => server.admin.ping());
     void id;
   }
 
@@ -181,13 +179,11 @@ let prefix: string;
 const events = new EventLog();
 
 beforeAll(async () => {
-  redis = await startRedis();
-  admin = redis.client();
   prefix = uniquePrefix('deco');
   const moduleRef = await Test.createTestingModule({
     imports: [
       ScheduleModule.forRoot(),
-      LockModule.forRoot({ redis: redis.url, keyPrefix: prefix, onEvent: events.listener }),
+      LockModule.forRoot({ redis: server.redis.url, keyPrefix: prefix, onEvent: events.listener }),
     ],
     providers: [Accounts, Jobs, Catalog],
   }).compile();
@@ -195,12 +191,7 @@ beforeAll(async () => {
   accounts = ctx.get(Accounts);
   locks = ctx.get(LockService);
   accounts.locks = locks;
-});
-
-afterAll(async () => {
-  await ctx.close();
-  await admin.quit();
-  await redis.stop();
+  server.atEnd(() => ctx.close());
 });
 
 describe('@Locked on service methods', () => {
@@ -265,7 +256,7 @@ describe('@Locked on service methods', () => {
   it('re-enters the same key from a nested decorated call', async () => {
     const token = await accounts.outer('n1');
     expect(token).toBeGreaterThan(0);
-    expect(await admin.exists(`${prefix}{outer:n1}`)).toBe(0);
+    expect(await server.admin.exists(`${prefix}{outer:n1}`)).toBe(0);
   });
 
   it('rejects with LockLostError when the lock is lost mid-method, and the method saw the signal', async () => {
@@ -328,7 +319,7 @@ describe('@ReadLocked and @WriteLocked', () => {
 
   it('downgrades from a write-locked method to a read-locked one', async () => {
     await expect(ctx.get(Catalog).writeThenRead('c3')).resolves.toBe(1);
-    expect(await admin.exists(`${prefix}{catalog:c3}:rw`)).toBe(0);
+    expect(await server.admin.exists(`${prefix}{catalog:c3}:rw`)).toBe(0);
   });
 });
 

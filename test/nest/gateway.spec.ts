@@ -10,17 +10,11 @@ import { MessageBody, SubscribeMessage, WebSocketGateway } from '@nestjs/websock
 import { io } from 'socket.io-client';
 import type { Socket } from 'socket.io-client';
 import { Locked, LockModule, LockService } from 'lockwarden';
-import { expectHeldUntilReturn, Gates, recordingLogger, Runs } from '../harness/handler-runs';
-import { startRedis, uniquePrefix } from '../harness/redis';
-import type { RedisTarget } from '../harness/redis';
+import { expectHeldUntilReturn, handlerRunsForFile } from '../harness/handler-runs';
 
-let redis: RedisTarget;
 let app: INestApplication;
 let url = '';
-const gates = new Gates();
-const runs = new Runs();
-const { logger, errors } = recordingLogger();
-const prefix = uniquePrefix('gateway');
+const { server, gates, runs, logger, errors, prefix } = handlerRunsForFile('gateway');
 
 @WebSocketGateway()
 class JobsGateway {
@@ -49,9 +43,8 @@ async function connect(): Promise<Socket> {
 }
 
 beforeAll(async () => {
-  redis = await startRedis();
   @Module({
-    imports: [LockModule.forRoot({ redis: redis.url, keyPrefix: prefix })],
+    imports: [LockModule.forRoot({ redis: server.redis.url, keyPrefix: prefix })],
     providers: [JobsGateway],
   })
   class AppModule {}
@@ -59,11 +52,7 @@ beforeAll(async () => {
   app.useWebSocketAdapter(new IoAdapter(app));
   await app.listen(0, '127.0.0.1');
   url = `http://127.0.0.1:${(app.getHttpServer().address() as { port: number }).port}`;
-});
-
-afterAll(async () => {
-  await app?.close();
-  await redis?.stop();
+  server.atEnd(() => app.close());
 });
 
 describe('@Locked on a @SubscribeMessage handler, over socket.io', () => {
@@ -94,11 +83,6 @@ describe('@Locked on a @SubscribeMessage handler, over socket.io', () => {
     const client = await connect();
     const run = gates.close(2);
     client.emit('work', { id: 2 });
-    const admin = redis.client();
-    try {
-      await expectHeldUntilReturn(await runs.started(2), run, () => client.disconnect(), admin, prefix, 'job:2');
-    } finally {
-      admin.disconnect();
-    }
+    await expectHeldUntilReturn(await runs.started(2), run, () => client.disconnect(), server.admin, prefix, 'job:2');
   });
 });

@@ -10,17 +10,11 @@ import { NestFactory } from '@nestjs/core';
 import { Args, GraphQLModule, Int, Mutation, Query, Resolver } from '@nestjs/graphql';
 import { request } from 'node:http';
 import { Locked, LockModule, LockService } from 'lockwarden';
-import { expectHeldUntilReturn, Gates, recordingLogger, Runs } from '../harness/handler-runs';
-import { startRedis, uniquePrefix } from '../harness/redis';
-import type { RedisTarget } from '../harness/redis';
+import { expectHeldUntilReturn, handlerRunsForFile } from '../harness/handler-runs';
 
-let redis: RedisTarget;
 let app: INestApplication;
 let port = 0;
-const gates = new Gates();
-const runs = new Runs();
-const { logger, errors } = recordingLogger();
-const prefix = uniquePrefix('graphql');
+const { server, gates, runs, logger, errors, prefix } = handlerRunsForFile('graphql');
 
 @Resolver()
 class JobsResolver {
@@ -68,10 +62,9 @@ function post(query: string): { body: Promise<string>; destroy: () => void } {
 }
 
 beforeAll(async () => {
-  redis = await startRedis();
   @Module({
     imports: [
-      LockModule.forRoot({ redis: redis.url, keyPrefix: prefix }),
+      LockModule.forRoot({ redis: server.redis.url, keyPrefix: prefix }),
       GraphQLModule.forRoot<ApolloDriverConfig>({ driver: ApolloDriver, autoSchemaFile: true }),
     ],
     providers: [JobsResolver],
@@ -80,11 +73,7 @@ beforeAll(async () => {
   app = await NestFactory.create(AppModule, { logger });
   await app.listen(0, '127.0.0.1');
   port = (app.getHttpServer().address() as { port: number }).port;
-});
-
-afterAll(async () => {
-  await app?.close();
-  await redis?.stop();
+  server.atEnd(() => app.close());
 });
 
 describe('@Locked on a GraphQL mutation, over HTTP', () => {
@@ -107,11 +96,6 @@ describe('@Locked on a GraphQL mutation, over HTTP', () => {
     const run = gates.close(2);
     const call = post('mutation { work(id: 2) }');
     call.body.catch(() => undefined); // it is cut off on purpose
-    const admin = redis.client();
-    try {
-      await expectHeldUntilReturn(await runs.started(2), run, () => call.destroy(), admin, prefix, 'job:2');
-    } finally {
-      admin.disconnect();
-    }
+    await expectHeldUntilReturn(await runs.started(2), run, () => call.destroy(), server.admin, prefix, 'job:2');
   });
 });

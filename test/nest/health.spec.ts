@@ -6,11 +6,10 @@ import { LockModule, LockService } from 'lockwarden';
 import { LockHealthIndicator } from 'lockwarden/health';
 import request from 'supertest';
 import { EventLog } from '../harness/event-log';
-import { startRedis, uniquePrefix } from '../harness/redis';
-import type { RedisTarget } from '../harness/redis';
+import { redisForFile, uniquePrefix } from '../harness/redis';
 
 /** LockHealthIndicator in a real app, over real HTTP, with Redis up, down and back. */
-let redis: RedisTarget;
+const server = redisForFile({ own: true });
 let app: INestApplication;
 const events = new EventLog();
 
@@ -37,12 +36,11 @@ class HealthController {
 }
 
 beforeAll(async () => {
-  redis = await startRedis({ own: true });
   const moduleRef = await Test.createTestingModule({
     imports: [
       TerminusModule.forRoot({ logger: false }),
       LockModule.forRoot({
-        redis: redis.url,
+        redis: server.redis.url,
         keyPrefix: uniquePrefix('health'),
         leaseMs: 3_000,
         onEvent: events.listener,
@@ -53,11 +51,7 @@ beforeAll(async () => {
   }).compile();
   app = moduleRef.createNestApplication({ logger: false });
   await app.init();
-});
-
-afterAll(async () => {
-  await app.close();
-  await redis.stop();
+  server.atEnd(() => app.close());
 });
 
 describe('LockHealthIndicator', () => {
@@ -105,25 +99,25 @@ describe('LockHealthIndicator', () => {
   });
 
   it('is down with "no answer" while Redis is stalled, and up again once it runs', async () => {
-    redis.process!.freeze();
+    server.redis.process!.freeze();
     try {
       const stalled = await request(app.getHttpServer()).get('/health/strict').expect(503);
       expect(stalled.body.error.locks).toMatchObject({ status: 'down', serversUp: 0, failure: 'no-answer' });
       expect(stalled.body.error.locks.message).toBe('Redis is unreachable (no answer): no answer within 300 ms');
     } finally {
-      redis.process!.thaw();
+      server.redis.process!.thaw();
     }
     await request(app.getHttpServer()).get('/health').expect(200);
   });
 
   it('is down with "refused" while Redis is unreachable, and up again once it is back', async () => {
-    await redis.process!.kill();
+    await server.redis.process!.kill();
     const down = await request(app.getHttpServer()).get('/health').expect(503);
     expect(down.body.error.locks).toMatchObject({ status: 'down', serversUp: 0, failure: 'refused' });
     // Said in the library's words, never as the client's "maxRetriesPerRequest" advice.
     expect(down.body.error.locks.message).toMatch(/^Redis is unreachable \(connection refused or lost\): /);
     expect(down.body.error.locks.message).not.toMatch(/maxRetriesPerRequest|no answer/);
-    await redis.process!.restart();
+    await server.redis.process!.restart();
     await app.get(LockService).withLock('back', () => undefined, { waitMs: 2_000 });
     await request(app.getHttpServer()).get('/health').expect(200);
   });

@@ -4,14 +4,12 @@
 // that ended as asked or an acquire that got nothing; and the library's words, not the client's.
 import { Injectable } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
-import type { Redis } from 'ioredis';
 import { LockBackendError, LockEngine, LockLostError, LockModule, ScheduledLock } from 'lockwarden';
 import type { LockEngineOptions } from 'lockwarden';
 import { aborted, EventLog } from '../harness/event-log';
 import { freePort } from '../harness/free-port';
 import { RedisProcess } from '../harness/redis-process';
-import { startRedis, uniquePrefix } from '../harness/redis';
-import type { RedisTarget } from '../harness/redis';
+import { redisForFile, uniquePrefix } from '../harness/redis';
 import { closeNow } from '../harness/engines';
 import { FaultProxy } from '../harness/fault-proxy';
 
@@ -50,27 +48,17 @@ class Lines {
 
 const CLIENT_WORDS = /maxRetriesPerRequest|max retries per request|Connection is closed|ECONNREFUSED/;
 
-let redis: RedisTarget;
-let admin: Redis;
+// Its own server: one test stops and restarts it.
+const server = redisForFile({ own: true });
 const closers: (() => Promise<unknown>)[] = [];
-
-beforeAll(async () => {
-  redis = await startRedis({ own: true }); // one test stops and restarts it
-  admin = redis.client();
-});
 
 afterEach(async () => {
   while (closers.length) await closers.pop()!();
 });
 
-afterAll(async () => {
-  admin.disconnect();
-  await redis.stop();
-});
-
 function engine(lines: Lines, options: Partial<LockEngineOptions> = {}, events?: EventLog): LockEngine {
   const e = new LockEngine(
-    { redis: redis.url, keyPrefix: uniquePrefix('logs'), onEvent: events?.listener, ...options },
+    { redis: server.redis.url, keyPrefix: uniquePrefix('logs'), onEvent: events?.listener, ...options },
     lines,
   );
   closers.push(() => closeNow(e));
@@ -105,8 +93,8 @@ describe('Redis connection', () => {
       `Redis at 127.0.0.1:${port} cannot be reached (connection refused): locks cannot be taken or renewed ` +
         'until it is back. Reconnecting.',
     ]);
-    const server = await RedisProcess.start({ port });
-    closers.unshift(() => server.destroy()); // after the engine closes
+    const revived = await RedisProcess.start({ port });
+    closers.unshift(() => revived.destroy()); // after the engine closes
     await lines.until('log', /reachable again/);
     await (await e.acquire('after-outage', { waitMs: 2_000 })).release();
     expect(lines.of('log')).toEqual([`Redis at 127.0.0.1:${port} is reachable again.`]);
@@ -118,7 +106,7 @@ describe('Redis connection', () => {
     const e = engine(lines);
     await (await e.acquire('warm-up')).release();
     const failing = connectionErrors(e, 4);
-    await redis.process!.stop();
+    await server.redis.process!.stop();
     try {
       await failing;
       const failed: unknown = await e.acquire('during-outage', { waitMs: 0 }).catch((err: unknown) => err);
@@ -129,10 +117,10 @@ describe('Redis connection', () => {
       expect(err.message).not.toMatch(CLIENT_WORDS);
       expect(err.cause).toHaveProperty('message'); // what the client said is kept, as the cause
     } finally {
-      await redis.process!.restart();
+      await server.redis.process!.restart();
     }
     await lines.until('log', /reachable again/);
-    const { port } = redis.process!;
+    const { port } = server.redis.process!;
     expect(lines.of('warn')).toEqual([
       `Redis at 127.0.0.1:${port} cannot be reached (connection refused): locks cannot be taken or renewed ` +
         'until it is back. Reconnecting.',
@@ -181,7 +169,7 @@ describe('leases that end', () => {
     await (await e.acquire('warm-up')).release();
     const lock = await e.acquire('taken');
     const lost = events.next({ type: 'lost', key: 'taken' });
-    await admin.del(`${e.options.keyPrefix}{taken}`);
+    await server.admin.del(`${e.options.keyPrefix}{taken}`);
     await lost;
     await lock.release();
     expect(lines.of('warn')).toEqual([
@@ -236,7 +224,7 @@ describe('scheduled ticks during an outage', () => {
 
   it("leaves the job's own failure to its scheduler", async () => {
     const lines = new Lines();
-    const sweep = await boot(redis.url, lines);
+    const sweep = await boot(server.redis.url, lines);
     await expect(sweep.fail()).rejects.toThrow('the job itself failed');
     expect(lines.of('warn', /^Tick /)).toEqual([]);
   });
@@ -245,7 +233,7 @@ describe('scheduled ticks during an outage', () => {
 describe('at the edges of the app’s life', () => {
   it('waits for Redis at bootstrap for commandTimeoutMs at most, boots anyway, and warns once when it got no answer', async () => {
     // A Redis that accepts connections and never answers: a partition, not a refusal.
-    const proxy = await FaultProxy.start(redis.process!);
+    const proxy = await FaultProxy.start(server.redis.process!);
     closers.push(() => proxy.stop());
     proxy.blackhole();
     const lines = new Lines();
@@ -264,7 +252,7 @@ describe('at the edges of the app’s life', () => {
   it('boots without a word once Redis answers, having waited for it', async () => {
     const lines = new Lines();
     const moduleRef = await Test.createTestingModule({
-      imports: [LockModule.forRoot({ redis: redis.url, keyPrefix: uniquePrefix('boot') })],
+      imports: [LockModule.forRoot({ redis: server.redis.url, keyPrefix: uniquePrefix('boot') })],
     }).compile();
     moduleRef.useLogger(lines);
     const app = await moduleRef.init();
@@ -274,7 +262,7 @@ describe('at the edges of the app’s life', () => {
   });
 
   it('warns once, naming the lock, when its release fails at shutdown: it stays held until its lease ends', async () => {
-    const proxy = await FaultProxy.start(redis.process!);
+    const proxy = await FaultProxy.start(server.redis.process!);
     closers.push(() => proxy.stop());
     const lines = new Lines();
     const e = engine(lines, { redis: proxy.url, commandTimeoutMs: 300 });
@@ -292,6 +280,6 @@ describe('at the edges of the app’s life', () => {
     );
     // Still held in Redis, by its lease.
     const key = `${e.options.keyPrefix}{kept}`;
-    expect(await admin.pttl(key)).toBeGreaterThan(0);
+    expect(await server.admin.pttl(key)).toBeGreaterThan(0);
   });
 });

@@ -1,13 +1,10 @@
-import { Injectable } from '@nestjs/common';
 import type { INestApplicationContext } from '@nestjs/common';
-import { Test } from '@nestjs/testing';
 import { metrics } from '@opentelemetry/api';
 import { MeterProvider, MetricReader } from '@opentelemetry/sdk-metrics';
-import type { Redis } from 'ioredis';
-import { LockModule, LockService, LockTimeoutError, Locked } from 'lockwarden';
+import { LockService, LockTimeoutError } from 'lockwarden';
 import { aborted, EventLog } from '../harness/event-log';
-import { startRedis, uniquePrefix } from '../harness/redis';
-import type { RedisTarget } from '../harness/redis';
+import { Orders, ordersApp } from '../harness/orders-app';
+import { redisForFile, uniquePrefix } from '../harness/redis';
 
 /** OpenTelemetry metrics, collected from a real SDK while real locks come and go. */
 class CollectingReader extends MetricReader {
@@ -21,50 +18,20 @@ interface Point {
   value: number;
 }
 
-let redis: RedisTarget;
-let admin: Redis;
+const server = redisForFile({ own: true });
 let app: INestApplicationContext;
 const reader = new CollectingReader();
 const prefix = uniquePrefix('metrics');
 const events = new EventLog();
 
-@Injectable()
-class Orders {
-  @Locked('order:{0}')
-  async confirm(id: string): Promise<string> {
-    return id;
-  }
-
-  @Locked('report', { onBusy: 'skip' })
-  async report(): Promise<string> {
-    return 'ran';
-  }
-}
-
 beforeAll(async () => {
   // The provider is registered before the lock module starts, as OpenTelemetry requires.
   metrics.setGlobalMeterProvider(new MeterProvider({ readers: [reader] }));
-  redis = await startRedis({ own: true });
-  admin = redis.client();
-  const moduleRef = await Test.createTestingModule({
-    imports: [
-      LockModule.forRoot({
-        redis: redis.url,
-        keyPrefix: prefix,
-        leaseMs: 900,
-        onEvent: events.listener,
-      }),
-    ],
-    providers: [Orders],
-  }).compile();
-  app = await moduleRef.init();
-});
-
-afterAll(async () => {
-  await app.close();
-  await admin.quit();
-  await redis.stop();
-  metrics.disable();
+  app = await ordersApp({ redis: server.redis.url, keyPrefix: prefix, leaseMs: 900, onEvent: events.listener });
+  server.atEnd(
+    () => metrics.disable(),
+    () => app.close(),
+  );
 });
 
 async function collect(): Promise<Point[]> {
@@ -97,7 +64,7 @@ describe('OpenTelemetry metrics', () => {
     await expect(locks.acquire('payout:7', { waitMs: 0 })).rejects.toBeInstanceOf(LockTimeoutError);
     await busy.release();
     const named = await locks.acquire('invoice:9', { name: 'invoice' });
-    await admin.del(`${prefix}{invoice:9}`);
+    await server.admin.del(`${prefix}{invoice:9}`);
     await aborted(named.signal); // lost at its next renewal
 
     const points = await collect();
@@ -121,9 +88,9 @@ describe('OpenTelemetry metrics', () => {
     // A lease with seconds of room: the failed renewal is counted before the lease runs out.
     const lock = await app.get(LockService).acquire('renewing:1', { leaseMs: 6_000 });
     const failed = events.next({ type: 'renewFailed', key: 'renewing:1' });
-    await redis.process!.kill();
+    await server.redis.process!.kill();
     await failed;
-    await redis.process!.restart();
+    await server.redis.process!.restart();
     expect(value(await collect(), 'lockwarden.lock.renew_failures', 'renewing:*')).toBeGreaterThanOrEqual(1);
     await lock.release().catch(() => false);
   });

@@ -8,19 +8,13 @@ import { ClientProxyFactory, MessagePattern, Transport } from '@nestjs/microserv
 import type { ClientProxy } from '@nestjs/microservices';
 import { firstValueFrom } from 'rxjs';
 import { Locked, LockModule, LockService, ReadLocked, Semaphore, WriteLocked } from 'lockwarden';
-import { expectHeldUntilReturn, Gates, recordingLogger, Runs } from '../harness/handler-runs';
+import { expectHeldUntilReturn, handlerRunsForFile } from '../harness/handler-runs';
 import { freePort } from '../harness/free-port';
-import { startRedis, uniquePrefix } from '../harness/redis';
-import type { RedisTarget } from '../harness/redis';
 
-let redis: RedisTarget;
 let service: INestMicroservice;
 let client: ClientProxy;
 let servicePort = 0;
-const gates = new Gates();
-const runs = new Runs();
-const { logger, errors } = recordingLogger();
-const prefix = uniquePrefix('microservice');
+const { server, gates, runs, logger, errors, prefix } = handlerRunsForFile('microservice');
 const entered: number[] = [];
 let inside = 0;
 let overlaps = 0;
@@ -82,10 +76,9 @@ class Jobs {
 }
 
 beforeAll(async () => {
-  redis = await startRedis();
   const port = (servicePort = await freePort());
   @Module({
-    imports: [LockModule.forRoot({ redis: redis.url, keyPrefix: prefix })],
+    imports: [LockModule.forRoot({ redis: server.redis.url, keyPrefix: prefix })],
     controllers: [Jobs],
   })
   class AppModule {}
@@ -97,12 +90,10 @@ beforeAll(async () => {
   await service.listen();
   client = ClientProxyFactory.create({ transport: Transport.TCP, options: { host: '127.0.0.1', port } });
   await client.connect();
-});
-
-afterAll(async () => {
-  await client?.close();
-  await service?.close();
-  await redis?.stop();
+  server.atEnd(
+    () => service.close(),
+    () => client.close(),
+  );
 });
 
 beforeEach(() => {
@@ -117,13 +108,8 @@ describe('@Locked on a @MessagePattern handler over TCP', () => {
     await caller.connect();
     const run = gates.close(3);
     const sent = firstValueFrom(caller.send<number>('work-watched', { id: 3 })).catch((e: unknown) => e);
-    const admin = redis.client();
-    try {
-      await expectHeldUntilReturn(await runs.started(3), run, () => caller.close(), admin, prefix, 'job:3');
-      await sent;
-    } finally {
-      admin.disconnect();
-    }
+    await expectHeldUntilReturn(await runs.started(3), run, () => caller.close(), server.admin, prefix, 'job:3');
+    await sent;
   });
 
   it('runs two messages for one id one after the other', async () => {

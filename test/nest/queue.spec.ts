@@ -9,10 +9,9 @@ import { NestFactory } from '@nestjs/core';
 import { Queue, QueueEvents } from 'bullmq';
 import type { Job } from 'bullmq';
 import { LockEngine, Locked, LockModule } from 'lockwarden';
-import { startRedis, uniquePrefix } from '../harness/redis';
-import type { RedisTarget } from '../harness/redis';
+import { redisForFile, uniquePrefix } from '../harness/redis';
 
-let redis: RedisTarget;
+const server = redisForFile({ own: true });
 let app: INestApplicationContext;
 let queue: Queue;
 let events: QueueEvents;
@@ -66,11 +65,10 @@ class WaitingJobs extends WorkerHost {
 }
 
 beforeAll(async () => {
-  redis = await startRedis({ own: true });
-  connection = { host: '127.0.0.1', port: Number(new URL(redis.url).port) };
+  connection = { host: '127.0.0.1', port: Number(new URL(server.redis.url).port) };
   @Module({
     imports: [
-      LockModule.forRoot({ redis: redis.url, keyPrefix: lockPrefix }),
+      LockModule.forRoot({ redis: server.redis.url, keyPrefix: lockPrefix }),
       BullModule.forRoot({ connection }),
       BullModule.registerQueue({ name: QUEUE }, { name: WAITING_QUEUE }),
     ],
@@ -83,13 +81,12 @@ beforeAll(async () => {
   queue = new Queue(QUEUE, { connection });
   events = new QueueEvents(QUEUE, { connection });
   await events.waitUntilReady();
-});
-
-afterAll(async () => {
-  await app?.close();
-  await queue?.close();
-  await events?.close();
-  await redis?.stop();
+  server.atEnd(
+    () => events.close(),
+    () => queue.close(),
+    // A test closes it early, and says so by unsetting it.
+    () => app?.close(),
+  );
 });
 
 describe('@Locked on a BullMQ processor', () => {
@@ -111,7 +108,7 @@ describe('@Locked on a BullMQ processor', () => {
 
   it('puts a job back in the queue when the app shuts down while it waits for its lock, instead of completing it unrun', async () => {
     // Another instance holds the order's lock for longer than this test lasts.
-    const other = new LockEngine({ redis: redis.url, keyPrefix: lockPrefix });
+    const other = new LockEngine({ redis: server.redis.url, keyPrefix: lockPrefix });
     const held = await other.acquire('order:9', { leaseMs: 60_000 });
     const waiting = new Queue(WAITING_QUEUE, { connection });
     try {

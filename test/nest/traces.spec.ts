@@ -1,24 +1,14 @@
-import { Injectable } from '@nestjs/common';
 import type { INestApplicationContext } from '@nestjs/common';
-import { Test } from '@nestjs/testing';
 import { context, SpanStatusCode, trace } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
-import {
-  LockAbortedError,
-  LockBackendError,
-  LockEngine,
-  LockModule,
-  LockService,
-  LockTimeoutError,
-  Locked,
-} from 'lockwarden';
-import type { LockHandle, LockModuleOptions } from 'lockwarden';
+import { LockAbortedError, LockBackendError, LockEngine, LockService, LockTimeoutError } from 'lockwarden';
+import type { LockHandle } from 'lockwarden';
 import { aborted, EventLog } from '../harness/event-log';
+import { Orders, ordersApp } from '../harness/orders-app';
 import { FaultProxy } from '../harness/fault-proxy';
-import { startRedis, uniquePrefix } from '../harness/redis';
-import type { RedisTarget } from '../harness/redis';
+import { redisForFile, uniquePrefix } from '../harness/redis';
 
 /** OpenTelemetry spans, exported by a real SDK while real locks come and go. */
 const exporter = new InMemorySpanExporter();
@@ -26,48 +16,26 @@ const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProces
 const tracer = trace.getTracer('traces.spec');
 const prefix = uniquePrefix('traces');
 const events = new EventLog();
-let redis: RedisTarget;
+const server = redisForFile({ own: true });
 let app: INestApplicationContext;
 let untraced: INestApplicationContext;
 let locks: LockService;
-
-@Injectable()
-class Orders {
-  @Locked('order:{0}')
-  async confirm(id: string): Promise<string> {
-    return id;
-  }
-
-  @Locked('report', { onBusy: 'skip' })
-  async report(): Promise<string> {
-    return 'ran';
-  }
-}
-
-async function start(options: LockModuleOptions): Promise<INestApplicationContext> {
-  const moduleRef = await Test.createTestingModule({
-    imports: [LockModule.forRoot(options)],
-    providers: [Orders],
-  }).compile();
-  return moduleRef.init();
-}
 
 beforeAll(async () => {
   // The context manager is what lets a lock's spans find the caller's active span.
   context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
   trace.setGlobalTracerProvider(provider);
-  redis = await startRedis({ own: true });
-  app = await start({ redis: redis.url, keyPrefix: prefix, leaseMs: 900, onEvent: events.listener });
-  untraced = await start({ redis: redis.url, keyPrefix: prefix, traces: false });
+  app = await ordersApp({ redis: server.redis.url, keyPrefix: prefix, leaseMs: 900, onEvent: events.listener });
+  untraced = await ordersApp({ redis: server.redis.url, keyPrefix: prefix, traces: false });
   locks = app.get(LockService);
-});
-
-afterAll(async () => {
-  await untraced.close();
-  await app.close();
-  await redis.stop();
-  trace.disable();
-  context.disable();
+  server.atEnd(
+    () => {
+      trace.disable();
+      context.disable();
+    },
+    () => app.close(),
+    () => untraced.close(),
+  );
 });
 
 interface Parent {
@@ -215,7 +183,7 @@ describe('OpenTelemetry traces', () => {
   });
 
   it('end the acquire span as error, with status ERROR, when Redis does not answer', async () => {
-    const proxy = await FaultProxy.start({ host: redis.process!.host, port: redis.process!.port });
+    const proxy = await FaultProxy.start({ host: server.redis.process!.host, port: server.redis.process!.port });
     const engine = new LockEngine({ redis: proxy.url, keyPrefix: uniquePrefix('traces-fault') });
     try {
       await (await engine.acquire('warm-up')).release(); // connected, scripts loaded

@@ -7,7 +7,6 @@ import { Interval, ScheduleModule } from '@nestjs/schedule';
 import { Test } from '@nestjs/testing';
 import { metrics } from '@opentelemetry/api';
 import { MeterProvider, MetricReader } from '@opentelemetry/sdk-metrics';
-import type { Redis } from 'ioredis';
 import { LockConfigError, LockEngine, LockModule, LockService, ScheduledLock } from 'lockwarden';
 import type { ScheduledTick } from 'lockwarden';
 import { LockTestingModule, MemoryLockBackend } from 'lockwarden/testing';
@@ -15,8 +14,9 @@ import { checkScheduledOptions } from '../../libs/lockwarden/src/core/schedule/s
 import { everySchedule } from '../../libs/lockwarden/src/core/schedule/tick-schedule';
 import { currentTick } from '../../libs/lockwarden/src/core/schedule/tick-context';
 import { EventLog } from '../harness/event-log';
-import { startRedis, uniquePrefix } from '../harness/redis';
-import type { RedisTarget } from '../harness/redis';
+import { closersForFile } from '../harness/cleanup';
+import { gate } from '../harness/gate';
+import { redisForFile, uniquePrefix } from '../harness/redis';
 
 class CollectingReader extends MetricReader {
   protected async onShutdown(): Promise<void> {}
@@ -37,32 +37,18 @@ class Lines {
   }
 }
 
-let redis: RedisTarget;
-let admin: Redis;
+const server = redisForFile();
 const reader = new CollectingReader();
-const closers: (() => Promise<unknown>)[] = [];
+const closers = closersForFile();
 
-beforeAll(async () => {
-  metrics.setGlobalMeterProvider(new MeterProvider({ readers: [reader] }));
-  redis = await startRedis();
-  admin = redis.client();
-});
-
-afterEach(async () => {
-  while (closers.length) await closers.pop()!();
-});
-
-afterAll(async () => {
-  await admin.quit();
-  await redis.stop();
-  metrics.disable();
-});
+beforeAll(() => metrics.setGlobalMeterProvider(new MeterProvider({ readers: [reader] })));
+afterAll(() => metrics.disable());
 
 async function boot(providers: unknown[], keyPrefix: string, extra: Record<string, unknown> = {}) {
   const lines = new Lines();
   const events = new EventLog();
   const moduleRef = await Test.createTestingModule({
-    imports: [LockModule.forRoot({ redis: redis.url, keyPrefix, onEvent: events.listener, ...extra })],
+    imports: [LockModule.forRoot({ redis: server.redis.url, keyPrefix, onEvent: events.listener, ...extra })],
     providers: providers as never[],
   }).compile();
   moduleRef.useLogger(lines);
@@ -96,7 +82,7 @@ describe('@ScheduledLock options', () => {
       async run(): Promise<void> {}
     }
     const moduleRef = await Test.createTestingModule({
-      imports: [LockModule.forRoot({ redis: redis.url, keyPrefix: uniquePrefix('unscheduled') })],
+      imports: [LockModule.forRoot({ redis: server.redis.url, keyPrefix: uniquePrefix('unscheduled') })],
       providers: [Unscheduled],
     }).compile();
     moduleRef.useLogger(false);
@@ -128,11 +114,11 @@ describe('@ScheduledLock in one process', () => {
     expect(seen).toEqual([{ job: 'sweep', at: new Date(hour), catchUp: false, fencingToken: expect.any(Number) }]);
     expect(a.app.get(LockService).currentTick()).toBeUndefined();
 
-    const keys = await admin.keys(`${keyPrefix}*`);
+    const keys = await server.admin.keys(`${keyPrefix}*`);
     expect(keys.filter((k) => !k.endsWith(':fence'))).toEqual([`${keyPrefix}{sweep}:tick:${hour}`]);
-    expect(await admin.get(`${keyPrefix}{sweep}:tick:${hour}`)).toMatch(/^done\|[ab]$/);
+    expect(await server.admin.get(`${keyPrefix}{sweep}:tick:${hour}`)).toMatch(/^done\|[ab]$/);
     // Kept three periods (here three hours), then gone by itself.
-    expect(await admin.pttl(`${keyPrefix}{sweep}:tick:${hour}`)).toBeGreaterThan(2 * 3_600_000);
+    expect(await server.admin.pttl(`${keyPrefix}{sweep}:tick:${hour}`)).toBeGreaterThan(2 * 3_600_000);
   });
 
   it('reports an overrun through an event, a metric and one DEBUG line, and never runs two at once', async () => {
@@ -140,17 +126,15 @@ describe('@ScheduledLock in one process', () => {
     const { app, lines, events } = await boot([], keyPrefix, { instanceId: 'solo' });
     const engine = app.get(LockEngine);
     const job = engine.scheduledJob('report', everySchedule(1_000), checkScheduledOptions({ name: 'report' }, 'test'));
-    let release!: () => void;
-    let running!: () => void;
-    const started = new Promise<void>((resolve) => (running = resolve));
-    const first = job.runTick(1_000_000, () => {
-      running();
-      return new Promise<string>((resolve) => (release = () => resolve('first')));
+    const inside = gate();
+    const first = job.runTick(1_000_000, async () => {
+      await inside.reached();
+      return 'first';
     });
-    await started;
+    await inside.entered;
     await expect(job.runTick(1_001_000, async () => 'second')).resolves.toBeUndefined();
     await expect(job.runTick(1_002_000, async () => 'third')).resolves.toBeUndefined();
-    release();
+    inside.open();
     await expect(first).resolves.toBe('first');
     // Its tick was decided: a late firing of it does not run it either.
     await expect(job.runTick(1_001_000, async () => 'late')).resolves.toBeUndefined();
@@ -182,23 +166,17 @@ describe('@ScheduledLock in one process', () => {
       app.get(LockEngine).scheduledJob('sync', everySchedule(1_000), options);
     // What b's job ran, by tick, as the job itself sees it.
     const ranByB: number[] = [];
-    let release!: () => void;
-    let running!: () => void;
-    const started = new Promise<void>((resolve) => (running = resolve));
-    const gate = new Promise<void>((resolve) => (release = resolve));
+    const inside = gate();
     const jobOfB = async (): Promise<string> => {
       ranByB.push(b.app.get(LockService).currentTick()!.at.getTime());
-      if (ranByB.length === 1) {
-        running();
-        await gate;
-      }
+      if (ranByB.length === 1) await inside.reached();
       return 'b';
     };
     const first = jobOf(b.app).runTick(5_000, jobOfB);
-    await started;
+    await inside.entered;
     const waiting = jobOf(a.app).runTick(6_000, async () => 'by a');
     await a.events.next({ type: 'waiting', key: 'sync' });
-    await admin.exists(`${keyPrefix}{sync}:tick:6000`).then((n) => expect(n).toBe(1));
+    await server.admin.exists(`${keyPrefix}{sync}:tick:6000`).then((n) => expect(n).toBe(1));
     const stopping = a.app.get(LockEngine).drain(1_000);
     await expect(waiting).resolves.toBeUndefined();
     await stopping;
@@ -206,16 +184,16 @@ describe('@ScheduledLock in one process', () => {
     // the job's next holder will find it.
     expect(a.events.events.some((e) => e.type === 'missed')).toBe(false);
     expect([...a.lines.warns, ...b.lines.warns].some((l) => l.includes('handed it on'))).toBe(true);
-    expect(await admin.exists(`${keyPrefix}{sync}:tick:6000`)).toBe(0);
-    expect(await admin.get(`${keyPrefix}{sync}:given`)).toBe('6000');
+    expect(await server.admin.exists(`${keyPrefix}{sync}:tick:6000`)).toBe(0);
+    expect(await server.admin.get(`${keyPrefix}{sync}:given`)).toBe('6000');
     // A shutting-down instance takes no new tick at all, and touches nothing in Redis for it.
     await expect(jobOf(a.app).runTick(7_000, async () => 'by a')).resolves.toBeUndefined();
-    expect(await admin.exists(`${keyPrefix}{sync}:tick:7000`)).toBe(0);
-    release();
+    expect(await server.admin.exists(`${keyPrefix}{sync}:tick:7000`)).toBe(0);
+    inside.open();
     await expect(first).resolves.toBe('b');
     expect(ranByB).toEqual([5_000, 6_000]);
-    expect(await admin.get(`${keyPrefix}{sync}:tick:6000`)).toBe('done|b');
-    expect(await admin.exists(`${keyPrefix}{sync}:given`)).toBe(0);
+    expect(await server.admin.get(`${keyPrefix}{sync}:tick:6000`)).toBe('done|b');
+    expect(await server.admin.exists(`${keyPrefix}{sync}:given`)).toBe(0);
     // Once: a late firing of the tick finds it taken.
     await expect(jobOf(b.app).runTick(6_000, jobOfB)).resolves.toBeUndefined();
     expect(ranByB).toEqual([5_000, 6_000]);
@@ -228,11 +206,11 @@ describe('@ScheduledLock in one process', () => {
     const ran: number[] = [];
     const fn = async (): Promise<void> => void ran.push(b.app.get(LockService).currentTick()!.at.getTime());
     // As tick-settle.lua leaves a given-back tick 6000, then a late firing of 6000 runs it.
-    await admin.set(`${keyPrefix}{sync}:given`, '6000', 'PX', 60_000);
+    await server.admin.set(`${keyPrefix}{sync}:given`, '6000', 'PX', 60_000);
     await job.runTick(6_000, fn);
     await job.runTick(7_000, fn);
     expect(ran).toEqual([6_000, 7_000]);
-    expect(await admin.exists(`${keyPrefix}{sync}:given`)).toBe(0);
+    expect(await server.admin.exists(`${keyPrefix}{sync}:given`)).toBe(0);
   });
 
   it.each([
@@ -249,7 +227,10 @@ describe('@ScheduledLock in one process', () => {
       async two(): Promise<void> {}
     }
     const moduleRef = await Test.createTestingModule({
-      imports: [ScheduleModule.forRoot(), LockModule.forRoot({ redis: redis.url, keyPrefix: uniquePrefix('dup') })],
+      imports: [
+        ScheduleModule.forRoot(),
+        LockModule.forRoot({ redis: server.redis.url, keyPrefix: uniquePrefix('dup') }),
+      ],
       providers: [Jobs],
     }).compile();
     moduleRef.useLogger(false);
@@ -271,7 +252,7 @@ describe('@ScheduledLock in one process', () => {
     await app.get(Legacy).run();
     await app.get(Legacy).run();
     expect(runs).toBe(1);
-    expect(await admin.pttl(`${keyPrefix}{legacy}`)).toBeGreaterThan(1_000);
+    expect(await server.admin.pttl(`${keyPrefix}{legacy}`)).toBeGreaterThan(1_000);
   });
 });
 
@@ -288,25 +269,19 @@ describe('@ScheduledLock on the in-memory backend', () => {
     const options = checkScheduledOptions({ onOverrun: 'wait' }, 'test');
     const jobOf = (e: LockEngine) => e.scheduledJob('sync', everySchedule(1_000), options);
     const ranByB: number[] = [];
-    let release!: () => void;
-    let running!: () => void;
-    const started = new Promise<void>((resolve) => (running = resolve));
-    const gate = new Promise<void>((resolve) => (release = resolve));
+    const inside = gate();
     const jobOfB = async (): Promise<void> => {
       ranByB.push(currentTick()!.at.getTime());
-      if (ranByB.length === 1) {
-        running();
-        await gate;
-      }
+      if (ranByB.length === 1) await inside.reached();
     };
     const first = jobOf(b).runTick(5_000, jobOfB);
-    await started;
+    await inside.entered;
     const waiting = jobOf(a).runTick(6_000, async () => undefined);
     await events.next({ type: 'waiting', key: 'sync' });
     await a.drain(1_000);
     await expect(waiting).resolves.toBeUndefined();
     expect(events.events.some((e) => e.type === 'missed')).toBe(false);
-    release();
+    inside.open();
     await first;
     expect(ranByB).toEqual([5_000, 6_000]);
     await expect(jobOf(b).runTick(6_000, jobOfB)).resolves.toBeUndefined();

@@ -1,51 +1,20 @@
-import type { Cluster } from 'ioredis';
-import { LockEngine } from 'lockwarden';
-import type { LockEngineOptions } from 'lockwarden';
 import { EventLog } from '../harness/event-log';
-import { RedisCluster } from '../harness/redis-cluster';
-import { uniquePrefix } from '../harness/redis';
-import { closeNow } from '../harness/engines';
+import { clusterForFile } from '../harness/redis-cluster';
+import { engineFactory } from '../harness/engines';
 
 /** Semaphores on a 3-master Redis Cluster: one slot per semaphore, sharded pub/sub, per-slot renewal batches. */
-let cluster: RedisCluster;
-let admin: Cluster;
-const engines: LockEngine[] = [];
-
-beforeAll(async () => {
-  cluster = await RedisCluster.start({ masters: 3 });
-  admin = cluster.client();
-}, 60_000);
-
-afterEach(async () => {
-  await Promise.all(engines.splice(0).map(closeNow));
-});
-
-afterAll(async () => {
-  admin.disconnect();
-  await cluster.stop();
-});
-
-function pair(options: Partial<LockEngineOptions> = {}, events?: EventLog): [LockEngine, LockEngine] {
-  const keyPrefix = uniquePrefix('sem-cluster');
-  const make = (): LockEngine => {
-    const e = new LockEngine({
-      redis: { cluster: cluster.startupNodes },
-      keyPrefix,
-      shutdownGraceMs: 1,
-      onEvent: events?.listener,
-      ...options,
-    });
-    engines.push(e);
-    return e;
-  };
-  return [make(), make()];
-}
+const nodes = clusterForFile({ masters: 3 });
+const factory = engineFactory(nodes.where, 'sem-cluster');
+// Tests end with permits still held: a short grace keeps each engine's close from waiting on them.
+const pair: typeof factory.pair = (options = {}, events) => factory.pair({ shutdownGraceMs: 1, ...options }, events);
 
 it('keeps each of 8 semaphores (spread over the masters) to its limit, renewing and waking across slots', async () => {
   const events = new EventLog();
   const [a, b] = pair({}, events);
   const names = Array.from({ length: 8 }, (_, i) => `sem-${i}`);
-  const slots = new Set(await Promise.all(names.map(async (n) => String(await admin.cluster('KEYSLOT', `{${n}}`)))));
+  const slots = new Set(
+    await Promise.all(names.map(async (n) => String(await nodes.admin.cluster('KEYSLOT', `{${n}}`)))),
+  );
   expect(slots.size).toBeGreaterThan(1);
   // Held across renewals on every slot at once, while the flows below contend for the rest.
   // Leases short enough to be renewed several times here, long enough that a loaded machine's
@@ -61,7 +30,7 @@ it('keeps each of 8 semaphores (spread over the masters) to its limit, renewing 
           async () => {
             inside.set(n, (inside.get(n) ?? 0) + 1);
             max.set(n, Math.max(max.get(n) ?? 0, inside.get(n)!));
-            await admin.get(`{${n}}probe`);
+            await nodes.admin.get(`{${n}}probe`);
             inside.set(n, inside.get(n)! - 1);
           },
           { waitMs: 30_000 },

@@ -1,21 +1,17 @@
 import type { Redis } from 'ioredis';
-import { LUA_SOURCES, type LuaScriptName } from '../../libs/lockwarden/src/core/redis/lua-sources.generated';
 import { WIRE } from '../../libs/lockwarden/src/core/backend/wire';
-import { startRedis, uniquePrefix } from '../harness/redis';
-import type { RedisTarget } from '../harness/redis';
+import { lua } from '../harness/lua';
+import { redisForFile, uniquePrefix } from '../harness/redis';
 
 // The semaphore scripts run as Lua: the script's text goes to EVAL with raw KEYS and ARGV, against a
 // real Redis, and each test checks the reply and the raw state the script leaves behind.
 
-// The text as it ships: the .lua file with its `-- #include` lines filled in (npm run gen).
-const lua = (name: LuaScriptName): string => LUA_SOURCES[name];
+const server = redisForFile({ own: true });
 const SEM_ACQUIRE = lua('sem-acquire');
 const SEM_RELEASE = lua('sem-release');
 const SEM_LIMIT = lua('sem-limit');
 const RENEW = lua('renew');
 
-let redis: RedisTarget;
-let client: Redis;
 let sub: Redis;
 const heard = new Map<string, string[]>();
 const ends = new Map<string, () => void>();
@@ -86,7 +82,7 @@ async function releaseQueued(s: SKeys, token: string): Promise<number> {
 }
 
 function run(source: string, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
-  return client.eval(source, keys.length, ...keys, ...args);
+  return server.admin.eval(source, keys.length, ...keys, ...args);
 }
 
 /** sem-acquire.lua: KEYS holders, permits, limit, fence; ARGV token, lease, instance, permits, initial limit. */
@@ -120,7 +116,7 @@ async function setLimit(s: SKeys, limit: number): Promise<number> {
 }
 
 async function serverMs(): Promise<number> {
-  const [seconds, micros] = await client.time();
+  const [seconds, micros] = await server.admin.time();
   return Number(seconds) * 1_000 + Math.floor(Number(micros) / 1_000);
 }
 
@@ -132,7 +128,7 @@ async function listen(channel: string): Promise<{ messages: () => Promise<string
     messages: async () => {
       // Pub/sub keeps one connection's publishes in order: the end marker arrives after them all.
       const done = new Promise<void>((resolve) => ends.set(channel, resolve));
-      await client.publish(channel, END);
+      await server.admin.publish(channel, END);
       await done;
       return heard.get(channel)!.splice(0);
     },
@@ -140,19 +136,12 @@ async function listen(channel: string): Promise<{ messages: () => Promise<string
 }
 
 beforeAll(async () => {
-  redis = await startRedis({ own: true });
-  client = redis.client();
-  sub = redis.client();
+  sub = server.redis.client();
+  server.atEnd(() => sub.quit());
   sub.on('message', (channel: string, message: string) => {
     if (message === END) ends.get(channel)?.();
     else heard.get(channel)?.push(message);
   });
-});
-
-afterAll(async () => {
-  await sub?.quit();
-  await client?.quit();
-  await redis?.stop();
 });
 
 describe('sem-acquire.lua', () => {
@@ -161,13 +150,13 @@ describe('sem-acquire.lua', () => {
     const before = await serverMs();
     const a = await acquire(s, 'a', 2, 3);
     expect(a).toBeGreaterThan(before * 1_000 - 1);
-    expect(await client.get(s.limit)).toBe('3');
+    expect(await server.admin.get(s.limit)).toBe('3');
     const b = await acquire(s, 'b', 1, 3);
     expect(b).toBeGreaterThan(a);
-    expect(await client.hget(s.permits, 'a')).toBe(`2|${a}|i-a`);
-    expect(await client.zcard(s.holders)).toBe(2);
-    expect(await client.pttl(s.holders)).toBeGreaterThan(29_000);
-    expect(await client.pttl(s.permits)).toBeGreaterThan(29_000);
+    expect(await server.admin.hget(s.permits, 'a')).toBe(`2|${a}|i-a`);
+    expect(await server.admin.zcard(s.holders)).toBe(2);
+    expect(await server.admin.pttl(s.holders)).toBeGreaterThan(29_000);
+    expect(await server.admin.pttl(s.permits)).toBeGreaterThan(29_000);
   });
 
   it('refuses when the sum would pass the limit, with the ms until the earliest live deadline', async () => {
@@ -178,32 +167,32 @@ describe('sem-acquire.lua', () => {
     expect(reply).toBeLessThan(0);
     expect(-reply).toBeLessThanOrEqual(5_000);
     expect(-reply).toBeGreaterThan(4_000);
-    expect(await client.hexists(s.permits, 'c')).toBe(0);
+    expect(await server.admin.hexists(s.permits, 'c')).toBe(0);
   });
 
   it('drops holders whose deadline passed first, and gives their permits to the caller', async () => {
     const s = fresh('expired');
     await acquire(s, 'a', 3, 3);
     // A holder that stopped renewing: its deadline is in the past by server time.
-    await client.zadd(s.holders, (await serverMs()) - 10, 'a');
+    await server.admin.zadd(s.holders, (await serverMs()) - 10, 'a');
     const fence = await acquire(s, 'b', 3, 3);
     expect(fence).toBeGreaterThan(0);
-    expect(await client.zscore(s.holders, 'a')).toBeNull();
-    expect(await client.hexists(s.permits, 'a')).toBe(0);
+    expect(await server.admin.zscore(s.holders, 'a')).toBeNull();
+    expect(await server.admin.hexists(s.permits, 'a')).toBe(0);
   });
 
   it('the stored limit rules over the one asked with; a retry of a landed grant returns its fence', async () => {
     const s = fresh('stored');
-    await client.set(s.limit, '1');
+    await server.admin.set(s.limit, '1');
     const a = await acquire(s, 'a', 1, 5);
     expect(await acquire(s, 'a', 1, 5)).toBe(a);
     expect(await acquire(s, 'b', 1, 5)).toBeLessThan(0);
-    expect(await client.get(s.limit)).toBe('1');
+    expect(await server.admin.get(s.limit)).toBe('1');
   });
 
   it('keeps the sum of held permits in "#used": up on a grant, down on a release and on a lapsed holder', async () => {
     const s = fresh('used');
-    const used = async (): Promise<string | null> => client.hget(s.permits, '#used');
+    const used = async (): Promise<string | null> => server.admin.hget(s.permits, '#used');
     await acquire(s, 'a', 2, 5);
     await acquire(s, 'd', 1, 5);
     expect(await used()).toBe('3');
@@ -211,38 +200,38 @@ describe('sem-acquire.lua', () => {
     await release(s, 'a');
     expect(await used()).toBe('1');
     await release(s, 'd');
-    expect(await client.exists(s.permits)).toBe(0); // the count went with the last holder
+    expect(await server.admin.exists(s.permits)).toBe(0); // the count went with the last holder
     await acquire(s, 'b', 1, 5, 1_000);
     await acquire(s, 'e', 1, 5, 30_000); // keeps the holders zset alive past b's lease
-    const deadline = Number(await client.zscore(s.holders, 'b'));
+    const deadline = Number(await server.admin.zscore(s.holders, 'b'));
     while ((await serverMs()) <= deadline); // b's lease ends by server time
     expect(await used()).toBe('2'); // nothing swept yet
     expect(await acquire(s, 'c', 4, 5)).toBeGreaterThan(0); // b's permit came back in the sweep
     expect(await used()).toBe('5');
-    expect(await client.hexists(s.permits, 'b')).toBe(0);
+    expect(await server.admin.hexists(s.permits, 'b')).toBe(0);
   });
 
   it('rebuilds a missing count from the holders, where a holder without its record holds every permit', async () => {
     const s = fresh('norecord');
     await acquire(s, 'a', 1, 3);
     await acquire(s, 'b', 1, 3);
-    await client.hdel(s.permits, '#used');
+    await server.admin.hdel(s.permits, '#used');
     expect(await acquire(s, 'c', 2, 3)).toBeLessThan(0);
-    expect(await client.hget(s.permits, '#used')).toBe('2');
-    await client.hdel(s.permits, 'a', '#used');
+    expect(await server.admin.hget(s.permits, '#used')).toBe('2');
+    await server.admin.hdel(s.permits, 'a', '#used');
     expect(await acquire(s, 'c', 1, 3)).toBeLessThan(0); // a counts as 3
   });
 
   it('a count or record left over with nobody holding anything neither blocks a grant nor stays behind', async () => {
     const s = fresh('stale');
-    await client.hset(s.permits, '#used', 3, 'gone', '1|1|i');
+    await server.admin.hset(s.permits, '#used', 3, 'gone', '1|1|i');
     expect(await acquire(s, 'a', 3, 3)).toBeGreaterThan(0);
-    expect(await client.hexists(s.permits, 'gone')).toBe(0);
+    expect(await server.admin.hexists(s.permits, 'gone')).toBe(0);
     expect(await release(s, 'a')).toBe(1);
-    await client.hset(s.permits, '#used', 3, 'gone', '1|1|i');
-    await client.set(s.limit, '1');
+    await server.admin.hset(s.permits, '#used', 3, 'gone', '1|1|i');
+    await server.admin.set(s.limit, '1');
     expect(await acquire(s, 'b', 2, 3, 7_000)).toBe(-7_000);
-    expect(await client.exists(s.permits)).toBe(0);
+    expect(await server.admin.exists(s.permits)).toBe(0);
   });
 
   it("a holder's zset that expired whole leaves no record that could later take a permit off the count", async () => {
@@ -250,9 +239,9 @@ describe('sem-acquire.lua', () => {
     await acquire(s, 'a', 1, 2, 30_000);
     await release(s, 'a');
     await acquire(s, 'b', 1, 2, 50);
-    const deadline = Number(await client.zscore(s.holders, 'b'));
-    while ((await serverMs()) <= deadline + 60 && (await client.exists(s.holders)) === 1);
-    expect(await client.exists(s.holders)).toBe(0); // the zset ran out with b's lease
+    const deadline = Number(await server.admin.zscore(s.holders, 'b'));
+    while ((await serverMs()) <= deadline + 60 && (await server.admin.exists(s.holders)) === 1);
+    expect(await server.admin.exists(s.holders)).toBe(0); // the zset ran out with b's lease
     expect(await acquire(s, 'c', 2, 2)).toBeGreaterThan(0);
     expect(await release(s, 'b')).toBe(0); // b's late release takes nothing off c's count
     expect(await acquire(s, 'd', 1, 2)).toBeLessThan(0);
@@ -260,7 +249,7 @@ describe('sem-acquire.lua', () => {
 
   it('with nobody holding and the limit below the ask, waits a lease (only a raised limit helps)', async () => {
     const s = fresh('toolow');
-    await client.set(s.limit, '1');
+    await server.admin.set(s.limit, '1');
     expect(await acquire(s, 'a', 2, 3, 7_000)).toBe(-7_000);
   });
 });
@@ -273,9 +262,9 @@ describe('sem-release.lua passing permits on', () => {
     const [released, fence] = await pass(s, 'a', 'w', 1);
     expect(released).toBe(1);
     expect(Number(fence)).toBeGreaterThan(a);
-    expect(await client.zscore(s.holders, 'a')).toBeNull();
-    expect(await client.hget(s.permits, 'w')).toBe(`1|${fence}|i-w`);
-    expect(await client.hget(s.permits, '#used')).toBe('1');
+    expect(await server.admin.zscore(s.holders, 'a')).toBeNull();
+    expect(await server.admin.hget(s.permits, 'w')).toBe(`1|${fence}|i-w`);
+    expect(await server.admin.hget(s.permits, '#used')).toBe('1');
     expect(await l.messages()).toEqual([WIRE.released]); // one of a's two permits was not taken
     const [, second] = await pass(s, 'w', 'v', 1);
     expect(second).toBeGreaterThan(Number(fence));
@@ -289,27 +278,27 @@ describe('sem-release.lua passing permits on', () => {
     await acquire(s, 'b', 1, 3);
     await setLimit(s, 1); // lowered under the holders
     expect(await pass(s, 'a', 'w', 1)).toEqual([1, 0]);
-    expect(await client.zscore(s.holders, 'w')).toBeNull();
-    expect(await client.hget(s.permits, '#used')).toBe('1');
+    expect(await server.admin.zscore(s.holders, 'w')).toBeNull();
+    expect(await server.admin.hget(s.permits, '#used')).toBe('1');
     expect(await l.messages()).toEqual([WIRE.released]);
     await setLimit(s, 3);
     await l.messages();
-    const held = Number(String(await client.hget(s.permits, 'b')).split('|')[1]);
+    const held = Number(String(await server.admin.hget(s.permits, 'b')).split('|')[1]);
     await acquire(s, 'c', 1, 3);
     expect(await pass(s, 'c', 'b', 1)).toEqual([1, 0]); // b holds already: no second grant
-    expect(Number(String(await client.hget(s.permits, 'b')).split('|')[1])).toBe(held);
+    expect(Number(String(await server.admin.hget(s.permits, 'b')).split('|')[1])).toBe(held);
     expect(await pass(s, 'nobody', 'w', 1)).toEqual([0, 0]);
-    expect(await client.zscore(s.holders, 'w')).toBeNull();
+    expect(await server.admin.zscore(s.holders, 'w')).toBeNull();
   });
 
   it('a caller that holds already gets its grant back from sem-acquire with the lease restarted', async () => {
     const s = fresh('passheld');
     await acquire(s, 'a', 1, 2);
     const [, fence] = await pass(s, 'a', 'w', 1, 60);
-    const before = Number(await client.zscore(s.holders, 'w'));
+    const before = Number(await server.admin.zscore(s.holders, 'w'));
     expect(await acquire(s, 'w', 1, 2, 30_000)).toBe(fence);
-    expect(Number(await client.zscore(s.holders, 'w'))).toBeGreaterThanOrEqual(before + 29_000);
-    expect(await client.hget(s.permits, '#used')).toBe('1');
+    expect(Number(await server.admin.zscore(s.holders, 'w'))).toBeGreaterThanOrEqual(before + 29_000);
+    expect(await server.admin.hget(s.permits, '#used')).toBe('1');
   });
 });
 
@@ -319,8 +308,8 @@ describe('sem-release.lua', () => {
     const l = await listen(s.channel);
     await acquire(s, 'a', 2, 3);
     expect(await release(s, 'a')).toBe(1);
-    expect(await client.zscore(s.holders, 'a')).toBeNull();
-    expect(await client.hexists(s.permits, 'a')).toBe(0);
+    expect(await server.admin.zscore(s.holders, 'a')).toBeNull();
+    expect(await server.admin.hexists(s.permits, 'a')).toBe(0);
     expect(await release(s, 'a')).toBe(0);
     expect(await l.messages()).toEqual([WIRE.released, WIRE.released]);
   });
@@ -329,7 +318,7 @@ describe('sem-release.lua', () => {
     const s = fresh('release-lapsed');
     const l = await listen(s.channel);
     await acquire(s, 'a', 1, 3);
-    await client.zadd(s.holders, (await serverMs()) - 10, 'a');
+    await server.admin.zadd(s.holders, (await serverMs()) - 10, 'a');
     expect(await release(s, 'a')).toBe(0);
     expect(await l.messages()).toEqual([WIRE.released]);
   });
@@ -342,18 +331,18 @@ describe('sem-release.lua and sem-acquire.lua with the queue', () => {
     const inbox = await listen(`${s.channel}:${INBOX}`);
     await acquire(s, 'a', 1, 1);
     expect(await acquireQueued(s, 'b', 1, 1, { handoff: 700, seq: 3 })).toBeLessThan(0);
-    expect(await client.zrange(s.queue, '0', '-1')).toEqual(['b']);
-    expect(await client.hget(s.waiters, 'b')).toMatch(/^\d+\|1\|700\|w-b\|ib\|3\|i-b$/);
+    expect(await server.admin.zrange(s.queue, '0', '-1')).toEqual(['b']);
+    expect(await server.admin.hget(s.waiters, 'b')).toMatch(/^\d+\|1\|700\|w-b\|ib\|3\|i-b$/);
 
     expect(await releaseQueued(s, 'a')).toBe(1);
 
     const [grant] = await inbox.messages();
     const fence = Number(grant.split(':')[1]);
     expect(grant).toBe(`gw-b:${fence}:700:3`);
-    expect(await client.hget(s.permits, 'b')).toBe(`1|${fence}|i-b`);
-    const deadline = Number(await client.zscore(s.holders, 'b'));
+    expect(await server.admin.hget(s.permits, 'b')).toBe(`1|${fence}|i-b`);
+    const deadline = Number(await server.admin.zscore(s.holders, 'b'));
     expect(deadline - (await serverMs())).toBeLessThanOrEqual(700);
-    expect(await client.exists(s.queue, s.waiters)).toBe(0);
+    expect(await server.admin.exists(s.queue, s.waiters)).toBe(0);
     expect(await everyone.messages()).toEqual([]); // every permit given back was handed on
     // Its next attempt finds it holding: the confirm of a hand-off too late to use as told.
     expect(await acquireQueued(s, 'b', 1, 1)).toBe(fence);
@@ -372,10 +361,10 @@ describe('sem-release.lua and sem-acquire.lua with the queue', () => {
     }
     expect(await releaseQueued(s, 'a')).toBe(1);
     // b (1) and c (2) fill the 3 permits; d waits behind; 'big' asks more than the limit: passed over, kept.
-    expect((await client.zrange(s.holders, '0', '-1')).sort()).toEqual(['b', 'c']);
-    expect(await client.zrange(s.queue, '0', '-1')).toEqual(['big', 'd']);
+    expect((await server.admin.zrange(s.holders, '0', '-1')).sort()).toEqual(['b', 'c']);
+    expect(await server.admin.zrange(s.queue, '0', '-1')).toEqual(['big', 'd']);
     await releaseQueued(s, 'b');
-    expect((await client.zrange(s.holders, '0', '-1')).sort()).toEqual(['c', 'd']);
+    expect((await server.admin.zrange(s.holders, '0', '-1')).sort()).toEqual(['c', 'd']);
     await releaseQueued(s, 'c');
     expect(await acquireQueued(s, 'e', 1, 3)).toBeGreaterThan(0); // room, and only 'big' ahead of it
   });
@@ -394,12 +383,12 @@ describe('sem-release.lua and sem-acquire.lua with the queue', () => {
     await acquireQueued(s, 'b', 1, 1);
     await acquireQueued(s, 'c', 1, 1);
     expect(await releaseQueued(s, 'b')).toBe(0);
-    expect(await client.zrange(s.queue, '0', '-1')).toEqual(['c']);
+    expect(await server.admin.zrange(s.queue, '0', '-1')).toEqual(['c']);
     // c's place lapsed (its deadline in the past, as its process died long ago).
-    await client.hset(s.waiters, 'c', '1000|1|700|w-c|ib|1|i-c');
+    await server.admin.hset(s.waiters, 'c', '1000|1|700|w-c|ib|1|i-c');
     expect(await releaseQueued(s, 'a')).toBe(1);
-    expect(await client.exists(s.queue, s.waiters)).toBe(0);
-    expect(await client.zcard(s.holders)).toBe(0);
+    expect(await server.admin.exists(s.queue, s.waiters)).toBe(0);
+    expect(await server.admin.zcard(s.holders)).toBe(0);
   });
 });
 
@@ -411,7 +400,7 @@ describe('sem-limit.lua', () => {
     expect(await setLimit(s, 5)).toBe(2);
     expect(await setLimit(s, 1)).toBe(5);
     expect(await setLimit(s, 1)).toBe(1);
-    expect(await client.get(s.limit)).toBe('1');
+    expect(await server.admin.get(s.limit)).toBe('1');
     expect(await l.messages()).toEqual([WIRE.rwChanged, WIRE.rwChanged]);
   });
 
@@ -419,7 +408,7 @@ describe('sem-limit.lua', () => {
     const s = fresh('lower');
     await acquire(s, 'a', 2, 3);
     await setLimit(s, 1);
-    expect(await client.zscore(s.holders, 'a')).not.toBeNull();
+    expect(await server.admin.zscore(s.holders, 'a')).not.toBeNull();
     expect(await acquire(s, 'b', 1, 3)).toBeLessThan(0);
     await release(s, 'a');
     expect(await acquire(s, 'b', 1, 3)).toBeGreaterThan(0);
@@ -431,9 +420,9 @@ describe("renew.lua, kind 's'", () => {
     const s = fresh('renew');
     await acquire(s, 'a', 1, 3, 1_000);
     await acquire(s, 'b', 1, 3, 1_000);
-    await client.zadd(s.holders, (await serverMs()) - 10, 'b');
+    await server.admin.zadd(s.holders, (await serverMs()) - 10, 'b');
     const mutex = `${uniquePrefix('sem-lua-renew-m')}{k}`;
-    await client.set(mutex, 'm1|1|i', 'PX', 1_000);
+    await server.admin.set(mutex, 'm1|1|i', 'PX', 1_000);
     const before = await serverMs();
     const reply = (await run(
       RENEW,
@@ -441,10 +430,10 @@ describe("renew.lua, kind 's'", () => {
       ['s60000:a m60000:m1 s60000:b s60000:nobody'],
     )) as number[];
     expect(reply).toEqual([1, 1, 0, 0]);
-    expect(Number(await client.zscore(s.holders, 'a'))).toBeGreaterThanOrEqual(before + 60_000);
-    expect(await client.pttl(s.holders)).toBeGreaterThan(59_000);
-    expect(await client.pttl(s.permits)).toBeGreaterThan(59_000);
-    expect(await client.pttl(mutex)).toBeGreaterThan(59_000);
-    expect(await client.zscore(s.holders, 'nobody')).toBeNull();
+    expect(Number(await server.admin.zscore(s.holders, 'a'))).toBeGreaterThanOrEqual(before + 60_000);
+    expect(await server.admin.pttl(s.holders)).toBeGreaterThan(59_000);
+    expect(await server.admin.pttl(s.permits)).toBeGreaterThan(59_000);
+    expect(await server.admin.pttl(mutex)).toBeGreaterThan(59_000);
+    expect(await server.admin.zscore(s.holders, 'nobody')).toBeNull();
   });
 });

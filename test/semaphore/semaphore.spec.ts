@@ -1,6 +1,5 @@
 import { Injectable } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
-import type { Redis } from 'ioredis';
 import {
   LockAbortedError,
   LockConfigError,
@@ -17,31 +16,20 @@ import { Semaphore as SemaphoreObject } from '../../libs/lockwarden/src/core';
 import { semKeys } from '../../libs/lockwarden/src/core/backend/lock-keys';
 import { MAX_HANDOFFS } from '../../libs/lockwarden/src/core/semaphore/permit-release';
 import { checkSemaphoreDecoratorOptions } from '../../libs/lockwarden/src/core/semaphore/semaphore-decorator-options';
-import { runWorker } from '../harness/child';
+import { workersForFile } from '../harness/child';
 import type { ChildScript } from '../harness/child';
 import { EventLog } from '../harness/event-log';
 import { engineFactory } from '../harness/engines';
-import { startRedis, uniquePrefix } from '../harness/redis';
-import type { RedisTarget } from '../harness/redis';
+import { permitsAtOnce } from '../harness/permits';
+import { redisForFile, uniquePrefix } from '../harness/redis';
 
-let redis: RedisTarget;
-let admin: Redis;
-
-beforeAll(async () => {
-  redis = await startRedis();
-  admin = redis.client();
-});
+const server = redisForFile();
 
 // Tests end with permits still held: a short grace keeps each engine's close from waiting on them.
-const factory = engineFactory(() => redis.url, 'semaphore');
+const factory = engineFactory(() => server.redis.url, 'semaphore');
 const engine: typeof factory.engine = (options = {}, events) =>
   factory.engine({ shutdownGraceMs: 1, ...options }, events);
 const pair: typeof factory.pair = (options = {}, events) => factory.pair({ shutdownGraceMs: 1, ...options }, events);
-
-afterAll(async () => {
-  await admin.quit();
-  await redis.stop();
-});
 
 /** Waits for the `waiting` event of `key`: the waiter has subscribed and parked. */
 function parked(events: EventLog, key: string): Promise<unknown> {
@@ -53,27 +41,10 @@ describe('permits', () => {
     const [a, b] = pair();
     const semA = a.semaphore('pool', { limit: 3 });
     const semB = b.semaphore('pool', { limit: 3 });
-    let inside = 0;
-    let maxInside = 0;
-    let done = 0;
-    await Promise.all(
-      Array.from({ length: 60 }, (_, i) => {
-        const permits = i % 4 === 0 ? 2 : 1;
-        return (i % 2 ? semA : semB).withPermit(
-          async () => {
-            inside += permits;
-            maxInside = Math.max(maxInside, inside);
-            await admin.ping();
-            inside -= permits;
-            done++;
-          },
-          { permits, waitMs: 30_000 },
-        );
-      }),
-    );
+    const { peak, done } = await permitsAtOnce([semB, semA], 60, () => server.admin.ping());
     expect(done).toBe(60);
-    expect(maxInside).toBeLessThanOrEqual(3);
-    expect(maxInside).toBeGreaterThan(1);
+    expect(peak).toBeLessThanOrEqual(3);
+    expect(peak).toBeGreaterThan(1);
   });
 
   it('takes several permits at once; tryAcquire is null when they do not fit', async () => {
@@ -139,24 +110,6 @@ describe('permits', () => {
 });
 
 describe('leases', () => {
-  it('the watchdog renews a permit held longer than its lease', async () => {
-    const events = new EventLog();
-    const e = engine({}, events);
-    const sem = e.semaphore('renewed', { limit: 1 });
-    // Renewed every second, with seconds of room for a loaded machine's late timers.
-    const permit = await sem.acquire({ leaseMs: 3_000 });
-    await events.renewals('renewed', 4); // over a lease's worth of renewals
-    expect(permit.isHeld()).toBe(true);
-    expect(permit.signal.aborted).toBe(false);
-    expect(await sem.tryAcquire()).toBeNull();
-    const [seconds, micros] = await admin.time();
-    const now = Number(seconds) * 1_000 + Math.floor(Number(micros) / 1_000);
-    const holders = `${e.options.keyPrefix}{renewed}:sem:holders`;
-    const [, deadline] = await admin.zrange(holders, '0', '0', 'WITHSCORES');
-    expect(Number(deadline)).toBeGreaterThanOrEqual(now);
-    expect(await permit.release()).toBe(true);
-  });
-
   it('a holder whose renewals stop gives its permits back within a lease, and a waiter gets them', async () => {
     const events = new EventLog();
     const [a, b] = pair({}, events);
@@ -189,7 +142,7 @@ describe('leases', () => {
 describe('passing permits within a process', () => {
   /** Counts what is published on a semaphore's wake-up channel, from a connection of the test's own. */
   async function channelLog(channel: string): Promise<{ messages: () => Promise<string[]>; close: () => void }> {
-    const sub = redis.client();
+    const sub = server.redis.client();
     const heard: string[] = [];
     let end: (() => void) | undefined;
     sub.on('message', (_: string, m: string) => (m === '__end__' ? end?.() : heard.push(m)));
@@ -197,7 +150,7 @@ describe('passing permits within a process', () => {
     return {
       messages: async () => {
         const done = new Promise<void>((resolve) => (end = resolve));
-        await admin.publish(channel, '__end__'); // after everything published before it
+        await server.admin.publish(channel, '__end__'); // after everything published before it
         await done;
         return heard.splice(0);
       },
@@ -354,7 +307,9 @@ describe('refusals', () => {
     await expect(sem.acquire({ permits: 0 })).rejects.toBeInstanceOf(LockConfigError);
     await expect(sem.tryAcquire({ leaseMs: 5 })).rejects.toBeInstanceOf(LockConfigError);
     await expect(sem.acquire({ waitMs: -1 })).rejects.toBeInstanceOf(LockConfigError);
-    await expect(sem.acquire({ fair: true })).rejects.toThrow(/fair is not available for semaphores/);
+    await expect(sem.acquire({ fair: true })).rejects.toThrow(
+      /fair is not an option for semaphores: their waiters queue in arrival order already/,
+    );
     await expect(sem.acquire({ waitMS: 1 } as object)).rejects.toBeInstanceOf(LockConfigError);
     await expect(sem.acquire({ signal: 'no' } as unknown as object)).rejects.toBeInstanceOf(LockConfigError);
     await expect(sem.withPermit(undefined as unknown as () => void)).rejects.toBeInstanceOf(LockConfigError);
@@ -364,7 +319,7 @@ describe('refusals', () => {
   it('is refused with a quorum, with the reason', () => {
     const e = engine({
       redis: undefined,
-      quorum: { nodes: [`${redis.url}/1`, `${redis.url}/2`, `${redis.url}/3`] },
+      quorum: { nodes: [`${server.redis.url}/1`, `${server.redis.url}/2`, `${server.redis.url}/3`] },
     });
     expect(() => e.semaphore('q', { limit: 2 })).toThrow(/consensus protocol/);
     expect(() => e.semaphore('q', { limit: 2 })).toThrow(LockConfigError);
@@ -442,7 +397,7 @@ class Exports {
     this.inside++;
     this.maxInside = Math.max(this.maxInside, this.inside);
     this.seen.push(await this.locks.current()!.fencingToken());
-    await admin.ping();
+    await server.admin.ping();
     this.inside--;
     return `exported ${region}`;
   }
@@ -456,7 +411,9 @@ class Exports {
 describe('LockService.semaphore and @Semaphore', () => {
   it('runs at most `limit` decorated calls at once, skips when full, and shares the semaphore with LockService', async () => {
     const moduleRef = await Test.createTestingModule({
-      imports: [LockModule.forRoot({ redis: redis.url, keyPrefix: uniquePrefix('sem-nest'), shutdownGraceMs: 1 })],
+      imports: [
+        LockModule.forRoot({ redis: server.redis.url, keyPrefix: uniquePrefix('sem-nest'), shutdownGraceMs: 1 }),
+      ],
       providers: [Exports],
     }).compile();
     const app = await moduleRef.init();
@@ -495,29 +452,10 @@ describe('LockService.semaphore and @Semaphore', () => {
 });
 
 describe('multi-process', () => {
-  let observer: RedisTarget;
-  let obs: Redis;
-  const children: ChildScript[] = [];
-
-  beforeAll(async () => {
-    observer = await startRedis({ own: true });
-    obs = observer.client();
-  });
-
-  afterEach(() => {
-    for (const c of children.splice(0)) c.kill();
-  });
-
-  afterAll(async () => {
-    await obs.quit();
-    await observer.stop();
-  });
-
-  const spawn = (env: Record<string, string>): ChildScript => {
-    const child = runWorker('sem-worker', { REDIS: redis.url, OBS: observer.url, PERMITS: '3', ...env });
-    children.push(child);
-    return child;
-  };
+  const observer = redisForFile({ own: true });
+  const worker = workersForFile();
+  const spawn = (env: Record<string, string>): ChildScript =>
+    worker('sem-worker', { REDIS: server.redis.url, OBS: observer.redis.url, PERMITS: '3', ...env });
 
   it('4 processes with 3 flows each never hold more than 3 permits at once', async () => {
     const PREFIX = uniquePrefix('sem-mp');
@@ -526,10 +464,10 @@ describe('multi-process', () => {
       spawn({ PREFIX, FLOWS: '3', OPS: '15', NAME: `p${i}`, LEASE_MS: '10000' }),
     );
     await Promise.all(workers.map((w) => w.succeeded()));
-    expect(Number(await obs.get(`${PREFIX}entries`))).toBe(4 * 3 * 15);
-    expect(Number(await obs.get(`${PREFIX}max`))).toBeLessThanOrEqual(3);
-    expect(Number(await obs.get(`${PREFIX}max`))).toBeGreaterThan(1);
-    expect(Number(await obs.get(`${PREFIX}inside`))).toBe(0);
+    expect(Number(await observer.admin.get(`${PREFIX}entries`))).toBe(4 * 3 * 15);
+    expect(Number(await observer.admin.get(`${PREFIX}max`))).toBeLessThanOrEqual(3);
+    expect(Number(await observer.admin.get(`${PREFIX}max`))).toBeGreaterThan(1);
+    expect(Number(await observer.admin.get(`${PREFIX}inside`))).toBe(0);
   });
 
   it('setLimit up and down under load: every grant respects the limit in force when it was made', async () => {
@@ -543,7 +481,7 @@ describe('multi-process', () => {
       spawn({ PREFIX, FLOWS: '3', UNTIL_STOP: '1', TWO_PERMIT_FLOWS: '1', NAME: `p${i}`, LEASE_MS: '10000' }),
     );
     const control = engine({ keyPrefix: PREFIX }).semaphore('sem', { limit: 3 });
-    const stats = async (): Promise<Record<string, string>> => obs.hgetall(`${PREFIX}phase-stats`);
+    const stats = async (): Promise<Record<string, string>> => observer.admin.hgetall(`${PREFIX}phase-stats`);
     // Polls the observer, which the workers write to; the condition is a count, not a time. A
     // raise is given until its phase's peak passes the limit before it (or 2 000 entries), so
     // that a loaded machine's slow turns do not read as a raise that did not take effect.
@@ -563,29 +501,29 @@ describe('multi-process', () => {
     // it resolved, with the floor read after, so every grant above it was made under the lower
     // limit. An entry is checked against the highest limit from its phase on, since holders
     // granted after a raise may be inside beside it.
-    const floor = async (): Promise<number> => Number(await admin.get(keys.fence));
+    const floor = async (): Promise<number> => Number(await server.admin.get(keys.fence));
     const phase = async (name: string, limit: number): Promise<void> => {
       const before = control.limit;
       if (limit > control.limit) {
-        await obs.zadd(`${PREFIX}phases`, await floor(), `${name}|${limit}`);
+        await observer.admin.zadd(`${PREFIX}phases`, await floor(), `${name}|${limit}`);
         await control.setLimit(limit);
       } else {
         await control.setLimit(limit);
-        await obs.zadd(`${PREFIX}phases`, await floor(), `${name}|${limit}`);
+        await observer.admin.zadd(`${PREFIX}phases`, await floor(), `${name}|${limit}`);
       }
       await enteredIn(name, 40, limit > before ? before : 0);
     };
-    await obs.zadd(`${PREFIX}phases`, 0, 'start|3');
+    await observer.admin.zadd(`${PREFIX}phases`, 0, 'start|3');
     await enteredIn('start', 40);
     await phase('up5', 5);
     // Under a limit of 1 the flows that ask 2 permits wait (their ask never fits) until the next raise.
     await phase('down1', 1);
     await phase('up4', 4);
     await phase('down2', 2);
-    await obs.set(`${PREFIX}stop`, '1');
+    await observer.admin.set(`${PREFIX}stop`, '1');
     await Promise.all(workers.map((w) => w.succeeded()));
 
-    expect(await obs.lrange(`${PREFIX}violations`, 0, -1)).toEqual([]);
+    expect(await observer.admin.lrange(`${PREFIX}violations`, 0, -1)).toEqual([]);
     const s = await stats();
     expect(Number(s['down1:max'])).toBe(1);
     expect(s['up4:twos']).toBeDefined(); // a flow waiting on 2 permits through the limit of 1 got in after the raise
@@ -593,9 +531,9 @@ describe('multi-process', () => {
     // The raises took effect: more permits were inside at once than the limit before them.
     expect(Number(s['up5:max'])).toBeGreaterThan(3);
     expect(Number(s['up4:max'])).toBeGreaterThan(1);
-    expect(Number(await obs.get(`${PREFIX}inside`))).toBe(0);
+    expect(Number(await observer.admin.get(`${PREFIX}inside`))).toBe(0);
     const done = workers.map((w) => Number(w.lines.find((l) => l.startsWith('done'))!.split(' ')[2]));
-    expect(done.reduce((a, b) => a + b, 0)).toBe(Number(await obs.get(`${PREFIX}entries`)));
+    expect(done.reduce((a, b) => a + b, 0)).toBe(Number(await observer.admin.get(`${PREFIX}entries`)));
   });
 
   it("a SIGKILLed holder's permits come back, and the other processes' workers get in", async () => {
@@ -610,8 +548,8 @@ describe('multi-process', () => {
     hog.kill('SIGKILL');
     await hog.exited;
     await Promise.all(workers.map((w) => w.succeeded()));
-    expect(Number(await obs.get(`${PREFIX}entries`))).toBe(3 * 3 * 5);
-    expect(Number(await obs.get(`${PREFIX}max`))).toBeLessThanOrEqual(3);
+    expect(Number(await observer.admin.get(`${PREFIX}entries`))).toBe(3 * 3 * 5);
+    expect(Number(await observer.admin.get(`${PREFIX}max`))).toBeLessThanOrEqual(3);
     // Every grant after the hog's has a higher token.
     const sem = engine({ keyPrefix: PREFIX }).semaphore('sem', { limit: 3 });
     const after = await sem.acquire({ permits: 3 });

@@ -1,42 +1,28 @@
-import { LotteryCluster } from '../../apps/lottery/demo/lottery-cluster';
-import { startRedis } from '../harness/redis';
-import type { RedisTarget } from '../harness/redis';
+import { lotteryForFile } from '../harness/lottery';
 
 /** The demo's rounds, with assertions: 3 instance processes, 8+ draws, a semaphore-limited prize office, a crash and a fenced late write. */
 describe('the lottery across three instances', () => {
-  let redis: RedisTarget;
-  let cluster: LotteryCluster;
-
-  beforeAll(async () => {
-    redis = await startRedis({ own: true });
-    cluster = await LotteryCluster.start({
-      redisUrl: redis.url,
-      cron: '*/3 * * * * *',
-      drawDelayMs: 400,
-      // Long enough that a CPU-starved holder keeps renewing; the crash round waits one lease out.
-      leaseMs: 3_000,
-    });
-  }, 60_000);
-
-  afterAll(async () => {
-    await cluster?.stop();
-    await redis?.stop();
+  const lottery = lotteryForFile({
+    cron: '*/3 * * * * *',
+    drawDelayMs: 400,
+    // Long enough that a CPU-starved holder keeps renewing; the crash round waits one lease out.
+    leaseMs: 3_000,
   });
 
   it('draws each scheduled tick on exactly one instance', async () => {
-    const round = await cluster.scheduledRound();
+    const round = await lottery.cluster.scheduledRound();
     expect(round.rows.map((r) => r.action).sort()).toEqual(['drew', 'skipped', 'skipped']);
     expect(round.winners).toHaveLength(10);
   });
 
   it.each(['http-a', 'http-b'])('answers one 201 and two 409 to simultaneous POSTs (%s)', async (drawId) => {
-    const round = await cluster.httpRound(drawId);
+    const round = await lottery.cluster.httpRound(drawId);
     expect(round.rows.map((r) => r.action).sort()).toEqual(['409 busy', '409 busy', 'drew']);
     expect(new Set(round.winners).size).toBe(10);
   });
 
   it('announces three draws at once through one semaphore: the prize office never has more calls than its permits', async () => {
-    const round = await cluster.prizeRound('prize');
+    const round = await lottery.cluster.prizeRound('prize');
     expect(round.rows.map((r) => r.action)).toEqual(['drew', 'drew', 'drew']);
     expect(round.announced).toBe(30);
     expect(round.permits).toBe(3);
@@ -45,7 +31,7 @@ describe('the lottery across three instances', () => {
   });
 
   it('lets another instance take over from a killed one, and refuses the dead holder a late write', async () => {
-    const round = await cluster.crashRound('crash-a');
+    const round = await lottery.cluster.crashRound('crash-a');
     expect(round.takeoverToken).toBeGreaterThan(round.victimToken);
     expect(round.lateWrite).toBe('stale');
     expect(round.rows.some((r) => r.action.startsWith('409'))).toBe(true);
@@ -53,9 +39,9 @@ describe('the lottery across three instances', () => {
   });
 
   it('keeps drawing on the survivors, and every draw is recorded exactly once', async () => {
-    const round = await cluster.scheduledRound();
+    const round = await lottery.cluster.scheduledRound();
     expect(round.rows.map((r) => r.action).sort()).toEqual(['drew', 'skipped']);
-    const verification = await cluster.verify();
+    const verification = await lottery.cluster.verify();
     expect(verification.problems).toEqual([]);
     expect(verification.draws.length).toBeGreaterThanOrEqual(8);
   });

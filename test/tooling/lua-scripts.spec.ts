@@ -1,13 +1,11 @@
 import type { Redis } from 'ioredis';
-import { LUA_SOURCES, type LuaScriptName } from '../../libs/lockwarden/src/core/redis/lua-sources.generated';
-import { startRedis, uniquePrefix } from '../harness/redis';
-import type { RedisTarget } from '../harness/redis';
+import { lua } from '../harness/lua';
+import { redisForFile, uniquePrefix } from '../harness/redis';
 
 // Every Lua script, run as Lua: the script's text goes to EVAL with raw KEYS and ARGV, against a
 // real Redis, and each test checks the reply and the raw state the script leaves behind.
 
-// The text as it ships: the .lua file with its `-- #include` lines filled in (npm run gen).
-const lua = (name: LuaScriptName): string => LUA_SOURCES[name];
+const server = redisForFile({ own: true });
 const ACQUIRE = lua('acquire');
 const RELEASE = lua('release');
 const RENEW = lua('renew');
@@ -19,8 +17,6 @@ const FENCE_RAISE = lua('fence-raise');
 const FENCE_MINT = lua('fence-mint');
 const RELEASE_PLAIN = lua('release-plain');
 
-let redis: RedisTarget;
-let client: Redis;
 let sub: Redis;
 
 // ---- keys: the names lock-keys.ts gives one lock, all under one {hash tag} ---------------------
@@ -73,7 +69,7 @@ function fresh(test: string, name = 'k'): { m: MKeys; rw: RwKeys } {
 // ---- calling the scripts with raw KEYS and ARGV ------------------------------------------------
 
 function run(source: string, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
-  return client.eval(source, keys.length, ...keys, ...args);
+  return server.admin.eval(source, keys.length, ...keys, ...args);
 }
 
 /** The inbox every queued waiter of these tests names: a hand-off is published on `<channel>:ib`. */
@@ -209,13 +205,13 @@ async function fenceRaise(m: MKeys, token: string, fencingToken: string): Promis
 
 /** The server clock, as the scripts read it (TIME): microseconds and whole milliseconds. */
 async function clock(): Promise<{ us: number; ms: number }> {
-  const [seconds, micros] = await client.time();
+  const [seconds, micros] = await server.admin.time();
   const us = Number(seconds) * 1_000_000 + Number(micros);
   return { us, ms: Math.floor(us / 1_000) };
 }
 
 async function zset(key: string): Promise<string[]> {
-  return (await client.zrange(key, '0', '-1', 'WITHSCORES')) as unknown as string[];
+  return (await server.admin.zrange(key, '0', '-1', 'WITHSCORES')) as unknown as string[];
 }
 
 function expectWithin(value: number, low: number, high: number): void {
@@ -225,13 +221,13 @@ function expectWithin(value: number, low: number, high: number): void {
 
 /** Expects a PTTL just under a fresh lease: at most `leaseMs`, and not more than a second below it. */
 async function expectPttlNear(key: string, leaseMs: number): Promise<void> {
-  expectWithin(await client.pttl(key), leaseMs - 1_000, leaseMs);
+  expectWithin(await server.admin.pttl(key), leaseMs - 1_000, leaseMs);
 }
 
 /** Lets a key's TTL lapse for real: a 1 ms PEXPIRE, then wait for PTTL to say it is gone. */
 async function lapse(key: string): Promise<void> {
-  expect(await client.pexpire(key, 1)).toBe(1);
-  while ((await client.pttl(key)) !== -2) await new Promise((done) => setTimeout(done, 1));
+  expect(await server.admin.pexpire(key, 1)).toBe(1);
+  while ((await server.admin.pttl(key)) !== -2) await new Promise((done) => setTimeout(done, 1));
 }
 
 /** Sets up a mutex as a holder would leave it (what acquire.lua writes); `waited` marks it as waited for. */
@@ -243,13 +239,13 @@ async function holdMutex(
   leaseMs?: number,
   waited = false,
 ): Promise<void> {
-  await client.set(m.lock, `${token}|${fence}|${instance}${waited ? '|w' : ''}`);
-  if (leaseMs !== undefined) await client.pexpire(m.lock, leaseMs);
+  await server.admin.set(m.lock, `${token}|${fence}|${instance}${waited ? '|w' : ''}`);
+  if (leaseMs !== undefined) await server.admin.pexpire(m.lock, leaseMs);
 }
 
 /** A mutex's record as acquire.lua wrote it: owner, fencing token, instance, and whether anyone waited. */
 async function mutexRecord(key: string): Promise<{ o: string; f: string; i: string; w: boolean } | null> {
-  const value = await client.get(key);
+  const value = await server.admin.get(key);
   if (value === null) return null;
   const [o, f, i, w] = value.split('|');
   return { o, f, i, w: w === 'w' };
@@ -257,8 +253,8 @@ async function mutexRecord(key: string): Promise<{ o: string; f: string; i: stri
 
 /** Puts a fair waiter in the queue at `score`, with its record (none when `record` is undefined). */
 async function queueWaiter(m: MKeys, token: string, score: number, record?: string): Promise<void> {
-  await client.zadd(m.queue, score, token);
-  if (record !== undefined) await client.hset(m.waiters, token, record);
+  await server.admin.zadd(m.queue, score, token);
+  if (record !== undefined) await server.admin.hset(m.waiters, token, record);
 }
 
 // ---- pub/sub: every message the scripts publish on a channel -----------------------------------
@@ -290,8 +286,8 @@ class Listener {
   async take(): Promise<string[]> {
     const marker = `<marker ${++this.markers}>`;
     const arrived = new Promise<void>((done) => (this.pending = { marker, arrived: done }));
-    if (this.sharded) await client.spublish(this.channel, marker);
-    else await client.publish(this.channel, marker);
+    if (this.sharded) await server.admin.spublish(this.channel, marker);
+    else await server.admin.publish(this.channel, marker);
     await arrived;
     return this.received.splice(0);
   }
@@ -308,17 +304,10 @@ async function listen(channel: string, sharded = false): Promise<Listener> {
 }
 
 beforeAll(async () => {
-  redis = await startRedis({ own: true });
-  client = redis.client();
-  sub = redis.client();
+  sub = server.redis.client();
+  server.atEnd(() => sub.quit());
   sub.on('message', (channel: string, message: string) => listeners.get(`p:${channel}`)?.deliver(message));
   sub.on('smessage', (channel: string, message: string) => listeners.get(`s:${channel}`)?.deliver(message));
-});
-
-afterAll(async () => {
-  await sub?.quit();
-  await client?.quit();
-  await redis?.stop();
 });
 
 // ================================================================================================
@@ -332,48 +321,48 @@ describe('acquire.lua', () => {
 
     expectWithin(reply, before.us, after.us);
     expect(String(reply)).toMatch(/^\d{16}$/);
-    expect(await client.get(m.fence)).toBe(String(reply));
+    expect(await server.admin.get(m.fence)).toBe(String(reply));
     expect(await mutexRecord(m.lock)).toEqual({ o: 'tok-a', f: String(reply), i: 'inst-a', w: false });
     await expectPttlNear(m.lock, 30_000);
-    expect(await client.exists(m.queue, m.waiters)).toBe(0);
+    expect(await server.admin.exists(m.queue, m.waiters)).toBe(0);
   });
 
   it('takes a free lock with a counter behind the clock: the token follows the clock (a failover or restart set it back)', async () => {
     const { m } = fresh('acq-behind');
-    await client.set(m.fence, '41');
+    await server.admin.set(m.fence, '41');
     const before = await clock();
     const token = await acquire(m, 'tok-a');
     const after = await clock();
     expectWithin(token, before.us, after.us);
-    expect(await client.get(m.fence)).toBe(String(token));
+    expect(await server.admin.get(m.fence)).toBe(String(token));
     await expectPttlNear(m.fence, 60_000);
   });
 
   it('a plain grant (empty fence in the value) asked again by its owner answers 0: no token minted, the counter untouched', async () => {
     const { m } = fresh('acq-fast-again');
-    await client.set(m.lock, 'tok-a||inst-a', 'PX', 30_000);
-    await client.set(m.fence, '8000000000000007');
+    await server.admin.set(m.lock, 'tok-a||inst-a', 'PX', 30_000);
+    await server.admin.set(m.fence, '8000000000000007');
     expect(await acquire(m, 'tok-a', { lease: 30_000 })).toBe(0);
-    expect(await client.get(m.fence)).toBe('8000000000000007');
+    expect(await server.admin.get(m.fence)).toBe('8000000000000007');
     // Anyone else finds it busy, and marks it waited for.
     expect(await acquire(m, 'tok-b')).toBeLessThan(0);
-    expect(await client.get(m.lock)).toBe('tok-a||inst-a|w');
+    expect(await server.admin.get(m.lock)).toBe('tok-a||inst-a|w');
   });
 
   it('takes a free lock with an existing counter: the counter goes up by one', async () => {
     const { m } = fresh('acq-incr');
-    await client.set(m.fence, '8000000000000041');
+    await server.admin.set(m.fence, '8000000000000041');
     expect(await acquire(m, 'tok-a', { lease: 5_000, instance: 'inst-a' })).toBe(8000000000000042);
-    expect(await client.get(m.fence)).toBe('8000000000000042');
+    expect(await server.admin.get(m.fence)).toBe('8000000000000042');
     expect(await mutexRecord(m.lock)).toEqual({ o: 'tok-a', f: '8000000000000042', i: 'inst-a', w: false });
     await expectPttlNear(m.lock, 5_000);
   });
 
   it('keeps a 16-digit counter exact in the hash, the counter and the reply', async () => {
     const { m } = fresh('acq-16');
-    await client.set(m.fence, '8000000000000123');
+    await server.admin.set(m.fence, '8000000000000123');
     expect(await acquire(m, 'tok-a')).toBe(8000000000000124);
-    expect(await client.get(m.fence)).toBe('8000000000000124');
+    expect(await server.admin.get(m.fence)).toBe('8000000000000124');
     expect((await mutexRecord(m.lock))?.f).toBe('8000000000000124');
   });
 
@@ -381,7 +370,7 @@ describe('acquire.lua', () => {
     const { m } = fresh('acq-owner');
     // As a hand-off leaves it: owned, with only the short hand-off lease.
     await holdMutex(m, 'tok-a', '8000000000000042', 'inst-a', 250);
-    await client.set(m.fence, '8000000000000042');
+    await server.admin.set(m.fence, '8000000000000042');
     await queueWaiter(m, 'tok-b', 7, '99999999999999|250|w-b|ib|1|inst-b');
 
     const reply = await acquire(m, 'tok-a', { lease: 30_000, fair: true, instance: 'inst-other' });
@@ -389,9 +378,9 @@ describe('acquire.lua', () => {
     expect(reply).toBe(8000000000000042);
     await expectPttlNear(m.lock, 30_000);
     expect(await mutexRecord(m.lock)).toEqual({ o: 'tok-a', f: '8000000000000042', i: 'inst-a', w: false });
-    expect(await client.get(m.fence)).toBe('8000000000000042');
+    expect(await server.admin.get(m.fence)).toBe('8000000000000042');
     expect(await zset(m.queue)).toEqual(['tok-b', '7']);
-    expect(await client.hgetall(m.waiters)).toEqual({ 'tok-b': '99999999999999|250|w-b|ib|1|inst-b' });
+    expect(await server.admin.hgetall(m.waiters)).toEqual({ 'tok-b': '99999999999999|250|w-b|ib|1|inst-b' });
   });
 
   it('held by another (not fair): returns minus the remaining PTTL, marks the lock waited for once', async () => {
@@ -399,18 +388,18 @@ describe('acquire.lua', () => {
     const fence = await acquire(m, 'tok-a', { lease: 30_000, instance: 'inst-a' });
 
     const reply = await acquire(m, 'tok-b', { lease: 5_000 });
-    const left = await client.pttl(m.lock);
+    const left = await server.admin.pttl(m.lock);
 
     expect(reply).toBeLessThan(0);
     expectWithin(-reply, left, 30_000);
     // The mark tells the holder's release to wake waiters; the TTL is the holder's, untouched.
     expect(await mutexRecord(m.lock)).toEqual({ o: 'tok-a', f: String(fence), i: 'inst-a', w: true });
     await expectPttlNear(m.lock, 30_000);
-    expect(await client.get(m.fence)).toBe(String(fence));
-    expect(await client.exists(m.queue, m.waiters)).toBe(0);
+    expect(await server.admin.get(m.fence)).toBe(String(fence));
+    expect(await server.admin.exists(m.queue, m.waiters)).toBe(0);
     // Marked once, however many wait.
     await acquire(m, 'tok-c');
-    expect(await client.get(m.lock)).toBe(`tok-a|${fence}|inst-a|w`);
+    expect(await server.admin.get(m.lock)).toBe(`tok-a|${fence}|inst-a|w`);
   });
 
   it('a caller that found it busy before marks the lock it takes as waited for (plain and fair)', async () => {
@@ -448,18 +437,18 @@ describe('acquire.lua', () => {
     const after = await clock();
 
     // Still minus the holder's remaining lease.
-    expectWithin(-reply, await client.pttl(m.lock), 30_000);
+    expectWithin(-reply, await server.admin.pttl(m.lock), 30_000);
     const [member, score] = await zset(m.queue);
     expect(member).toBe('tok-b');
     expectWithin(Number(score), before.us, after.us);
-    const record = await client.hget(m.waiters, 'tok-b');
+    const record = await server.admin.hget(m.waiters, 'tok-b');
     // The lease field is the hand-off lease ARGV[7] (250), not the full lease ARGV[2] (20000).
     expect(record).toMatch(/^\d+\|250\|w-b\|ib\|1\|inst-b$/);
     expectWithin(Number(record!.split('|')[0]), before.ms + 5_000, after.ms + 5_000);
     await expectPttlNear(m.queue, 5_000);
     await expectPttlNear(m.waiters, 5_000);
     expect(await mutexRecord(m.lock)).toEqual({ o: 'tok-a', f: String(fence), i: 'inst-a', w: true });
-    expect(await client.get(m.fence)).toBe(String(fence));
+    expect(await server.admin.get(m.fence)).toBe(String(fence));
   });
 
   it('fair, queued again: keeps its place (ZADD NX), refreshes its record and the TTLs; later arrivals go behind', async () => {
@@ -467,7 +456,7 @@ describe('acquire.lua', () => {
     await acquire(m, 'tok-a', { lease: 30_000 });
     await acquire(m, 'tok-b', { fair: true, waiterTtl: 5_000 });
     const [, firstScore] = await zset(m.queue);
-    const firstDeadline = Number((await client.hget(m.waiters, 'tok-b'))!.split('|')[0]);
+    const firstDeadline = Number((await server.admin.hget(m.waiters, 'tok-b'))!.split('|')[0]);
 
     await acquire(m, 'tok-c', { fair: true, waiterTtl: 20_000 });
     const before = await clock();
@@ -485,7 +474,7 @@ describe('acquire.lua', () => {
     expect([queue[0], queue[2]]).toEqual(['tok-b', 'tok-c']);
     expect(queue[1]).toBe(firstScore);
     expect(Number(queue[3])).toBeGreaterThan(Number(firstScore));
-    const record = (await client.hget(m.waiters, 'tok-b'))!;
+    const record = (await server.admin.hget(m.waiters, 'tok-b'))!;
     expect(record).toMatch(/^\d+\|400\|w-b2\|ib\|7\|inst-b2$/);
     const deadline = Number(record.split('|')[0]);
     expectWithin(deadline, before.ms + 20_000, after.ms + 20_000);
@@ -497,7 +486,7 @@ describe('acquire.lua', () => {
   it('fair, free, the caller at the head: takes the lock and gives up only its own place', async () => {
     const { m } = fresh('acq-fair-head');
     const far = (await clock()).ms + 60_000;
-    await client.set(m.fence, '8000000000000041');
+    await server.admin.set(m.fence, '8000000000000041');
     await queueWaiter(m, 'tok-a', 1, `${far}|250|w-a|ib|1|inst-a`);
     await queueWaiter(m, 'tok-b', 2, `${far}|250|w-b|ib|1|inst-b`);
 
@@ -507,7 +496,7 @@ describe('acquire.lua', () => {
     expect(await mutexRecord(m.lock)).toEqual({ o: 'tok-a', f: '8000000000000042', i: 'inst-a', w: true });
     await expectPttlNear(m.lock, 10_000);
     expect(await zset(m.queue)).toEqual(['tok-b', '2']);
-    expect(await client.hkeys(m.waiters)).toEqual(['tok-b']);
+    expect(await server.admin.hkeys(m.waiters)).toEqual(['tok-b']);
   });
 
   it('fair, free, but an earlier live waiter goes first: queues behind it and waits until its place would lapse', async () => {
@@ -520,22 +509,22 @@ describe('acquire.lua', () => {
     const after = await clock();
 
     expectWithin(-reply, headDeadline - after.ms, headDeadline - before.ms);
-    expect(await client.exists(m.lock, m.fence)).toBe(0);
+    expect(await server.admin.exists(m.lock, m.fence)).toBe(0);
     const queue = await zset(m.queue);
     expect([queue[0], queue[2]]).toEqual(['tok-x', 'tok-b']);
-    expect(await client.hget(m.waiters, 'tok-x')).toBe(`${headDeadline}|250|w-x|ib|1|inst-x`);
+    expect(await server.admin.hget(m.waiters, 'tok-x')).toBe(`${headDeadline}|250|w-x|ib|1|inst-x`);
   });
 
   it('fair, free: skips lapsed heads (a past deadline, or no record at all) and takes the lock', async () => {
     const { m } = fresh('acq-fair-lapsed');
-    await client.set(m.fence, '8000000000000009');
+    await server.admin.set(m.fence, '8000000000000009');
     await queueWaiter(m, 'tok-x', 1, '1000|250|w-x|ib|1|inst-x');
     await queueWaiter(m, 'tok-z', 2);
 
     expect(await acquire(m, 'tok-b', { fair: true, instance: 'inst-b' })).toBe(8000000000000010);
 
     expect(await mutexRecord(m.lock)).toEqual({ o: 'tok-b', f: '8000000000000010', i: 'inst-b', w: false });
-    expect(await client.exists(m.queue, m.waiters)).toBe(0);
+    expect(await server.admin.exists(m.queue, m.waiters)).toBe(0);
   });
 
   it('fair, free: skips lapsed heads up to the first live waiter, who then goes first', async () => {
@@ -550,10 +539,10 @@ describe('acquire.lua', () => {
     const after = await clock();
 
     expectWithin(-reply, liveDeadline - after.ms, liveDeadline - before.ms);
-    expect(await client.exists(m.lock)).toBe(0);
+    expect(await server.admin.exists(m.lock)).toBe(0);
     const queue = await zset(m.queue);
     expect([queue[0], queue[1], queue[2]]).toEqual(['tok-w', '3', 'tok-b']);
-    expect((await client.hkeys(m.waiters)).sort()).toEqual(['tok-b', 'tok-w']);
+    expect((await server.admin.hkeys(m.waiters)).sort()).toEqual(['tok-b', 'tok-w']);
   });
 
   it('not fair: takes a free lock even with live fair waiters queued, and leaves the queue alone', async () => {
@@ -566,12 +555,12 @@ describe('acquire.lua', () => {
     expect(reply).toBeGreaterThan(0);
     expect((await mutexRecord(m.lock))?.o).toBe('tok-b');
     expect(await zset(m.queue)).toEqual(['tok-x', '1']);
-    expect(await client.hget(m.waiters, 'tok-x')).toBe(`${far}|250|w-x|ib|1|inst-x`);
+    expect(await server.admin.hget(m.waiters, 'tok-x')).toBe(`${far}|250|w-x|ib|1|inst-x`);
   });
 
   it('after a lease lapses, the next caller takes the lock with the next token', async () => {
     const { m } = fresh('acq-lapse');
-    await client.set(m.fence, '8000000000000041');
+    await server.admin.set(m.fence, '8000000000000041');
     expect(await acquire(m, 'tok-a')).toBe(8000000000000042);
     await lapse(m.lock);
     expect(await acquire(m, 'tok-b', { instance: 'inst-b' })).toBe(8000000000000043);
@@ -598,16 +587,16 @@ describe('release.lua', () => {
     await acquire(m, 'tok-a', { lease: 30_000 });
     await acquire(m, 'tok-b', { fair: true });
     await acquire(m, 'tok-c', { fair: true });
-    const cRecord = await client.hget(m.waiters, 'tok-c');
+    const cRecord = await server.admin.hget(m.waiters, 'tok-c');
     // A record without a place in the queue is not the caller's to withdraw.
-    await client.hset(m.waiters, 'tok-d', '99999999999999|250|w-d|ib|1|inst-d');
+    await server.admin.hset(m.waiters, 'tok-d', '99999999999999|250|w-d|ib|1|inst-d');
 
     expect(await release(m, 'tok-b')).toBe(0);
     expect(await release(m, 'tok-d')).toBe(0);
 
     expect((await zset(m.queue))[0]).toBe('tok-c');
-    expect(await client.zcard(m.queue)).toBe(1);
-    expect(await client.hgetall(m.waiters)).toEqual({
+    expect(await server.admin.zcard(m.queue)).toBe(1);
+    expect(await server.admin.hgetall(m.waiters)).toEqual({
       'tok-c': cRecord,
       'tok-d': '99999999999999|250|w-d|ib|1|inst-d',
     });
@@ -618,27 +607,27 @@ describe('release.lua', () => {
   it('the owner, nobody waited: DELs the lock, keeps the counter, publishes nothing', async () => {
     const { m } = fresh('rel-owner-alone');
     const channel = await listen(m.channel);
-    await client.set(m.fence, '8000000000000041');
+    await server.admin.set(m.fence, '8000000000000041');
     expect(await acquire(m, 'tok-a')).toBe(8000000000000042);
 
     expect(await release(m, 'tok-a')).toBe(1);
 
-    expect(await client.exists(m.lock)).toBe(0);
-    expect(await client.get(m.fence)).toBe('8000000000000042');
+    expect(await server.admin.exists(m.lock)).toBe(0);
+    expect(await server.admin.get(m.fence)).toBe('8000000000000042');
     expect(await channel.take()).toEqual([]);
   });
 
   it("the owner, someone tried while it was held: DELs the lock, publishes 'r'", async () => {
     const { m } = fresh('rel-owner');
     const channel = await listen(m.channel);
-    await client.set(m.fence, '8000000000000041');
+    await server.admin.set(m.fence, '8000000000000041');
     expect(await acquire(m, 'tok-a')).toBe(8000000000000042);
     expect(await acquire(m, 'tok-b')).toBeLessThan(0);
 
     expect(await release(m, 'tok-a')).toBe(1);
 
-    expect(await client.exists(m.lock)).toBe(0);
-    expect(await client.get(m.fence)).toBe('8000000000000042');
+    expect(await server.admin.exists(m.lock)).toBe(0);
+    expect(await server.admin.get(m.fence)).toBe('8000000000000042');
     expect(await channel.take()).toEqual(['r']);
     // Released once: a second release by the same token is not the owner's any more.
     expect(await release(m, 'tok-a')).toBe(0);
@@ -649,7 +638,7 @@ describe('release.lua', () => {
     const { m } = fresh('rel-handoff');
     const channel = await listen(`${m.channel}:${INBOX}`);
     const everyone = await listen(m.channel);
-    await client.set(m.fence, '8000000000000041');
+    await server.admin.set(m.fence, '8000000000000041');
     expect(await acquire(m, 'tok-a', { lease: 30_000 })).toBe(8000000000000042);
     // A hand-off lease (5 s) far below the full one (30 s), and long enough to read on a loaded machine.
     await acquire(m, 'tok-b', { fair: true, lease: 30_000, grant: 5_000, waiterId: 'w-b', instance: 'inst-b' });
@@ -661,11 +650,11 @@ describe('release.lua', () => {
 
     // Marked waited for: tok-c still queues behind it.
     expect(await mutexRecord(m.lock)).toEqual({ o: 'tok-b', f: '8000000000000043', i: 'inst-b', w: true });
-    expectWithin(await client.pttl(m.lock), 1, 5_000);
-    expect(await client.get(m.fence)).toBe('8000000000000043');
+    expectWithin(await server.admin.pttl(m.lock), 1, 5_000);
+    expect(await server.admin.get(m.fence)).toBe('8000000000000043');
     expect((await zset(m.queue))[0]).toBe('tok-c');
-    expect(await client.zcard(m.queue)).toBe(1);
-    expect(await client.hkeys(m.waiters)).toEqual(['tok-c']);
+    expect(await server.admin.zcard(m.queue)).toBe(1);
+    expect(await server.admin.hkeys(m.waiters)).toEqual(['tok-c']);
     expect(await channel.take()).toEqual(['gw-b:8000000000000043:5000:4']);
     expect(await everyone.take()).toEqual([]); // no other engine is told
   });
@@ -674,14 +663,14 @@ describe('release.lua', () => {
     const { m } = fresh('rel-handoff-16');
     const channel = await listen(`${m.channel}:${INBOX}`);
     await holdMutex(m, 'tok-a', '8000000000000123', 'inst-a', 30_000, true);
-    await client.set(m.fence, '8000000000000123');
+    await server.admin.set(m.fence, '8000000000000123');
     await queueWaiter(m, 'tok-b', 1, '99999999999999|250|w-b|ib|1|inst-b');
 
     expect(await release(m, 'tok-a')).toBe(1);
 
     expect(await channel.take()).toEqual(['gw-b:8000000000000124:250:1']);
     expect((await mutexRecord(m.lock))?.f).toBe('8000000000000124');
-    expect(await client.get(m.fence)).toBe('8000000000000124');
+    expect(await server.admin.get(m.fence)).toBe('8000000000000124');
   });
 
   it('seeds a missing counter from server TIME on a hand-off, and publishes that seed', async () => {
@@ -694,7 +683,7 @@ describe('release.lua', () => {
     expect(await release(m, 'tok-a')).toBe(1);
     const after = await clock();
 
-    const seed = (await client.get(m.fence))!;
+    const seed = (await server.admin.get(m.fence))!;
     expect(seed).toMatch(/^\d{16}$/);
     expectWithin(Number(seed), before.us, after.us);
     expect(await mutexRecord(m.lock)).toEqual({ o: 'tok-b', f: seed, i: 'inst-b', w: true });
@@ -705,7 +694,7 @@ describe('release.lua', () => {
     const { m } = fresh('rel-skip');
     const channel = await listen(`${m.channel}:${INBOX}`);
     const far = (await clock()).ms + 60_000;
-    await client.set(m.fence, '8000000000000041');
+    await server.admin.set(m.fence, '8000000000000041');
     await holdMutex(m, 'tok-a', '8000000000000041', 'inst-a', 30_000, true);
     await queueWaiter(m, 'tok-x', 1, '1000|250|w-x|ib|1|inst-x');
     await queueWaiter(m, 'tok-z', 2);
@@ -715,24 +704,24 @@ describe('release.lua', () => {
     expect(await release(m, 'tok-a')).toBe(1);
 
     expect(await mutexRecord(m.lock)).toEqual({ o: 'tok-b', f: '8000000000000042', i: 'inst-b', w: true });
-    expectWithin(await client.pttl(m.lock), 1, 7_000);
+    expectWithin(await server.admin.pttl(m.lock), 1, 7_000);
     expect(await zset(m.queue)).toEqual(['tok-c', '4']);
-    expect(await client.hkeys(m.waiters)).toEqual(['tok-c']);
+    expect(await server.admin.hkeys(m.waiters)).toEqual(['tok-c']);
     expect(await channel.take()).toEqual(['gw-b:8000000000000042:7000:1']);
   });
 
   it("every waiter lapsed: drains the queue, leaves the lock free, keeps the counter, publishes 'r'", async () => {
     const { m } = fresh('rel-all-lapsed');
     const channel = await listen(m.channel);
-    await client.set(m.fence, '8000000000000041');
+    await server.admin.set(m.fence, '8000000000000041');
     await holdMutex(m, 'tok-a', '8000000000000041', 'inst-a', 30_000, true);
     await queueWaiter(m, 'tok-x', 1, '1000|250|w-x|ib|1|inst-x');
     await queueWaiter(m, 'tok-z', 2);
 
     expect(await release(m, 'tok-a')).toBe(1);
 
-    expect(await client.exists(m.lock, m.queue, m.waiters)).toBe(0);
-    expect(await client.get(m.fence)).toBe('8000000000000041');
+    expect(await server.admin.exists(m.lock, m.queue, m.waiters)).toBe(0);
+    expect(await server.admin.get(m.fence)).toBe('8000000000000041');
     expect(await channel.take()).toEqual(['r']);
   });
 
@@ -745,8 +734,8 @@ describe('release.lua', () => {
 
     expect(await release(m, 'tok-a')).toBe(1);
 
-    expect(await client.exists(m.lock)).toBe(0);
-    expect(await client.zcard(m.queue)).toBe(1);
+    expect(await server.admin.exists(m.lock)).toBe(0);
+    expect(await server.admin.zcard(m.queue)).toBe(1);
     expect(await channel.take()).toEqual([]);
   });
 
@@ -771,12 +760,12 @@ describe('release.lua', () => {
     const [grant] = await channel.take();
     const handed = Number(grant.split(':')[1]);
     expect(handed).toBeGreaterThan(first);
-    expectWithin(await client.pttl(m.lock), 1, 5_000);
+    expectWithin(await server.admin.pttl(m.lock), 1, 5_000);
 
     expect(await acquire(m, 'tok-b', { fair: true, lease: 30_000 })).toBe(handed);
 
     await expectPttlNear(m.lock, 30_000);
-    expect(await client.get(m.fence)).toBe(String(handed));
+    expect(await server.admin.get(m.fence)).toBe(String(handed));
   });
 });
 
@@ -797,8 +786,8 @@ describe('renew.lua', () => {
 
     expect(reply).toEqual([1, 0, 0, 1]);
     await expectPttlNear(own.lock, 30_000);
-    expectWithin(await client.pttl(other.lock), 1, 1_000);
-    expect(await client.exists(missing.lock)).toBe(0);
+    expectWithin(await server.admin.pttl(other.lock), 1, 1_000);
+    expect(await server.admin.exists(missing.lock)).toBe(0);
     await expectPttlNear(shorter.lock, 2_000);
     expect((await mutexRecord(other.lock))?.o).toBe('tok-z');
   });
@@ -807,13 +796,13 @@ describe('renew.lua', () => {
     const p = uniquePrefix('lua-renew-w');
     const [live, lapsed, longHash] = ['a', 'b', 'c'].map((n) => rwKeys(p, n));
     const now = (await clock()).ms;
-    await client.hset(live.lock, 'w', 'tok-w', 'wd', now + 1_000, 'f', '7', 'wi', 'inst-w');
-    await client.pexpire(live.lock, 1_000);
-    await client.hset(lapsed.lock, 'w', 'tok-w', 'wd', now - 1_000, 'f', '7', 'wi', 'inst-w');
-    await client.pexpire(lapsed.lock, 60_000);
-    await client.hset(longHash.lock, 'w', 'tok-w', 'wd', now + 1_000, 'f', '8', 'wi', 'inst-w');
-    await client.hset(longHash.lock, 'r:tok-r', `${now + 60_000}|inst-r`);
-    await client.pexpire(longHash.lock, 60_000);
+    await server.admin.hset(live.lock, 'w', 'tok-w', 'wd', now + 1_000, 'f', '7', 'wi', 'inst-w');
+    await server.admin.pexpire(live.lock, 1_000);
+    await server.admin.hset(lapsed.lock, 'w', 'tok-w', 'wd', now - 1_000, 'f', '7', 'wi', 'inst-w');
+    await server.admin.pexpire(lapsed.lock, 60_000);
+    await server.admin.hset(longHash.lock, 'w', 'tok-w', 'wd', now + 1_000, 'f', '8', 'wi', 'inst-w');
+    await server.admin.hset(longHash.lock, 'r:tok-r', `${now + 60_000}|inst-r`);
+    await server.admin.pexpire(longHash.lock, 60_000);
 
     const before = await clock();
     const reply = await renew([
@@ -825,12 +814,12 @@ describe('renew.lua', () => {
     const after = await clock();
 
     expect(reply).toEqual([1, 0, 0, 1]);
-    const { wd, ...rest } = await client.hgetall(live.lock);
+    const { wd, ...rest } = await server.admin.hgetall(live.lock);
     expect(rest).toEqual({ w: 'tok-w', f: '7', wi: 'inst-w' });
     expectWithin(Number(wd), before.ms + 30_000, after.ms + 30_000);
     await expectPttlNear(live.lock, 30_000);
-    expect(await client.hget(lapsed.lock, 'wd')).toBe(String(now - 1_000));
-    expectWithin(Number(await client.hget(longHash.lock, 'wd')), before.ms + 2_000, after.ms + 2_000);
+    expect(await server.admin.hget(lapsed.lock, 'wd')).toBe(String(now - 1_000));
+    expectWithin(Number(await server.admin.hget(longHash.lock, 'wd')), before.ms + 2_000, after.ms + 2_000);
     await expectPttlNear(longHash.lock, 60_000);
   });
 
@@ -838,10 +827,10 @@ describe('renew.lua', () => {
     const p = uniquePrefix('lua-renew-r');
     const [live, lapsed, absent] = ['a', 'b', 'c'].map((n) => rwKeys(p, n));
     const now = (await clock()).ms;
-    await client.hset(live.lock, 'r:tok-r', `${now + 1_000}|inst|with|bars`);
-    await client.pexpire(live.lock, 1_000);
-    await client.hset(lapsed.lock, 'r:tok-r', `${now - 1_000}|inst-r`);
-    await client.pexpire(lapsed.lock, 60_000);
+    await server.admin.hset(live.lock, 'r:tok-r', `${now + 1_000}|inst|with|bars`);
+    await server.admin.pexpire(live.lock, 1_000);
+    await server.admin.hset(lapsed.lock, 'r:tok-r', `${now - 1_000}|inst-r`);
+    await server.admin.pexpire(lapsed.lock, 60_000);
 
     const before = await clock();
     const reply = await renew([
@@ -852,21 +841,21 @@ describe('renew.lua', () => {
     const after = await clock();
 
     expect(reply).toEqual([1, 0, 0]);
-    const field = (await client.hget(live.lock, 'r:tok-r'))!;
+    const field = (await server.admin.hget(live.lock, 'r:tok-r'))!;
     expect(field).toMatch(/^\d+\|inst\|with\|bars$/);
     expectWithin(Number(field.split('|')[0]), before.ms + 30_000, after.ms + 30_000);
     await expectPttlNear(live.lock, 30_000);
-    expect(await client.hget(lapsed.lock, 'r:tok-r')).toBe(`${now - 1_000}|inst-r`);
-    expect(await client.exists(absent.lock)).toBe(0);
+    expect(await server.admin.hget(lapsed.lock, 'r:tok-r')).toBe(`${now - 1_000}|inst-r`);
+    expect(await server.admin.exists(absent.lock)).toBe(0);
   });
 
   it('a mixed batch: each kind checks its own field, and replies line up with KEYS', async () => {
     const { m, rw } = fresh('renew-mixed');
     const now = (await clock()).ms;
     await holdMutex(m, 'tok-1', '1', 'inst', 1_000);
-    await client.hset(rw.lock, 'w', 'tok-2', 'wd', now + 1_000, 'f', '3', 'wi', 'inst');
-    await client.hset(rw.lock, 'r:tok-3', `${now + 1_000}|inst`);
-    await client.pexpire(rw.lock, 1_000);
+    await server.admin.hset(rw.lock, 'w', 'tok-2', 'wd', now + 1_000, 'f', '3', 'wi', 'inst');
+    await server.admin.hset(rw.lock, 'r:tok-3', `${now + 1_000}|inst`);
+    await server.admin.pexpire(rw.lock, 1_000);
 
     // The same tokens under the wrong kind are not held: a mutex token is not a writer, and so on.
     const reply = await renew([
@@ -892,20 +881,20 @@ describe('rw-acquire.lua', () => {
     const after = await clock();
     // Above every write before (the clock), below the next write (which increments it).
     expectWithin(token, before.ms * 1000, after.ms * 1000 + 999);
-    expect(await client.get(rw.fence)).toBe(String(token));
+    expect(await server.admin.get(rw.fence)).toBe(String(token));
     await expectPttlNear(rw.fence, 60_000);
 
-    const flat = await client.hgetall(rw.lock);
+    const flat = await server.admin.hgetall(rw.lock);
     expect(Object.keys(flat)).toEqual(['r:tok-r']);
     expect(flat['r:tok-r']).toMatch(/^\d+\|inst-r$/);
     expectWithin(Number(flat['r:tok-r'].split('|')[0]), before.ms + 20_000, after.ms + 20_000);
     await expectPttlNear(rw.lock, 20_000);
-    expect(await client.exists(rw.writers)).toBe(0);
+    expect(await server.admin.exists(rw.writers)).toBe(0);
   });
 
   it('read returns the last write token from the counter', async () => {
     const { rw } = fresh('rw-read-counter');
-    await client.set(rw.fence, '1700000000000007');
+    await server.admin.set(rw.fence, '1700000000000007');
     expect(await readLock(rw, 'tok-r')).toBe(1700000000000007);
   });
 
@@ -916,19 +905,19 @@ describe('rw-acquire.lua', () => {
     await expectPttlNear(rw.lock, 60_000);
     expect(await readLock(rw, 'tok-3', { lease: 120_000 })).toBeGreaterThan(0); // granted (a refusal is negative)
     await expectPttlNear(rw.lock, 120_000);
-    expect((await client.hkeys(rw.lock)).sort()).toEqual(['r:tok-1', 'r:tok-2', 'r:tok-3']);
+    expect((await server.admin.hkeys(rw.lock)).sort()).toEqual(['r:tok-1', 'r:tok-2', 'r:tok-3']);
   });
 
   it('read by a reader that already holds (a hand-off confirmed, a lost reply): returns the counter, restarts its lease from now', async () => {
     const { rw } = fresh('rw-read-again');
-    await client.set(rw.fence, '12');
+    await server.admin.set(rw.fence, '12');
     await readLock(rw, 'tok-r', { lease: 2_000, instance: 'inst-r' });
 
     const before = await clock();
     expect(await readLock(rw, 'tok-r', { lease: 90_000, instance: 'other' })).toBe(12);
     const after = await clock();
 
-    const [deadline, instance] = (await client.hget(rw.lock, 'r:tok-r'))!.split('|');
+    const [deadline, instance] = (await server.admin.hget(rw.lock, 'r:tok-r'))!.split('|');
     expectWithin(Number(deadline), before.ms + 90_000, after.ms + 90_000);
     expect(instance).toBe('inst-r');
     await expectPttlNear(rw.lock, 90_000);
@@ -941,8 +930,8 @@ describe('rw-acquire.lua', () => {
     const after = await clock();
 
     expectWithin(reply, before.us, after.us);
-    expect(await client.get(rw.fence)).toBe(String(reply));
-    const { wd, ...rest } = await client.hgetall(rw.lock);
+    expect(await server.admin.get(rw.fence)).toBe(String(reply));
+    const { wd, ...rest } = await server.admin.hgetall(rw.lock);
     expect(rest).toEqual({ w: 'tok-w', f: String(reply), wi: 'inst-w' });
     expectWithin(Number(wd), before.ms + 20_000, after.ms + 20_000);
     await expectPttlNear(rw.lock, 20_000);
@@ -950,30 +939,30 @@ describe('rw-acquire.lua', () => {
 
   it('write on a free lock with a counter: next token, and the writer leaves the waiting writers', async () => {
     const { rw } = fresh('rw-write-counter');
-    await client.set(rw.fence, '8000000000000041');
+    await server.admin.set(rw.fence, '8000000000000041');
     const far = (await clock()).ms + 60_000;
-    await client.zadd(rw.writers, far, 'tok-w', far + 1, 'tok-other');
+    await server.admin.zadd(rw.writers, far, 'tok-w', far + 1, 'tok-other');
 
     expect(await writeLock(rw, 'tok-w')).toBe(8000000000000042);
 
-    expect(await client.get(rw.fence)).toBe('8000000000000042');
-    expect(await client.hget(rw.lock, 'f')).toBe('8000000000000042');
+    expect(await server.admin.get(rw.fence)).toBe('8000000000000042');
+    expect(await server.admin.hget(rw.lock, 'f')).toBe('8000000000000042');
     expect(await zset(rw.writers)).toEqual(['tok-other', String(far + 1)]);
   });
 
   it('write by the writer that holds it: returns its token, restarts its lease from now, mints nothing', async () => {
     const { rw } = fresh('rw-write-again');
     const fence = await writeLock(rw, 'tok-w', { lease: 2_000 });
-    const { wd: _wd, ...flat } = await client.hgetall(rw.lock);
+    const { wd: _wd, ...flat } = await server.admin.hgetall(rw.lock);
 
     const before = await clock();
     expect(await writeLock(rw, 'tok-w', { lease: 90_000 })).toBe(fence);
     const after = await clock();
 
-    const { wd, ...rest } = await client.hgetall(rw.lock);
+    const { wd, ...rest } = await server.admin.hgetall(rw.lock);
     expect(rest).toEqual(flat);
     expectWithin(Number(wd), before.ms + 90_000, after.ms + 90_000);
-    expect(await client.get(rw.fence)).toBe(String(fence));
+    expect(await server.admin.get(rw.fence)).toBe(String(fence));
     await expectPttlNear(rw.lock, 90_000);
   });
 
@@ -981,7 +970,7 @@ describe('rw-acquire.lua', () => {
     const { rw } = fresh('rw-write-readers');
     await readLock(rw, 'tok-1', { lease: 20_000 });
     await readLock(rw, 'tok-2', { lease: 60_000 });
-    const latest = Number((await client.hget(rw.lock, 'r:tok-2'))!.split('|')[0]);
+    const latest = Number((await server.admin.hget(rw.lock, 'r:tok-2'))!.split('|')[0]);
 
     const before = await clock();
     const reply = await writeLock(rw, 'tok-w', { placeTtl: 5_000 });
@@ -992,8 +981,8 @@ describe('rw-acquire.lua', () => {
     expect(member).toBe('tok-w');
     expectWithin(Number(score), before.ms + 5_000, after.ms + 5_000);
     await expectPttlNear(rw.writers, 5_000);
-    expect((await client.hkeys(rw.lock)).sort()).toEqual(['r:tok-1', 'r:tok-2']);
-    expect(await client.exists(rw.fence)).toBe(1); // seeded by the first read, not moved by the waiting write
+    expect((await server.admin.hkeys(rw.lock)).sort()).toEqual(['r:tok-1', 'r:tok-2']);
+    expect(await server.admin.exists(rw.fence)).toBe(1); // seeded by the first read, not moved by the waiting write
   });
 
   it('waiting writers: asking again refreshes the place; the zset TTL is raised, never lowered', async () => {
@@ -1018,88 +1007,88 @@ describe('rw-acquire.lua', () => {
   it('write while another writer holds: waits for its deadline and takes a place', async () => {
     const { rw } = fresh('rw-write-writer');
     const fence = await writeLock(rw, 'tok-1', { lease: 30_000 });
-    const wd = Number(await client.hget(rw.lock, 'wd'));
+    const wd = Number(await server.admin.hget(rw.lock, 'wd'));
 
     const before = await clock();
     const reply = await writeLock(rw, 'tok-2');
     const after = await clock();
 
     expectWithin(-reply, wd - after.ms, wd - before.ms);
-    expect(await client.hget(rw.lock, 'w')).toBe('tok-1');
-    expect(await client.get(rw.fence)).toBe(String(fence));
+    expect(await server.admin.hget(rw.lock, 'w')).toBe('tok-1');
+    expect(await server.admin.get(rw.fence)).toBe(String(fence));
     expect((await zset(rw.writers))[0]).toBe('tok-2');
   });
 
   it('read while a writer holds: waits for its deadline, adds nothing', async () => {
     const { rw } = fresh('rw-read-writer');
     await writeLock(rw, 'tok-w', { lease: 30_000 });
-    const wd = Number(await client.hget(rw.lock, 'wd'));
+    const wd = Number(await server.admin.hget(rw.lock, 'wd'));
 
     const before = await clock();
     const reply = await readLock(rw, 'tok-r');
     const after = await clock();
 
     expectWithin(-reply, wd - after.ms, wd - before.ms);
-    expect((await client.hkeys(rw.lock)).sort()).toEqual(['f', 'w', 'wd', 'wi']);
-    expect(await client.exists(rw.writers)).toBe(0);
+    expect((await server.admin.hkeys(rw.lock)).sort()).toEqual(['f', 'w', 'wd', 'wi']);
+    expect(await server.admin.exists(rw.writers)).toBe(0);
   });
 
   it("writer preference ('1'): a read waits until the first live writer's place lapses; without it, reads go in", async () => {
     const { rw } = fresh('rw-preference');
     const place = (await clock()).ms + 20_000;
-    await client.zadd(rw.writers, place, 'tok-w', place + 5_000, 'tok-v');
+    await server.admin.zadd(rw.writers, place, 'tok-w', place + 5_000, 'tok-v');
 
     const before = await clock();
     const reply = await readLock(rw, 'tok-1', { preference: true });
     const after = await clock();
 
     expectWithin(-reply, place - after.ms, place - before.ms);
-    expect(await client.exists(rw.lock)).toBe(0);
-    expect(await client.zcard(rw.writers)).toBe(2);
+    expect(await server.admin.exists(rw.lock)).toBe(0);
+    expect(await server.admin.zcard(rw.writers)).toBe(2);
 
     expect(await readLock(rw, 'tok-2', { preference: false })).toBeGreaterThan(0); // granted (a refusal is negative)
-    expect(await client.hkeys(rw.lock)).toEqual(['r:tok-2']);
+    expect(await server.admin.hkeys(rw.lock)).toEqual(['r:tok-2']);
   });
 
   it('writer preference: lapsed writer places are dropped, and the read goes in', async () => {
     const { rw } = fresh('rw-preference-lapsed');
     const now = (await clock()).ms;
-    await client.zadd(rw.writers, now - 1_000, 'tok-old');
+    await server.admin.zadd(rw.writers, now - 1_000, 'tok-old');
 
     expect(await readLock(rw, 'tok-r', { preference: true })).toBeGreaterThan(0); // granted (a refusal is negative)
 
-    expect(await client.exists(rw.writers)).toBe(0);
-    expect(await client.hkeys(rw.lock)).toEqual(['r:tok-r']);
+    expect(await server.admin.exists(rw.writers)).toBe(0);
+    expect(await server.admin.hkeys(rw.lock)).toEqual(['r:tok-r']);
   });
 
   it('downgrade: a read naming the held write token goes in beside the writer, even past waiting writers', async () => {
     const { rw } = fresh('rw-downgrade');
     const fence = await writeLock(rw, 'tok-w', { lease: 30_000 });
     const far = (await clock()).ms + 60_000;
-    await client.zadd(rw.writers, far, 'tok-v');
+    await server.admin.zadd(rw.writers, far, 'tok-v');
 
     expect(await readLock(rw, 'tok-r', { heldWrite: 'tok-w', preference: true, instance: 'inst-r' })).toBe(fence);
     // Naming some other write token is no downgrade.
     expect(await readLock(rw, 'tok-x', { heldWrite: 'tok-nope' })).toBeLessThan(0);
 
-    expect((await client.hkeys(rw.lock)).sort()).toEqual(['f', 'r:tok-r', 'w', 'wd', 'wi']);
-    expect(await client.hget(rw.lock, 'w')).toBe('tok-w');
-    expect(await client.hget(rw.lock, 'r:tok-r')).toMatch(/^\d+\|inst-r$/);
+    expect((await server.admin.hkeys(rw.lock)).sort()).toEqual(['f', 'r:tok-r', 'w', 'wd', 'wi']);
+    expect(await server.admin.hget(rw.lock, 'w')).toBe('tok-w');
+    expect(await server.admin.hget(rw.lock, 'r:tok-r')).toMatch(/^\d+\|inst-r$/);
   });
 
   it('drops lapsed holders (readers and the writer, by their own deadlines) before deciding', async () => {
     const { rw } = fresh('rw-lapsed-holders');
     const now = (await clock()).ms;
-    await client.set(rw.fence, '8000000000000009');
-    await client.hset(rw.lock, 'r:tok-old', `${now - 1_000}|inst-old`);
-    await client.hset(rw.lock, 'w', 'tok-dead', 'wd', now - 1_000, 'f', '9', 'wi', 'inst-dead');
-    await client.pexpire(rw.lock, 60_000);
+    await server.admin.set(rw.fence, '8000000000000009');
+    await server.admin.hset(rw.lock, 'r:tok-old', `${now - 1_000}|inst-old`);
+    await server.admin.hset(rw.lock, 'w', 'tok-dead', 'wd', now - 1_000, 'f', '9', 'wi', 'inst-dead');
+    await server.admin.pexpire(rw.lock, 60_000);
 
     const before = await clock();
     expect(await writeLock(rw, 'tok-w', { lease: 10_000, instance: 'inst-w' })).toBe(8000000000000010);
     const after = await clock();
 
-    const { wd, ...rest } = await client.hgetall(rw.lock);
+    const { wd, ...rest } = await server.admin.hgetall(rw.lock);
     expect(rest).toEqual({ w: 'tok-w', f: '8000000000000010', wi: 'inst-w' });
     expectWithin(Number(wd), before.ms + 10_000, after.ms + 10_000);
   });
@@ -1107,14 +1096,14 @@ describe('rw-acquire.lua', () => {
   it('a lapsed writer does not block a read; lapsed readers are cleaned up by it too', async () => {
     const { rw } = fresh('rw-lapsed-read');
     const now = (await clock()).ms;
-    await client.hset(rw.lock, 'w', 'tok-dead', 'wd', now - 1_000, 'f', '9', 'wi', 'inst-dead');
-    await client.hset(rw.lock, 'r:tok-old', `${now - 1_000}|inst-old`);
-    await client.hset(rw.lock, 'r:tok-live', `${now + 60_000}|inst-live`);
-    await client.pexpire(rw.lock, 60_000);
+    await server.admin.hset(rw.lock, 'w', 'tok-dead', 'wd', now - 1_000, 'f', '9', 'wi', 'inst-dead');
+    await server.admin.hset(rw.lock, 'r:tok-old', `${now - 1_000}|inst-old`);
+    await server.admin.hset(rw.lock, 'r:tok-live', `${now + 60_000}|inst-live`);
+    await server.admin.pexpire(rw.lock, 60_000);
 
     expect(await readLock(rw, 'tok-r')).toBeGreaterThan(0); // granted (a refusal is negative)
 
-    expect((await client.hkeys(rw.lock)).sort()).toEqual(['r:tok-live', 'r:tok-r']);
+    expect((await server.admin.hkeys(rw.lock)).sort()).toEqual(['r:tok-live', 'r:tok-r']);
   });
 });
 
@@ -1126,8 +1115,8 @@ describe('rw-release.lua', () => {
 
     expect(await rwRelease(rw, 'tok-w', 'w')).toBe(1);
 
-    expect(await client.exists(rw.lock)).toBe(0);
-    expect(await client.get(rw.fence)).toBe(String(fence));
+    expect(await server.admin.exists(rw.lock)).toBe(0);
+    expect(await server.admin.get(rw.fence)).toBe(String(fence));
     expect(await channel.take()).toEqual(['a']);
   });
 
@@ -1136,11 +1125,11 @@ describe('rw-release.lua', () => {
     const channel = await listen(rw.channel);
     await writeLock(rw, 'tok-w');
     await readLock(rw, 'tok-r', { heldWrite: 'tok-w' });
-    const field = await client.hget(rw.lock, 'r:tok-r');
+    const field = await server.admin.hget(rw.lock, 'r:tok-r');
 
     expect(await rwRelease(rw, 'tok-w', 'w')).toBe(1);
 
-    expect(await client.hgetall(rw.lock)).toEqual({ 'r:tok-r': field });
+    expect(await server.admin.hgetall(rw.lock)).toEqual({ 'r:tok-r': field });
     expect(await channel.take()).toEqual(['a']);
   });
 
@@ -1150,13 +1139,13 @@ describe('rw-release.lua', () => {
     await writeLock(rw, 'tok-w', { lease: 30_000 });
     await writeLock(rw, 'tok-2');
     await writeLock(rw, 'tok-3');
-    const flat = await client.hgetall(rw.lock);
+    const flat = await server.admin.hgetall(rw.lock);
 
     expect(await rwRelease(rw, 'tok-2', 'w')).toBe(0);
 
     expect((await zset(rw.writers))[0]).toBe('tok-3');
-    expect(await client.zcard(rw.writers)).toBe(1);
-    expect(await client.hgetall(rw.lock)).toEqual(flat);
+    expect(await server.admin.zcard(rw.writers)).toBe(1);
+    expect(await server.admin.hgetall(rw.lock)).toEqual(flat);
     expect(await channel.take()).toEqual([]);
   });
 
@@ -1164,11 +1153,11 @@ describe('rw-release.lua', () => {
     const { rw } = fresh('rwrel-read-none');
     const channel = await listen(rw.channel);
     await readLock(rw, 'tok-1');
-    await client.zadd(rw.writers, (await clock()).ms + 60_000, 'tok-w');
+    await server.admin.zadd(rw.writers, (await clock()).ms + 60_000, 'tok-w');
 
     expect(await rwRelease(rw, 'tok-2', 'r')).toBe(0);
 
-    expect(await client.hkeys(rw.lock)).toEqual(['r:tok-1']);
+    expect(await server.admin.hkeys(rw.lock)).toEqual(['r:tok-1']);
     expect(await channel.take()).toEqual([]);
   });
 
@@ -1177,11 +1166,11 @@ describe('rw-release.lua', () => {
     const channel = await listen(rw.channel);
     await readLock(rw, 'tok-1');
     await readLock(rw, 'tok-2');
-    await client.zadd(rw.writers, (await clock()).ms + 60_000, 'tok-w');
+    await server.admin.zadd(rw.writers, (await clock()).ms + 60_000, 'tok-w');
 
     expect(await rwRelease(rw, 'tok-1', 'r')).toBe(1);
 
-    expect(await client.hkeys(rw.lock)).toEqual(['r:tok-2']);
+    expect(await server.admin.hkeys(rw.lock)).toEqual(['r:tok-2']);
     expect(await channel.take()).toEqual([]);
   });
 
@@ -1190,12 +1179,12 @@ describe('rw-release.lua', () => {
     const channel = await listen(rw.channel);
     const now = (await clock()).ms;
     await readLock(rw, 'tok-1');
-    await client.hset(rw.lock, 'r:tok-old', `${now - 1_000}|inst-old`);
-    await client.zadd(rw.writers, now + 60_000, 'tok-w');
+    await server.admin.hset(rw.lock, 'r:tok-old', `${now - 1_000}|inst-old`);
+    await server.admin.zadd(rw.writers, now + 60_000, 'tok-w');
 
     expect(await rwRelease(rw, 'tok-1', 'r')).toBe(1);
 
-    expect(await client.hkeys(rw.lock)).toEqual(['r:tok-old']);
+    expect(await server.admin.hkeys(rw.lock)).toEqual(['r:tok-old']);
     expect(await zset(rw.writers)).toEqual(['tok-w', String(now + 60_000)]);
     expect(await channel.take()).toEqual(['a']);
   });
@@ -1207,7 +1196,7 @@ describe('rw-release.lua', () => {
 
     expect(await rwRelease(rw, 'tok-1', 'r')).toBe(1);
 
-    expect(await client.exists(rw.lock)).toBe(0);
+    expect(await server.admin.exists(rw.lock)).toBe(0);
     expect(await channel.take()).toEqual([]);
   });
 });
@@ -1215,7 +1204,7 @@ describe('rw-release.lua', () => {
 describe('rw queue: places, and the hand-off in rw-release.lua', () => {
   /** The record rw-acquire.lua keeps for a place: "deadline|kind|lease|waiterId|inbox|seq|instance". */
   async function record(rw: RwKeys, token: string): Promise<string[] | undefined> {
-    return (await client.hget(rw.waiters, token))?.split('|');
+    return (await server.admin.hget(rw.waiters, token))?.split('|');
   }
 
   it('a queued attempt that finds the lock busy takes a place by arrival (µs) with its record; a writer stays a waiting writer too', async () => {
@@ -1244,18 +1233,18 @@ describe('rw queue: places, and the hand-off in rw-release.lua', () => {
     const inbox = await listen(`${rw.channel}:${INBOX}`);
     const everyone = await listen(rw.channel);
     await readLock(rw, 'tok-r');
-    await client.set(rw.fence, '8000000000000041');
+    await server.admin.set(rw.fence, '8000000000000041');
     await writeLock(rw, 'tok-w', { instance: 'inst-w', queued: { waiterId: 'w-w', grant: 5_000, seq: 2 } });
 
     const before = await clock();
     expect(await rwRelease(rw, 'tok-r', 'r')).toBe(1);
     const after = await clock();
 
-    const { wd, ...rest } = await client.hgetall(rw.lock);
+    const { wd, ...rest } = await server.admin.hgetall(rw.lock);
     expect(rest).toEqual({ w: 'tok-w', f: '8000000000000042', wi: 'inst-w' });
     expectWithin(Number(wd), before.ms + 5_000, after.ms + 5_000);
-    expect(await client.get(rw.fence)).toBe('8000000000000042');
-    expect(await client.exists(rw.queue, rw.waiters, rw.writers)).toBe(0);
+    expect(await server.admin.get(rw.fence)).toBe('8000000000000042');
+    expect(await server.admin.exists(rw.queue, rw.waiters, rw.writers)).toBe(0);
     expect(await inbox.take()).toEqual(['gw-w:8000000000000042:5000:2']);
     expect(await everyone.take()).toEqual([]);
     // The writer, told, holds it; a confirming attempt would find it its own and start the full lease.
@@ -1281,12 +1270,12 @@ describe('rw queue: places, and the hand-off in rw-release.lua', () => {
 
     expect(await rwRelease(rw, 'tok-w', 'w')).toBe(1);
 
-    expect((await client.hkeys(rw.lock)).sort()).toEqual(['r:tok-1', 'r:tok-2']);
+    expect((await server.admin.hkeys(rw.lock)).sort()).toEqual(['r:tok-1', 'r:tok-2']);
     await expectPttlNear(rw.lock, 4_000);
     expect(await inbox.take()).toEqual([`gw-tok-1:${fence}:4000:1`, `gw-tok-2:${fence}:4000:1`]);
     expect(await everyone.take()).toEqual([]);
-    expect(await client.zrange(rw.queue, '0', '-1')).toEqual(['tok-3', 'tok-4']);
-    expect((await client.hkeys(rw.waiters)).sort()).toEqual(['tok-3', 'tok-4']);
+    expect(await server.admin.zrange(rw.queue, '0', '-1')).toEqual(['tok-3', 'tok-4']);
+    expect((await server.admin.hkeys(rw.waiters)).sort()).toEqual(['tok-3', 'tok-4']);
     // tok-4 waits behind the writer ahead of it, though readers hold.
     expect(await readLock(rw, 'tok-4', { preference: true, queued: {} })).toBeLessThan(0);
   });
@@ -1296,49 +1285,49 @@ describe('rw queue: places, and the hand-off in rw-release.lua', () => {
     const inbox = await listen(`${rw.channel}:${INBOX}`);
     await writeLock(rw, 'tok-w');
     const now = (await clock()).ms;
-    await client.zadd(rw.queue, 1, 'tok-gone', 2, 'tok-late', 3, 'tok-live');
-    await client.hset(rw.waiters, 'tok-late', `${now - 1}|w|250|w-late|${INBOX}|1|inst-late`);
-    await client.hset(rw.waiters, 'tok-live', `${now + 60_000}|w|250|w-live|${INBOX}|1|inst-live`);
+    await server.admin.zadd(rw.queue, 1, 'tok-gone', 2, 'tok-late', 3, 'tok-live');
+    await server.admin.hset(rw.waiters, 'tok-late', `${now - 1}|w|250|w-late|${INBOX}|1|inst-late`);
+    await server.admin.hset(rw.waiters, 'tok-live', `${now + 60_000}|w|250|w-live|${INBOX}|1|inst-live`);
 
     expect(await rwRelease(rw, 'tok-w', 'w')).toBe(1);
 
-    expect(await client.hget(rw.lock, 'w')).toBe('tok-live');
-    expect(await client.exists(rw.queue, rw.waiters)).toBe(0);
+    expect(await server.admin.hget(rw.lock, 'w')).toBe('tok-live');
+    expect(await server.admin.exists(rw.queue, rw.waiters)).toBe(0);
     expect(await inbox.take()).toEqual([expect.stringMatching(/^gw-live:\d+:250:1$/)]);
   });
 
   it('a queued writer waits behind a live place ahead of it even on a free lock; a first attempt may still barge', async () => {
     const { rw } = fresh('rwq-order');
     const now = (await clock()).ms;
-    await client.zadd(rw.queue, 1, 'tok-head');
-    await client.hset(rw.waiters, 'tok-head', `${now + 20_000}|r|250|w-head|${INBOX}|1|inst-head`);
+    await server.admin.zadd(rw.queue, 1, 'tok-head');
+    await server.admin.hset(rw.waiters, 'tok-head', `${now + 20_000}|r|250|w-head|${INBOX}|1|inst-head`);
 
     const reply = await writeLock(rw, 'tok-w', { queued: {} });
     expectWithin(-reply, 1, 20_000);
-    expect(await client.exists(rw.lock)).toBe(0);
-    expect(await client.zrange(rw.queue, '0', '-1')).toEqual(['tok-head', 'tok-w']);
+    expect(await server.admin.exists(rw.lock)).toBe(0);
+    expect(await server.admin.zrange(rw.queue, '0', '-1')).toEqual(['tok-head', 'tok-w']);
 
     // A reader without writer preference goes in past the queued writer; with it, it queues behind.
     expect(await readLock(rw, 'tok-np', { queued: {} })).toBeGreaterThan(0);
     expect(await readLock(rw, 'tok-p', { preference: true, queued: {} })).toBeLessThan(0);
     // A first (unqueued) write finds a reader holding: busy, but no place in the queue.
     expect(await writeLock(rw, 'tok-x')).toBeLessThan(0);
-    expect(await client.zscore(rw.queue, 'tok-x')).toBeNull();
+    expect(await server.admin.zscore(rw.queue, 'tok-x')).toBeNull();
   });
 
   it('a queued reader with writer preference also waits for a waiting writer that has no place yet, but not for one behind it', async () => {
     const { rw } = fresh('rwq-unplaced-writer');
     const now = (await clock()).ms;
     await readLock(rw, 'tok-r', { preference: true, queued: {} }); // free: granted, no place
-    await client.zadd(rw.writers, now + 20_000, 'tok-w');
+    await server.admin.zadd(rw.writers, now + 20_000, 'tok-w');
 
     expect(await readLock(rw, 'tok-p', { preference: true, queued: {} })).toBeLessThan(0);
-    expect(await client.zrange(rw.queue, '0', '-1')).toEqual(['tok-p']);
+    expect(await server.admin.zrange(rw.queue, '0', '-1')).toEqual(['tok-p']);
     // Once that writer has its place (behind the reader), the reader goes first.
-    await client.zadd(rw.queue, Number.MAX_SAFE_INTEGER, 'tok-w');
-    await client.hset(rw.waiters, 'tok-w', `${now + 20_000}|w|250|w-w|${INBOX}|1|inst-w`);
+    await server.admin.zadd(rw.queue, Number.MAX_SAFE_INTEGER, 'tok-w');
+    await server.admin.hset(rw.waiters, 'tok-w', `${now + 20_000}|w|250|w-w|${INBOX}|1|inst-w`);
     expect(await readLock(rw, 'tok-p', { preference: true, queued: {} })).toBeGreaterThan(0);
-    expect(await client.zrange(rw.queue, '0', '-1')).toEqual(['tok-w']);
+    expect(await server.admin.zrange(rw.queue, '0', '-1')).toEqual(['tok-w']);
   });
 
   it('a read released while the write it was downgraded from is held hands nothing on', async () => {
@@ -1350,12 +1339,12 @@ describe('rw queue: places, and the hand-off in rw-release.lua', () => {
 
     expect(await rwRelease(rw, 'tok-d', 'r')).toBe(1);
 
-    expect(await client.hget(rw.lock, 'w')).toBe('tok-w');
-    expect(await client.hexists(rw.lock, 'r:tok-r')).toBe(0);
+    expect(await server.admin.hget(rw.lock, 'w')).toBe('tok-w');
+    expect(await server.admin.hexists(rw.lock, 'r:tok-r')).toBe(0);
     expect(await inbox.take()).toEqual([]);
     // The writer's release hands it on.
     expect(await rwRelease(rw, 'tok-w', 'w')).toBe(1);
-    expect(await client.hexists(rw.lock, 'r:tok-r')).toBe(1);
+    expect(await server.admin.hexists(rw.lock, 'r:tok-r')).toBe(1);
     expect(await inbox.take()).toEqual([expect.stringMatching(/^gw-tok-r:\d+:250:1$/)]);
   });
 
@@ -1367,10 +1356,10 @@ describe('rw queue: places, and the hand-off in rw-release.lua', () => {
 
     expect(await rwRelease(rw, 'tok-w', 'w')).toBe(0);
 
-    expect(await client.zrange(rw.queue, '0', '-1')).toEqual(['tok-v']);
-    expect(await client.hkeys(rw.waiters)).toEqual(['tok-v']);
-    expect(await client.zrange(rw.writers, '0', '-1')).toEqual(['tok-v']);
-    expect(await client.hkeys(rw.lock)).toEqual(['r:tok-r']);
+    expect(await server.admin.zrange(rw.queue, '0', '-1')).toEqual(['tok-v']);
+    expect(await server.admin.hkeys(rw.waiters)).toEqual(['tok-v']);
+    expect(await server.admin.zrange(rw.writers, '0', '-1')).toEqual(['tok-v']);
+    expect(await server.admin.hkeys(rw.lock)).toEqual(['r:tok-r']);
   });
 });
 
@@ -1383,30 +1372,30 @@ describe('inspect.lua', () => {
   it('free: the mutex counter, and waiters counted from both queues; lapsed rw holders are ignored', async () => {
     const { m, rw } = fresh('insp-free');
     const now = (await clock()).ms;
-    await client.set(m.fence, '41');
-    await client.set(rw.fence, '99');
+    await server.admin.set(m.fence, '41');
+    await server.admin.set(rw.fence, '99');
     await queueWaiter(m, 'tok-x', 1, `${now + 60_000}|250|w-x|ib|1|inst-x`);
     await queueWaiter(m, 'tok-y', 2, `${now + 60_000}|250|w-y|ib|1|inst-y`);
     // Read/write waiters: a writer without a place yet, and a writer and a reader with one.
-    await client.zadd(rw.writers, now + 60_000, 'tok-w', now + 60_000, 'tok-v');
-    await client.zadd(rw.queue, 1, 'tok-v', 2, 'tok-r');
-    await client.hset(rw.lock, 'w', 'tok-dead', 'wd', now - 1_000, 'f', '99', 'wi', 'inst-dead');
-    await client.hset(rw.lock, 'r:tok-old', `${now - 1_000}|inst-old`);
+    await server.admin.zadd(rw.writers, now + 60_000, 'tok-w', now + 60_000, 'tok-v');
+    await server.admin.zadd(rw.queue, 1, 'tok-v', 2, 'tok-r');
+    await server.admin.hset(rw.lock, 'w', 'tok-dead', 'wd', now - 1_000, 'f', '99', 'wi', 'inst-dead');
+    await server.admin.hset(rw.lock, 'r:tok-old', `${now - 1_000}|inst-old`);
 
     expect(await inspect(m, rw)).toEqual(['', 0, 41, 5]);
   });
 
   it("a plain grant whose token nobody read (empty fence in the value): '' for the token, not the counter", async () => {
     const { m, rw } = fresh('insp-fast');
-    await client.set(m.lock, 'tok-secret||inst-a', 'PX', 30_000);
-    await client.set(m.fence, '8000000000000005');
+    await server.admin.set(m.lock, 'tok-secret||inst-a', 'PX', 30_000);
+    await server.admin.set(m.fence, '8000000000000005');
     const reply = await inspect(m, rw);
     expect(reply).toEqual(['mutex', expect.any(Number), '', 0, 'inst-a', reply[1]]);
   });
 
   it('a held mutex: mode, PTTL, fencing token, fair waiters, one instance/ttl pair, never the owner token', async () => {
     const { m, rw } = fresh('insp-mutex');
-    await client.set(m.fence, '8000000000000041');
+    await server.admin.set(m.fence, '8000000000000041');
     await acquire(m, 'tok-secret', { lease: 30_000, instance: 'inst-a' });
     await acquire(m, 'tok-b', { fair: true });
     await acquire(m, 'tok-c', { fair: true });
@@ -1416,7 +1405,7 @@ describe('inspect.lua', () => {
     const reply = await inspect(m, rw);
 
     expect(reply).toEqual(['mutex', expect.any(Number), 8000000000000042, 2, 'inst-a', reply[1]]);
-    expectWithin(reply[1] as number, await client.pttl(m.lock), 30_000);
+    expectWithin(reply[1] as number, await server.admin.pttl(m.lock), 30_000);
     expect(JSON.stringify(reply)).not.toContain('tok-');
   });
 
@@ -1433,9 +1422,9 @@ describe('inspect.lua', () => {
   it('a writer: remaining time from wd, its fencing token, waiting writers only, its instance', async () => {
     const { m, rw } = fresh('insp-write');
     const fence = await writeLock(rw, 'tok-w', { lease: 30_000, instance: 'inst-w' });
-    const wd = Number(await client.hget(rw.lock, 'wd'));
+    const wd = Number(await server.admin.hget(rw.lock, 'wd'));
     await readLock(rw, 'tok-r', { heldWrite: 'tok-w' });
-    await client.zadd(rw.writers, wd + 60_000, 'tok-v');
+    await server.admin.zadd(rw.writers, wd + 60_000, 'tok-v');
     await queueWaiter(m, 'tok-x', 1, `${wd + 60_000}|250|w-x|ib|1|inst-x`);
 
     const before = await clock();
@@ -1449,13 +1438,13 @@ describe('inspect.lua', () => {
   it('readers: one instance/ttl pair per live reader, the longest ttl, the rw counter, waiting writers', async () => {
     const { m, rw } = fresh('insp-read');
     const now = (await clock()).ms;
-    await client.set(m.fence, '8000000000000041');
-    await client.set(rw.fence, '12');
-    await client.hset(rw.lock, 'r:tok-1', `${now + 30_000}|inst-1`);
-    await client.hset(rw.lock, 'r:tok-2', `${now + 60_000}|inst-2`);
-    await client.hset(rw.lock, 'r:tok-old', `${now - 1_000}|inst-old`);
-    await client.hset(rw.lock, 'w', 'tok-dead', 'wd', now - 1_000, 'f', '11', 'wi', 'inst-dead');
-    await client.zadd(rw.writers, now + 60_000, 'tok-w');
+    await server.admin.set(m.fence, '8000000000000041');
+    await server.admin.set(rw.fence, '12');
+    await server.admin.hset(rw.lock, 'r:tok-1', `${now + 30_000}|inst-1`);
+    await server.admin.hset(rw.lock, 'r:tok-2', `${now + 60_000}|inst-2`);
+    await server.admin.hset(rw.lock, 'r:tok-old', `${now - 1_000}|inst-old`);
+    await server.admin.hset(rw.lock, 'w', 'tok-dead', 'wd', now - 1_000, 'f', '11', 'wi', 'inst-dead');
+    await server.admin.zadd(rw.writers, now + 60_000, 'tok-w');
     await queueWaiter(m, 'tok-x', 1, `${now + 60_000}|250|w-x|ib|1|inst-x`);
 
     const before = await clock();
@@ -1483,13 +1472,13 @@ describe('force-unlock.lua', () => {
     const rwFence = await writeLock(rw, 'tok-w');
     await writeLock(rw, 'tok-v', { queued: {} });
     const keys = [m.lock, m.queue, m.waiters, rw.lock, rw.writers, rw.queue, rw.waiters];
-    expect(await client.exists(...keys)).toBe(7);
+    expect(await server.admin.exists(...keys)).toBe(7);
 
     expect(await forceUnlock(m, rw)).toBe(2);
 
-    expect(await client.exists(...keys)).toBe(0);
-    expect(await client.get(m.fence)).toBe(String(mutexFence));
-    expect(await client.get(rw.fence)).toBe(String(rwFence));
+    expect(await server.admin.exists(...keys)).toBe(0);
+    expect(await server.admin.get(m.fence)).toBe(String(mutexFence));
+    expect(await server.admin.get(rw.fence)).toBe(String(rwFence));
     expect(await mutexChannel.take()).toEqual(['r']);
     expect(await rwChannel.take()).toEqual(['a']);
   });
@@ -1498,11 +1487,11 @@ describe('force-unlock.lua', () => {
     const { m, rw } = fresh('force-one');
     await acquire(m, 'tok-a');
     expect(await forceUnlock(m, rw)).toBe(1);
-    expect(await client.exists(m.lock)).toBe(0);
+    expect(await server.admin.exists(m.lock)).toBe(0);
 
     await readLock(rw, 'tok-r');
     expect(await forceUnlock(m, rw)).toBe(1);
-    expect(await client.exists(rw.lock)).toBe(0);
+    expect(await server.admin.exists(rw.lock)).toBe(0);
   });
 
   it('nothing held: returns 0, still clears the queues and wakes every waiter', async () => {
@@ -1511,11 +1500,11 @@ describe('force-unlock.lua', () => {
     const rwChannel = await listen(rw.channel);
     const far = (await clock()).ms + 60_000;
     await queueWaiter(m, 'tok-x', 1, `${far}|250|w-x|ib|1|inst-x`);
-    await client.zadd(rw.writers, far, 'tok-w');
+    await server.admin.zadd(rw.writers, far, 'tok-w');
 
     expect(await forceUnlock(m, rw)).toBe(0);
 
-    expect(await client.exists(m.queue, m.waiters, rw.writers)).toBe(0);
+    expect(await server.admin.exists(m.queue, m.waiters, rw.writers)).toBe(0);
     expect(await mutexChannel.take()).toEqual(['r']);
     expect(await rwChannel.take()).toEqual(['a']);
   });
@@ -1540,33 +1529,33 @@ describe('fence-mint.lua', () => {
 
   it('mints the holder of a plain grant a token from the server clock, into the counter and the lock, TTL kept', async () => {
     const { m } = fresh('mint-own');
-    await client.set(m.lock, 'tok-a||inst-a', 'PX', 30_000);
+    await server.admin.set(m.lock, 'tok-a||inst-a', 'PX', 30_000);
     const before = await clock();
     const token = await mint(m, 'tok-a');
     const after = await clock();
     expectWithin(token, before.us, after.us);
-    expect(await client.get(m.fence)).toBe(String(token));
+    expect(await server.admin.get(m.fence)).toBe(String(token));
     await expectPttlNear(m.fence, 60_000);
-    expect(await client.get(m.lock)).toBe(`tok-a|${token}|inst-a`);
+    expect(await server.admin.get(m.lock)).toBe(`tok-a|${token}|inst-a`);
     await expectPttlNear(m.lock, 30_000);
     // A second read mints nothing new: the same token, the counter unmoved.
     expect(await mint(m, 'tok-a')).toBe(token);
-    expect(await client.get(m.fence)).toBe(String(token));
+    expect(await server.admin.get(m.fence)).toBe(String(token));
   });
 
   it('keeps the waited-for mark, and rises past a counter a later holder finds', async () => {
     const { m } = fresh('mint-rise');
-    await client.set(m.lock, 'tok-a||inst-a|w', 'PX', 30_000);
+    await server.admin.set(m.lock, 'tok-a||inst-a|w', 'PX', 30_000);
     const first = await mint(m, 'tok-a');
-    expect(await client.get(m.lock)).toBe(`tok-a|${first}|inst-a|w`);
-    await client.set(m.lock, 'tok-b||inst-b', 'PX', 30_000);
+    expect(await server.admin.get(m.lock)).toBe(`tok-a|${first}|inst-a|w`);
+    await server.admin.set(m.lock, 'tok-b||inst-b', 'PX', 30_000);
     expect(await mint(m, 'tok-b')).toBeGreaterThan(first);
   });
 
   it('seeds past a counter an older version left (small, no TTL)', async () => {
     const { m } = fresh('mint-legacy');
-    await client.set(m.lock, 'tok-a||inst-a', 'PX', 30_000);
-    await client.set(m.fence, '1');
+    await server.admin.set(m.lock, 'tok-a||inst-a', 'PX', 30_000);
+    await server.admin.set(m.fence, '1');
     const before = await clock();
     expect(await mint(m, 'tok-a')).toBeGreaterThanOrEqual(before.us);
     await expectPttlNear(m.fence, 60_000);
@@ -1574,15 +1563,15 @@ describe('fence-mint.lua', () => {
 
   it('answers 0 and writes nothing for a caller that does not hold the lock, or when there is no lock', async () => {
     const { m } = fresh('mint-other');
-    await client.set(m.lock, 'tok-a||inst-a', 'PX', 30_000);
+    await server.admin.set(m.lock, 'tok-a||inst-a', 'PX', 30_000);
     expect(await mint(m, 'tok-b')).toBe(0);
     // A token that is a prefix of the holder's is not the holder.
     expect(await mint(m, 'tok')).toBe(0);
-    expect(await client.exists(m.fence)).toBe(0);
-    expect(await client.get(m.lock)).toBe('tok-a||inst-a');
-    await client.del(m.lock);
+    expect(await server.admin.exists(m.fence)).toBe(0);
+    expect(await server.admin.get(m.lock)).toBe('tok-a||inst-a');
+    await server.admin.del(m.lock);
     expect(await mint(m, 'tok-a')).toBe(0);
-    expect(await client.exists(m.fence, m.lock)).toBe(0);
+    expect(await server.admin.exists(m.fence, m.lock)).toBe(0);
   });
 });
 
@@ -1593,21 +1582,21 @@ describe('release-plain.lua', () => {
   it("deletes its owner's lock when nobody waited, and publishes nothing", async () => {
     const { m } = fresh('plain-own');
     const channel = await listen(m.channel);
-    await client.set(m.lock, 'tok-a||inst-a', 'PX', 30_000);
+    await server.admin.set(m.lock, 'tok-a||inst-a', 'PX', 30_000);
     expect(await releasePlain(m, 'tok-a')).toBe(1);
-    expect(await client.exists(m.lock)).toBe(0);
+    expect(await server.admin.exists(m.lock)).toBe(0);
     expect(await channel.take()).toEqual([]);
   });
 
   it("answers 0 for another's lock or none, and 2, touching nothing, for a lock someone waited for", async () => {
     const { m } = fresh('plain-other');
-    await client.set(m.lock, 'tok-a|5|inst-a|w', 'PX', 30_000);
+    await server.admin.set(m.lock, 'tok-a|5|inst-a|w', 'PX', 30_000);
     expect(await releasePlain(m, 'tok-b')).toBe(0);
     // A token that is a prefix of the owner's is not the owner.
     expect(await releasePlain(m, 'tok')).toBe(0);
     expect(await releasePlain(m, 'tok-a')).toBe(2);
-    expect(await client.get(m.lock)).toBe('tok-a|5|inst-a|w');
-    await client.del(m.lock);
+    expect(await server.admin.get(m.lock)).toBe('tok-a|5|inst-a|w');
+    await server.admin.del(m.lock);
     expect(await releasePlain(m, 'tok-a')).toBe(0);
   });
 });
@@ -1622,9 +1611,9 @@ describe('release-plain.lua with several locks (the releases of one event-loop t
     await holdMutex(b, 'tok-other', '', 'inst-b', 30_000);
     await holdMutex(c, 'tok-c', '7', 'inst-c', 30_000, true);
     expect(await run(RELEASE_PLAIN, [a.lock, b.lock, c.lock], ['tok-a', 'tok-b', 'tok-c'])).toEqual([1, 0, 2]);
-    expect(await client.exists(a.lock)).toBe(0);
-    expect(await client.get(b.lock)).toBe('tok-other||inst-b');
-    expect(await client.get(c.lock)).toBe('tok-c|7|inst-c|w');
+    expect(await server.admin.exists(a.lock)).toBe(0);
+    expect(await server.admin.get(b.lock)).toBe('tok-other||inst-b');
+    expect(await server.admin.get(c.lock)).toBe('tok-c|7|inst-c|w');
     expect(await channel.take()).toEqual([]);
   });
 });
@@ -1633,23 +1622,23 @@ describe('fence-raise.lua', () => {
   it('not the owner (or no lock): returns 0 and writes nothing', async () => {
     const { m } = fresh('fence-not-owner');
     expect(await fenceRaise(m, 'tok-a', '1700000000000500')).toBe(0);
-    expect(await client.exists(m.lock, m.fence)).toBe(0);
+    expect(await server.admin.exists(m.lock, m.fence)).toBe(0);
 
     await holdMutex(m, 'tok-z', '10', 'inst-z', 30_000);
-    await client.set(m.fence, '10');
+    await server.admin.set(m.fence, '10');
     expect(await fenceRaise(m, 'tok-a', '1700000000000500')).toBe(0);
     expect(await mutexRecord(m.lock)).toEqual({ o: 'tok-z', f: '10', i: 'inst-z', w: false });
-    expect(await client.get(m.fence)).toBe('10');
+    expect(await server.admin.get(m.fence)).toBe('10');
   });
 
   it('the owner, counter lower: lifts the counter to ARGV[2] exactly as sent, and records it as f', async () => {
     const { m } = fresh('fence-raise');
     await holdMutex(m, 'tok-a', '10', 'inst-a', 30_000);
-    await client.set(m.fence, '10');
+    await server.admin.set(m.fence, '10');
 
     expect(await fenceRaise(m, 'tok-a', '1700000000000500')).toBe(1);
 
-    expect(await client.get(m.fence)).toBe('1700000000000500');
+    expect(await server.admin.get(m.fence)).toBe('1700000000000500');
     expect(await mutexRecord(m.lock)).toEqual({ o: 'tok-a', f: '1700000000000500', i: 'inst-a', w: false });
     await expectPttlNear(m.lock, 30_000);
   });
@@ -1658,17 +1647,17 @@ describe('fence-raise.lua', () => {
     const { m } = fresh('fence-missing');
     await holdMutex(m, 'tok-a', '10', 'inst-a', 30_000);
     expect(await fenceRaise(m, 'tok-a', '1700000000000500')).toBe(1);
-    expect(await client.get(m.fence)).toBe('1700000000000500');
+    expect(await server.admin.get(m.fence)).toBe('1700000000000500');
   });
 
   it('the owner, counter higher: leaves the counter, still records the token as f', async () => {
     const { m } = fresh('fence-higher');
     await holdMutex(m, 'tok-a', '10', 'inst-a', 30_000);
-    await client.set(m.fence, '1700000000000900');
+    await server.admin.set(m.fence, '1700000000000900');
 
     expect(await fenceRaise(m, 'tok-a', '1700000000000500')).toBe(1);
 
-    expect(await client.get(m.fence)).toBe('1700000000000900');
+    expect(await server.admin.get(m.fence)).toBe('1700000000000900');
     expect((await mutexRecord(m.lock))?.f).toBe('1700000000000500');
   });
 
@@ -1676,11 +1665,11 @@ describe('fence-raise.lua', () => {
     const { m } = fresh('fence-equal');
     await holdMutex(m, 'tok-a', '10', 'inst-a', 30_000);
     // Spelled differently, so a SET of the same number would show.
-    await client.set(m.fence, '0042');
+    await server.admin.set(m.fence, '0042');
 
     expect(await fenceRaise(m, 'tok-a', '42')).toBe(1);
 
-    expect(await client.get(m.fence)).toBe('0042');
+    expect(await server.admin.get(m.fence)).toBe('0042');
     expect((await mutexRecord(m.lock))?.f).toBe('42');
   });
 });

@@ -2,8 +2,7 @@ import { LockModule } from 'lockwarden';
 import { describeLockBehaviour } from '../behaviour/lock-behaviour';
 import { engineFactory } from '../harness/engines';
 import { CLIENT_KINDS } from '../harness/clients';
-import type { Where } from '../harness/clients';
-import { RedisCluster } from '../harness/redis-cluster';
+import { clusterForFile } from '../harness/redis-cluster';
 import { uniquePrefix } from '../harness/redis';
 
 /**
@@ -11,23 +10,14 @@ import { uniquePrefix } from '../harness/redis';
  * their hash tag), through each client: an ioredis Cluster Lockwarden makes, and a node-redis
  * `createCluster()` client the application made.
  */
-let cluster: RedisCluster;
-const where = (): Where => ({ cluster: cluster.startupNodes });
-
-beforeAll(async () => {
-  cluster = await RedisCluster.start({ masters: 3 });
-}, 60_000);
-
-afterAll(async () => {
-  await cluster.stop();
-});
+const nodes = clusterForFile({ masters: 3 });
 
 describe.each(CLIENT_KINDS)('through %s', (kind) => {
-  const { pair, topology } = engineFactory(where, `behaviour-cluster-${kind}`, kind);
+  const { pair, topology } = engineFactory(nodes.where, `behaviour-cluster-${kind}`, kind);
 
   describeLockBehaviour(`a Redis Cluster (${kind})`, () => ({
     pair,
     module: () =>
-      LockModule.forRoot({ ...topology(where()), keyPrefix: uniquePrefix(`behaviour-cluster-nest-${kind}`) }),
+      LockModule.forRoot({ ...topology(nodes.where()), keyPrefix: uniquePrefix(`behaviour-cluster-nest-${kind}`) }),
   }));
 });

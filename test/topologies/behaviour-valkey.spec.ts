@@ -1,37 +1,23 @@
 import { LockModule } from 'lockwarden';
 import { describeLockBehaviour } from '../behaviour/lock-behaviour';
 import { engineFactory } from '../harness/engines';
-import { describeOnValkey, startRedis, uniquePrefix } from '../harness/redis';
-import type { RedisTarget } from '../harness/redis';
+import { describeOnValkey, redisForFile, uniquePrefix } from '../harness/redis';
 
 /**
  * The shared behaviour suite against Valkey (8.0, from Debian's bookworm-backports), as
  * behaviour-redis.spec.ts runs it against Redis. Skipped where valkey-server is not
  * installed; npm test says so in one line.
  */
-let valkey: RedisTarget;
-const { pair } = engineFactory(() => valkey.url, 'behaviour-valkey');
-
 describeOnValkey('on Valkey', () => {
-  beforeAll(async () => {
-    valkey = await startRedis({ server: 'valkey' });
-  });
-
-  afterAll(async () => {
-    await valkey.stop();
-  });
+  const valkey = redisForFile({ server: 'valkey' });
+  const { pair } = engineFactory(() => valkey.redis.url, 'behaviour-valkey');
 
   it('runs against a server that says it is Valkey', async () => {
-    const client = valkey.client();
-    try {
-      expect(await client.info('server')).toMatch(/^server_name:valkey\r?$/m);
-    } finally {
-      client.disconnect();
-    }
+    expect(await valkey.admin.info('server')).toMatch(/^server_name:valkey\r?$/m);
   });
 
   describeLockBehaviour('Valkey', () => ({
     pair,
-    module: () => LockModule.forRoot({ redis: valkey.url, keyPrefix: uniquePrefix('behaviour-valkey-nest') }),
+    module: () => LockModule.forRoot({ redis: valkey.redis.url, keyPrefix: uniquePrefix('behaviour-valkey-nest') }),
   }));
 });

@@ -1,49 +1,26 @@
 import { Injectable } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
-import type { Cluster } from 'ioredis';
 import { LockEngine, LockLostError, LockModule, Locked } from 'lockwarden';
-import type { LockEngineOptions } from 'lockwarden';
-import { runWorker } from '../harness/child';
-import type { ChildScript } from '../harness/child';
+import { workersForFile } from '../harness/child';
 import { aborted, EventLog } from '../harness/event-log';
-import { RedisCluster } from '../harness/redis-cluster';
+import { gate } from '../harness/gate';
+import { grantOrder } from '../harness/grant-order';
+import { clusterForFile, RedisCluster } from '../harness/redis-cluster';
 import { uniquePrefix } from '../harness/redis';
 import { checkScheduledOptions } from '../../libs/lockwarden/src/core/schedule/scheduled-options';
 import { everySchedule } from '../../libs/lockwarden/src/core/schedule/tick-schedule';
-import { closeNow } from '../harness/engines';
+import { engineFactory } from '../harness/engines';
 import { expectServedAfterFailover } from '../harness/shard-failover';
 
 /** The engine on a 3-master Redis Cluster: slots, sharded pub/sub and per-node renewal batches. */
-let cluster: RedisCluster;
-let admin: Cluster;
-const engines: LockEngine[] = [];
-const children: ChildScript[] = [];
-
-beforeAll(async () => {
-  cluster = await RedisCluster.start({ masters: 3 });
-  admin = cluster.client();
-}, 60_000);
-
-afterEach(async () => {
-  for (const c of children.splice(0)) c.kill();
-  await Promise.all(engines.splice(0).map(closeNow));
-});
-
-afterAll(async () => {
-  admin.disconnect();
-  await cluster.stop();
-});
-
-function engine(options: Partial<LockEngineOptions> = {}, events?: EventLog): LockEngine {
-  const e = new LockEngine({ redis: { cluster: cluster.startupNodes }, onEvent: events?.listener, ...options });
-  engines.push(e);
-  return e;
-}
+const nodes = clusterForFile({ masters: 3 });
+const worker = workersForFile();
+const { engine, pair } = engineFactory(nodes.where, 'cl');
 
 /** The master serving `key` ("host:port"), asked of Redis itself. */
 async function nodeOf(key: string): Promise<string> {
-  const slot = Number(await admin.cluster('KEYSLOT', key));
-  const range = (await admin.cluster('SLOTS')).find(([from, to]) => slot >= from && slot <= to)!;
+  const slot = Number(await nodes.admin.cluster('KEYSLOT', key));
+  const range = (await nodes.admin.cluster('SLOTS')).find(([from, to]) => slot >= from && slot <= to)!;
   const [host, port] = range[2];
   return `${host}:${port}`;
 }
@@ -56,14 +33,9 @@ class Transfers {
   @Locked(['account:{0}', 'account:{1}', 'account:{2}'])
   async move(a: string, b: string, c: string): Promise<void> {
     this.maxInside = Math.max(this.maxInside, ++this.inside);
-    await admin.get(`probe:${a}${b}${c}`);
+    await nodes.admin.get(`probe:${a}${b}${c}`);
     this.inside--;
   }
-}
-
-function pair(options: Partial<LockEngineOptions> = {}, events?: EventLog): [LockEngine, LockEngine] {
-  const keyPrefix = uniquePrefix('cl');
-  return [engine({ keyPrefix, ...options }, events), engine({ keyPrefix, ...options }, events)];
 }
 
 describe('on Redis Cluster', () => {
@@ -78,7 +50,7 @@ describe('on Redis Cluster', () => {
           const n = (inside.get(lock.key) ?? 0) + 1;
           inside.set(lock.key, n);
           if (n > 1) overlap++;
-          await admin.get(`${lock.key}-probe`);
+          await nodes.admin.get(`${lock.key}-probe`);
           inside.set(lock.key, n - 1);
         }),
       ),
@@ -90,20 +62,7 @@ describe('on Redis Cluster', () => {
     const events = new EventLog();
     const [a, b] = pair({}, events);
     const holder = await a.acquire('wake', { leaseMs: 600_000, renew: false, fair: true });
-    const order: number[] = [];
-    const waiters: Promise<void>[] = [];
-    for (let i = 0; i < 3; i++) {
-      const parked = events.next({ type: 'waiting', key: 'wake' });
-      waiters.push(
-        (i % 2 ? a : b).acquire('wake', { fair: true, waitMs: 600_000 }).then(async (lock) => {
-          order.push(i);
-          await lock.release();
-        }),
-      );
-      await parked;
-    }
-    await holder.release();
-    await Promise.all(waiters);
+    const order = await grantOrder(events, holder, [b, a], 3, { fair: true, waitMs: 600_000 });
     expect(order).toEqual([0, 1, 2]);
   });
 
@@ -112,22 +71,10 @@ describe('on Redis Cluster', () => {
     // Places renewed every 3 minutes: only the hand-off messages can let the waiters in.
     const [a, b] = pair({ placeMs: 600_000 }, events);
     const holder = await a.acquire('pass', { leaseMs: 600_000, renew: false });
-    const order: number[] = [];
-    const waiters: Promise<void>[] = [];
-    for (let i = 0; i < 3; i++) {
-      const parked = events.next({ type: 'waiting', key: 'pass' });
-      waiters.push(
-        (i % 2 ? a : b).acquire('pass', { waitMs: 600_000 }).then(async (lock) => {
-          order.push(i);
-          await lock.release();
-        }),
-      );
-      await parked;
-      // Queued: its second attempt took its place before the next one comes.
+    // Each in line: its second attempt took its place before the next one comes.
+    const order = await grantOrder(events, holder, [b, a], 3, { waitMs: 600_000 }, async (i) => {
       while ((await a.inspect('pass')).waiters < i + 1) await new Promise((r) => setTimeout(r, 5));
-    }
-    await holder.release();
-    await Promise.all(waiters);
+    });
     expect(order).toEqual([0, 1, 2]);
     expect(events.count({ type: 'acquired', key: 'pass', handedOff: true })).toBe(3);
   });
@@ -138,7 +85,7 @@ describe('on Redis Cluster', () => {
     const locks = await Promise.all(Array.from({ length: 600 }, (_, i) => e.acquire(`r${i}`)));
     await events.next({ type: 'renewed' }, 1_800); // three rounds of all 600
     expect(locks.every((l) => l.isHeld())).toBe(true);
-    await admin.del(`${e.options.keyPrefix}{r7}`);
+    await nodes.admin.del(`${e.options.keyPrefix}{r7}`);
     expect(await aborted(locks[7].signal)).toBeInstanceOf(LockLostError);
     expect(locks.filter((l) => l.isHeld())).toHaveLength(599);
   });
@@ -156,7 +103,7 @@ describe('on Redis Cluster', () => {
     const app = await Test.createTestingModule({
       imports: [
         LockModule.forRoot({
-          redis: { cluster: cluster.startupNodes },
+          redis: { cluster: nodes.cluster.startupNodes },
           keyPrefix: uniquePrefix('clmk'),
           onEvent: events.listener,
         }),
@@ -182,14 +129,10 @@ describe('on Redis Cluster', () => {
 
   it('runs the randomized read/write check across two processes', async () => {
     const PREFIX = uniquePrefix('clrw');
-    const CLUSTER = cluster.startupNodes.map((n) => `${n.host}:${n.port}`).join(',');
-    const workers = ['A', 'B'].map((NAME) => {
-      const w = runWorker('rw-worker', { CLUSTER, PREFIX, FLOWS: '3', OPS: '100', NAME });
-      children.push(w);
-      return w;
-    });
+    const CLUSTER = nodes.cluster.startupNodes.map((n) => `${n.host}:${n.port}`).join(',');
+    const workers = ['A', 'B'].map((NAME) => worker('rw-worker', { CLUSTER, PREFIX, FLOWS: '3', OPS: '100', NAME }));
     await Promise.all(workers.map((w) => w.succeeded()));
-    const events = await admin.lrange(`${PREFIX}log`, 0, -1);
+    const events = await nodes.admin.lrange(`${PREFIX}log`, 0, -1);
     expect(events).toHaveLength(2 * 2 * 300);
     // The releases handed the lock to queued waiters: the path under test ran.
     const handed = workers.map((w) => Number(/^handed (\d+)$/m.exec(w.lines.join('\n'))?.[1] ?? 0));
@@ -222,7 +165,7 @@ describe('a locked key whose slot migrates to another master', () => {
     ];
     const key = 'moving';
     const lockKey = `${keyPrefix}{${key}}`;
-    const slot = Number(await admin.cluster('KEYSLOT', lockKey));
+    const slot = Number(await nodes.admin.cluster('KEYSLOT', lockKey));
     const holder = await holderEngine.acquire(key);
     const order: number[] = [];
     let inside = 0;
@@ -234,18 +177,20 @@ describe('a locked key whose slot migrates to another master', () => {
         async (lock) => {
           if (++inside > 1) overlap++;
           order.push(await lock.fencingToken());
-          await admin.get(`${keyPrefix}probe`);
+          await nodes.admin.get(`${keyPrefix}probe`);
           inside--;
         },
         { waitMs: 60_000 },
       ),
     );
     await parked;
-    const masters = await cluster.masters();
+    const masters = await nodes.cluster.masters();
     const owner = masters.find((m) => m.slots.some(([a, b]) => slot >= a && slot <= b))!;
     const target = masters.find((m) => m.port !== owner.port)!;
     // Renewals keep going while the slot is half moved (ASK) and after it has moved (MOVED).
-    await cluster.migrateSlot(slot, target.port, () => events.next({ type: 'renewed', key }).then(() => undefined));
+    await nodes.cluster.migrateSlot(slot, target.port, () =>
+      events.next({ type: 'renewed', key }).then(() => undefined),
+    );
     await events.next({ type: 'renewed', key });
     expect(holder.isHeld()).toBe(true);
     expect(holder.signal.aborted).toBe(false);
@@ -286,25 +231,23 @@ describe('scheduled jobs on the cluster', () => {
     const [a, b] = [engine({ keyPrefix }, events), engine({ keyPrefix })];
     const jobA = a.scheduledJob('nightly', everySchedule(60_000), options);
     const jobB = b.scheduledJob('nightly', everySchedule(60_000), options);
-    let release!: () => void;
-    let running!: () => void;
-    const started = new Promise<void>((resolve) => (running = resolve));
-    const first = jobA.runTick(120_000, () => {
-      running();
-      return new Promise<string>((resolve) => (release = () => resolve('ran')));
+    const inside = gate();
+    const first = jobA.runTick(120_000, async () => {
+      await inside.reached();
+      return 'ran';
     });
-    await started;
+    await inside.entered;
     await expect(jobB.runTick(120_000, async () => 'again')).resolves.toBeUndefined(); // same tick
     await expect(jobB.runTick(180_000, async () => 'next')).resolves.toBeUndefined(); // overrun
-    release();
+    inside.open();
     await expect(first).resolves.toBe('ran');
     await expect(jobB.runTick(240_000, async () => 'later')).resolves.toBe('later');
     expect(events.count({ type: 'overrun', key: 'nightly' })).toBe(0); // reported by b, not a
-    const slot = await admin.cluster('KEYSLOT', `${keyPrefix}{nightly}`);
+    const slot = await nodes.admin.cluster('KEYSLOT', `${keyPrefix}{nightly}`);
     for (const at of [120_000, 180_000, 240_000]) {
-      expect(await admin.cluster('KEYSLOT', `${keyPrefix}{nightly}:tick:${at}`)).toBe(slot);
-      expect(await admin.get(`${keyPrefix}{nightly}:tick:${at}`)).toMatch(/^(done|overrun)\|/);
+      expect(await nodes.admin.cluster('KEYSLOT', `${keyPrefix}{nightly}:tick:${at}`)).toBe(slot);
+      expect(await nodes.admin.get(`${keyPrefix}{nightly}:tick:${at}`)).toMatch(/^(done|overrun)\|/);
     }
-    expect(await admin.exists(`${keyPrefix}{nightly}:run`)).toBe(0);
+    expect(await nodes.admin.exists(`${keyPrefix}{nightly}:run`)).toBe(0);
   });
 });

@@ -6,14 +6,44 @@ import { LeadershipRegistry, LockBackendError, LockEngine, LockModule } from 'lo
 import type { LockEngineOptions } from 'lockwarden';
 import { describeLockBehaviour } from '../behaviour/lock-behaviour';
 import { connectionOf } from '../../libs/lockwarden/src/core/redis/redis-client';
-import { closeNow } from '../harness/engines';
+import { closeNow, engineFactory } from '../harness/engines';
 import { expectServedAfterFailover } from '../harness/shard-failover';
-import { startRedis, uniquePrefix, valkey9 } from '../harness/redis';
-import type { RedisTarget, ServerKind } from '../harness/redis';
-import { RedisCluster } from '../harness/redis-cluster';
+import { redisForFile, uniquePrefix, valkey9 } from '../harness/redis';
+import type { ServerKind } from '../harness/redis';
+import { clusterForFile, RedisCluster } from '../harness/redis-cluster';
 
 // GLIDE's Rust core logs a MOVED reply or a reconnection as a warning; here they are caused on purpose.
 beforeAll(() => Logger.setLoggerConfig('error'));
+
+/**
+ * Three GLIDE clients made by `connect` once the file's server is up, closed before it stops
+ * (one per engine: an engine reads its client's pub/sub messages), and engines on them,
+ * closed after each test; `pair()` is two engines on the first two, sharing a key prefix.
+ */
+function glideEngines<C extends GlideClient | GlideClusterClient>(
+  file: { atEnd(...close: (() => unknown)[]): void },
+  connect: () => Promise<C>,
+  name: string,
+) {
+  const clients: C[] = [];
+  beforeAll(async () => {
+    for (let i = 0; i < 3; i++) clients.push(await connect());
+    file.atEnd(() => {
+      for (const c of clients.splice(0)) c.close();
+    });
+  }, 60_000);
+  const { engine } = engineFactory(() => {
+    throw new Error('an engine here is given its GLIDE client');
+  }, name);
+  const pair = (options: Partial<LockEngineOptions> = {}): [LockEngine, LockEngine] => {
+    const keyPrefix = uniquePrefix(name);
+    return [
+      engine({ client: clients[0], keyPrefix, ...options }),
+      engine({ client: clients[1], keyPrefix, ...options }),
+    ];
+  };
+  return { clients, engine, pair };
+}
 
 const SERVERS: [string, ServerKind][] = [
   ['Redis 7', 'redis'],
@@ -21,35 +51,12 @@ const SERVERS: [string, ServerKind][] = [
 ];
 
 describe.each(SERVERS)('through a GLIDE client, on %s', (name, server) => {
-  let target: RedisTarget;
-  const clients: GlideClient[] = [];
-  const engines: LockEngine[] = [];
-
-  beforeAll(async () => {
-    target = await startRedis({ own: true, server });
-    const { host, port } = target.process!;
-    // One client per engine: an engine reads its client's pub/sub messages.
-    for (let i = 0; i < 3; i++) clients.push(await GlideClient.createClient({ addresses: [{ host, port }] }));
-  });
-
-  afterEach(async () => {
-    await Promise.all(engines.splice(0).map(closeNow));
-  });
-
-  afterAll(async () => {
-    for (const c of clients.splice(0)) c.close();
-    await target.stop();
-  });
-
-  const pair = (options: Partial<LockEngineOptions> = {}): [LockEngine, LockEngine] => {
-    const keyPrefix = uniquePrefix(`glide-${server}`);
-    const made = [0, 1].map((i) => new LockEngine({ client: clients[i], keyPrefix, ...options })) as [
-      LockEngine,
-      LockEngine,
-    ];
-    engines.push(...made);
-    return made;
-  };
+  const file = redisForFile({ own: true, server });
+  const { clients, engine, pair } = glideEngines(
+    file,
+    () => GlideClient.createClient({ addresses: [{ host: file.redis.process!.host, port: file.redis.process!.port }] }),
+    `glide-${server}`,
+  );
 
   it('takes, hands over and releases a lock between two engines, each on its own GLIDE client', async () => {
     const [a, b] = pair();
@@ -65,9 +72,8 @@ describe.each(SERVERS)('through a GLIDE client, on %s', (name, server) => {
   it('shares one GLIDE client between two engines and their leaderships, each hearing its own channels', async () => {
     const keyPrefix = uniquePrefix(`glide-shared-${server}`);
     // Two engines on one client, as a CLI or a second module beside the app's would be.
-    const [a, b] = [0, 0].map((i) => new LockEngine({ client: clients[i], keyPrefix }));
-    const c = new LockEngine({ client: clients[1], keyPrefix });
-    engines.push(a, b, c);
+    const [a, b] = [0, 0].map((i) => engine({ client: clients[i], keyPrefix }));
+    const c = engine({ client: clients[1], keyPrefix });
     // A leadership hand-over between the two, heard on the shared client's leadership channel.
     const [ra, rb] = [new LeadershipRegistry(a), new LeadershipRegistry(b)];
     const [la, lb] = [ra.leadership('shared'), rb.leadership('shared')];
@@ -117,7 +123,7 @@ describe.each(SERVERS)('through a GLIDE client, on %s', (name, server) => {
     await one.subscribe(`${prefix}:both`);
     await two.subscribe(`${prefix}:two`);
     await two.subscribe(`${prefix}:both`);
-    const admin = target.client();
+    const admin = file.redis.client();
     try {
       let got = [arrival(0), arrival(1)];
       await admin.publish(`${prefix}:both`, 'b1');
@@ -154,35 +160,12 @@ const CLUSTERS: [string, string | undefined][] = [
 ];
 
 describe.each(CLUSTERS)('through a GLIDE cluster client, on a 3-master %s Cluster', (name, binary) => {
-  let cluster: RedisCluster;
-  const clients: GlideClusterClient[] = [];
-  const engines: LockEngine[] = [];
-
-  beforeAll(async () => {
-    cluster = await RedisCluster.start({ masters: 3, binary });
-    for (let i = 0; i < 3; i++) {
-      clients.push(await GlideClusterClient.createClient({ addresses: cluster.startupNodes }));
-    }
-  }, 60_000);
-
-  afterEach(async () => {
-    await Promise.all(engines.splice(0).map(closeNow));
-  });
-
-  afterAll(async () => {
-    for (const c of clients.splice(0)) c.close();
-    await cluster.stop();
-  });
-
-  const pair = (options: Partial<LockEngineOptions> = {}): [LockEngine, LockEngine] => {
-    const keyPrefix = uniquePrefix(`glide-cluster-${name}`);
-    const made = [0, 1].map((i) => new LockEngine({ client: clients[i], keyPrefix, ...options })) as [
-      LockEngine,
-      LockEngine,
-    ];
-    engines.push(...made);
-    return made;
-  };
+  const nodes = clusterForFile({ masters: 3, binary });
+  const { clients, pair } = glideEngines(
+    nodes,
+    () => GlideClusterClient.createClient({ addresses: nodes.cluster.startupNodes }),
+    `glide-cluster-${name}`,
+  );
 
   it('finds every primary, loads the scripts on each, and wakes a waiter on another slot owner', async () => {
     const [a, b] = pair();
@@ -216,7 +199,7 @@ describe.each(CLUSTERS)('through a GLIDE cluster client, on a 3-master %s Cluste
   });
 
   it('names the fix when a one-server GLIDE client is given a Cluster node', async () => {
-    const single = await GlideClient.createClient({ addresses: [cluster.startupNodes[0]] });
+    const single = await GlideClient.createClient({ addresses: [nodes.cluster.startupNodes[0]] });
     const e = new LockEngine({ client: single, keyPrefix: uniquePrefix('glide-single-on-cluster') });
     try {
       // Keys spread over the three masters: those on another node's slots are refused with MOVED.
@@ -242,7 +225,7 @@ describe.each(CLUSTERS)('through a GLIDE cluster client, on a 3-master %s Cluste
 
   (binary ? it : it.skip)("releases with each master's own DELIFEQ on Valkey 9, found per primary", async () => {
     const [a] = pair();
-    const masters = cluster.startupNodes.map((n) => new Redis(n.port, n.host));
+    const masters = nodes.cluster.startupNodes.map((n) => new Redis(n.port, n.host));
     const perMaster = async (): Promise<number[]> =>
       Promise.all(
         masters.map(async (m) => Number(/cmdstat_delifeq:calls=(\d+)/.exec(await m.info('commandstats'))?.[1] ?? 0)),

@@ -3,6 +3,7 @@ import { createSentinel as createSentinel6 } from 'redis';
 import { createSentinel as createSentinel5 } from 'redis5';
 import { LeadershipRegistry, LockBackendError, LockConfigError, LockEngine, LockError } from 'lockwarden';
 import type { LockEngineOptions } from 'lockwarden';
+import { startedForFile } from '../harness/for-file';
 import { RedisSentinelGroup } from '../harness/redis-sentinel';
 import { RedisProcess } from '../harness/redis-process';
 import { uniquePrefix } from '../harness/redis';
@@ -259,13 +260,11 @@ describe('on Redis with Sentinel', () => {
  * the locks it held.
  */
 describe('a node-redis Sentinel client', () => {
-  let g: RedisSentinelGroup;
-  beforeAll(async () => {
-    g = await RedisSentinelGroup.start({ replicas: 1 });
-  });
-  afterAll(async () => {
-    await g.stop();
-  });
+  const group = startedForFile(
+    'Sentinel group',
+    () => RedisSentinelGroup.start({ replicas: 1 }),
+    (g) => g.stop(),
+  );
 
   it.each([
     ['redis 6', createSentinel6 as unknown as typeof createSentinel5, true],
@@ -273,10 +272,10 @@ describe('a node-redis Sentinel client', () => {
   ])(
     '(%s) wakes a waiter through its subscriber; once the application closes it, a held lock is released through a duplicate, or said stranded where there is none',
     async (_, create, duplicates) => {
-      const sentinel = create({ name: g.name, sentinelRootNodes: g.options.sentinels });
+      const sentinel = create({ name: group.value().name, sentinelRootNodes: group.value().options.sentinels });
       sentinel.on('error', () => undefined);
       await sentinel.connect();
-      const [host, port] = (await g.currentMaster()).split(':');
+      const [host, port] = (await group.value().currentMaster()).split(':');
       const admin = new Redis(Number(port), host);
       try {
         const warnings: string[] = [];
@@ -285,7 +284,7 @@ describe('a node-redis Sentinel client', () => {
 
         // The holder is another engine on another client, as another process would be: only the
         // subscriber can tell the waiter that the lock was released.
-        const other = create({ name: g.name, sentinelRootNodes: g.options.sentinels });
+        const other = create({ name: group.value().name, sentinelRootNodes: group.value().options.sentinels });
         other.on('error', () => undefined);
         await other.connect();
         const holder = engine({ client: other as unknown as LockEngineOptions['client'], keyPrefix });

@@ -8,7 +8,7 @@ import { Redis } from 'ioredis';
 import { createClient, createCluster } from 'redis';
 import { LockEngine, LockModule, LockService, Locked } from 'lockwarden';
 import type { RedisClient } from 'lockwarden';
-import { RedisCluster } from '../harness/redis-cluster';
+import { clusterForFile } from '../harness/redis-cluster';
 import { openHandlesBeyond } from '../harness/open-handles';
 import { redisForFile, uniquePrefix } from '../harness/redis';
 
@@ -189,13 +189,7 @@ describe('a node-redis client never connected', () => {
 });
 
 describe('a Cluster client closed while a lock is held', () => {
-  let cluster: RedisCluster;
-  beforeAll(async () => {
-    cluster = await RedisCluster.start({ masters: 3 });
-  });
-  afterAll(async () => {
-    await cluster.stop();
-  });
+  const nodes = clusterForFile({ masters: 3 });
 
   it.each(['ioredis', 'node-redis'] as const)(
     'releases the lock through a Cluster connection of Lockwarden’s own (%s)',
@@ -203,13 +197,13 @@ describe('a Cluster client closed while a lock is held', () => {
       let client: RedisClient;
       let close: () => Promise<unknown>;
       if (kind === 'ioredis') {
-        const io = cluster.client();
+        const io = nodes.cluster.client();
         await io.ping();
         client = io;
         close = () => io.quit().then(() => (io.status === 'end' ? undefined : once(io, 'end')));
       } else {
         const nr = createCluster({
-          rootNodes: cluster.startupNodes.map((n) => ({ url: `redis://${n.host}:${n.port}` })),
+          rootNodes: nodes.cluster.startupNodes.map((n) => ({ url: `redis://${n.host}:${n.port}` })),
         });
         nr.on('error', () => undefined);
         await nr.connect();
@@ -219,7 +213,7 @@ describe('a Cluster client closed while a lock is held', () => {
       const warnings = new Warnings();
       const keyPrefix = uniquePrefix('cl');
       const engine = new LockEngine({ client, keyPrefix }, warnings);
-      const observer = cluster.client();
+      const observer = nodes.cluster.client();
       const key = `${keyPrefix}{k}`;
       const handle = await engine.acquire('k');
       await close();

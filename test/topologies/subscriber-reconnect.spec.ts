@@ -1,36 +1,23 @@
-import type { Redis } from 'ioredis';
-import { LockEngine, LockTimeoutError } from 'lockwarden';
+import { LockTimeoutError } from 'lockwarden';
 import { mutexKeys } from '../../libs/lockwarden/src/core/backend/lock-keys';
 import { EventLog } from '../harness/event-log';
-import { startRedis, uniquePrefix } from '../harness/redis';
-import type { RedisTarget } from '../harness/redis';
+import { engineFactory } from '../harness/engines';
+import { redisForFile, uniquePrefix } from '../harness/redis';
 
 // The subscriber connection of waiting acquires comes back after a cut, subscribes again by
 // the library's own hand (ioredis's resubscription, whose failure nothing handles, is off),
 // and the waiters on it hear releases again.
-let redis: RedisTarget;
-let admin: Redis;
-const engines: LockEngine[] = [];
-
-beforeAll(async () => {
-  redis = await startRedis({ own: true });
-  admin = redis.client();
-});
-
-afterAll(async () => {
-  await Promise.all(engines.map((e) => e.close()));
-  admin.disconnect();
-  await redis.stop();
-});
+const server = redisForFile({ own: true });
+const { engine } = engineFactory(() => server.redis.url, 'resubscribe');
 
 /**
  * How many subscriptions there are to the inboxes of a lock's channel (`<channel>:<inbox>`,
  * one per engine with a waiter), by Redis's own count.
  */
 async function subscribers(channel: string): Promise<number> {
-  const inboxes = (await admin.pubsub('CHANNELS', `${channel}:*`)) as string[];
+  const inboxes = (await server.admin.pubsub('CHANNELS', `${channel}:*`)) as string[];
   if (inboxes.length === 0) return 0;
-  const counts = (await admin.pubsub('NUMSUB', ...inboxes)) as (string | number)[];
+  const counts = (await server.admin.pubsub('NUMSUB', ...inboxes)) as (string | number)[];
   return counts.filter((_, i) => i % 2 === 1).reduce<number>((sum, n) => sum + Number(n), 0);
 }
 
@@ -38,17 +25,16 @@ describe('the wake-up subscriber after its connection was cut', () => {
   it('subscribes again, and a parked waiter hears the release, long before the holder lease', async () => {
     const keyPrefix = uniquePrefix('resubscribe');
     const events = new EventLog();
-    const holderEngine = new LockEngine({ redis: redis.url, keyPrefix });
+    const holderEngine = engine({ keyPrefix });
     // A place this long is renewed every 30 s: past the wait, so the wait cannot end by a check-back.
-    const waiterEngine = new LockEngine({ redis: redis.url, keyPrefix, onEvent: events.listener, placeMs: 100_000 });
-    engines.push(holderEngine, waiterEngine);
+    const waiterEngine = engine({ keyPrefix, placeMs: 100_000 }, events);
     const channel = mutexKeys(keyPrefix, 'k').channel;
     const holder = await holderEngine.acquire('k', { leaseMs: 60_000 });
     // A release heard by pub/sub is the only way in before this wait ends: the lease is longer.
     const waiting = waiterEngine.acquire('k', { waitMs: 20_000 });
     await events.next({ type: 'waiting', key: 'k' });
     expect(await subscribers(channel)).toBe(1);
-    await admin.call('CLIENT', 'KILL', 'TYPE', 'pubsub');
+    await server.admin.call('CLIENT', 'KILL', 'TYPE', 'pubsub');
     // Back and subscribed again: a condition Redis reports, polled, not a time.
     while ((await subscribers(channel)) !== 1) await new Promise((r) => setTimeout(r, 10));
     await holder.release();

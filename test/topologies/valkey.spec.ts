@@ -2,70 +2,33 @@
 // the contracts that lean hardest on the server's scripting and pub/sub, on Valkey: scheduled
 // ticks across processes, a semaphore's limit, and a leadership hand-over. Skipped where
 // valkey-server is not installed; npm test says so in one line.
-import type { Redis } from 'ioredis';
 import { LeadershipRegistry, LockEngine } from 'lockwarden';
-import { describeOnValkey, startRedis, uniquePrefix } from '../harness/redis';
-import type { RedisTarget } from '../harness/redis';
-import { allFired, firedBy, tickInstances } from '../harness/tick-instances';
+import { engineFactory } from '../harness/engines';
+import { permitsAtOnce } from '../harness/permits';
+import { describeOnValkey, redisForFile, uniquePrefix } from '../harness/redis';
+import { tickInstances } from '../harness/tick-instances';
 
 describeOnValkey('on Valkey', () => {
   describe('@ScheduledLock on a 1 s cron, across processes', () => {
-    const { instances, window, runs, observer } = tickInstances('valkey');
+    const { instances, expectEachTickOnce, observer } = tickInstances('valkey');
 
     it('runs every tick exactly once, one run at a time, across three instances', async () => {
       const workers = await instances(uniquePrefix('valkey-ticks'), [{}, {}, {}]);
-      const ticks = await window(6);
-      await allFired(workers, ticks[ticks.length - 1] + 2000);
-      const all = await runs();
-      const fired = ticks.filter((at) => firedBy(workers, at));
-      expect(fired.length).toBeGreaterThanOrEqual(4);
-      for (const at of fired) expect([at, all.filter((r) => r.at === at).length]).toEqual([at, 1]);
+      await expectEachTickOnce(workers, 6, 2000, 4);
       expect(Number(await observer().get('peak'))).toBe(1);
     });
   });
 
   describe('semaphores and leadership', () => {
-    let valkey: RedisTarget;
-    let admin: Redis;
-    const engines: LockEngine[] = [];
-    const engine = (keyPrefix: string, instanceId?: string): LockEngine => {
-      const e = new LockEngine({ redis: valkey.url, keyPrefix, instanceId, metrics: false, shutdownGraceMs: 1 });
-      engines.push(e);
-      return e;
-    };
-
-    beforeAll(async () => {
-      valkey = await startRedis({ server: 'valkey' });
-      admin = valkey.client();
-    });
-
-    afterAll(async () => {
-      await Promise.all(engines.map((e) => e.close()));
-      admin.disconnect();
-      await valkey.stop();
-    });
+    const valkey = redisForFile({ server: 'valkey' });
+    const factory = engineFactory(() => valkey.redis.url, 'valkey');
+    const engine = (keyPrefix: string, instanceId?: string): LockEngine =>
+      factory.engine({ keyPrefix, instanceId, metrics: false, shutdownGraceMs: 1 });
 
     it('a semaphore never lets more than its limit in, across 40 flows on two engines', async () => {
       const prefix = uniquePrefix('valkey-sem');
       const [semA, semB] = [engine(prefix), engine(prefix)].map((e) => e.semaphore('pool', { limit: 3 }));
-      let inside = 0;
-      let peak = 0;
-      let done = 0;
-      await Promise.all(
-        Array.from({ length: 40 }, (_, i) => {
-          const permits = i % 4 === 0 ? 2 : 1;
-          return (i % 2 ? semA : semB).withPermit(
-            async () => {
-              inside += permits;
-              peak = Math.max(peak, inside);
-              await admin.ping(); // a round trip inside: others run meanwhile
-              inside -= permits;
-              done++;
-            },
-            { permits, waitMs: 30_000 },
-          );
-        }),
-      );
+      const { peak, done } = await permitsAtOnce([semB, semA], 40, () => valkey.admin.ping());
       expect(done).toBe(40);
       expect(peak).toBeLessThanOrEqual(3);
       expect(peak).toBeGreaterThan(1);

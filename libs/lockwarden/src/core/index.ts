@@ -31,7 +31,7 @@ export { addSignal, editOptions } from './engine/locked-call';
 export type { LockedCall, LockedOutcome, LockRequest } from './engine/locked-call';
 export { currentTick } from './schedule/tick-context';
 export type { ScheduledTick } from './schedule/tick-context';
-export { ENGINE_OPTION_NAMES, resolveEngineOptions } from './options/engine-options';
+export { checkTopologyGiven, ENGINE_OPTION_NAMES, resolveEngineOptions } from './options/engine-options';
 export type { ResolvedEngineOptions } from './options/engine-options';
 export { RedisBackend } from './stores/redis-backend';
 export type { LockHealthReport } from './backend/lock-info';

@@ -27,7 +27,7 @@ import { engineOptionsProvider, lockExports, lockProviders, redisBackendProvider
 @Module({
   imports: [DiscoveryModule],
   providers: [
-    engineOptionsProvider(false),
+    engineOptionsProvider,
     redisBackendProvider,
     ...lockProviders,
     { provide: APP_INTERCEPTOR, useClass: LockInterceptor },

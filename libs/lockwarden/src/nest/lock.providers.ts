@@ -1,6 +1,6 @@
 import { Logger } from '@nestjs/common';
 import type { Provider } from '@nestjs/common';
-import { LockEngine, resolveEngineOptions, RedisBackend, LeadershipRegistry } from '../core';
+import { checkTopologyGiven, LockEngine, resolveEngineOptions, RedisBackend, LeadershipRegistry } from '../core';
 import type { LockBackend, ResolvedEngineOptions } from '../core';
 import { LeadershipExplorer } from './leadership.explorer';
 import { ScheduledLockExplorer } from './scheduled-lock.explorer';
@@ -25,22 +25,23 @@ const LOCK_ENGINE_OPTIONS = Symbol('lockwarden:engine-options');
 const LOGGER = new Logger('Lockwarden');
 
 /**
- * Resolves the module's options once. `backendGiven`: the module brings its own backend
- * (LockTestingModule), so no Redis option is needed.
+ * Resolves the module's options once. Where Redis is is checked by the Redis backend's provider,
+ * so that a test that overrides LOCK_BACKEND (with the in-memory one) needs no Redis option.
  */
-export function engineOptionsProvider(backendGiven: boolean): Provider {
-  return {
-    provide: LOCK_ENGINE_OPTIONS,
-    useFactory: (options: LockModuleOptions): ResolvedEngineOptions =>
-      resolveEngineOptions(engineOptionsOf(options), LOGGER, backendGiven),
-    inject: [LOCK_MODULE_OPTIONS],
-  };
-}
+export const engineOptionsProvider: Provider = {
+  provide: LOCK_ENGINE_OPTIONS,
+  useFactory: (options: LockModuleOptions): ResolvedEngineOptions =>
+    resolveEngineOptions(engineOptionsOf(options), LOGGER, true),
+  inject: [LOCK_MODULE_OPTIONS],
+};
 
-/** LockModule's backend: the Redis topology its options describe. */
+/** LockModule's backend: the Redis topology its options describe (LockConfigError when they name none). */
 export const redisBackendProvider: Provider = {
   provide: LOCK_BACKEND,
-  useFactory: (resolved: ResolvedEngineOptions): LockBackend => new RedisBackend(resolved),
+  useFactory: (resolved: ResolvedEngineOptions): LockBackend => {
+    checkTopologyGiven(resolved);
+    return new RedisBackend(resolved);
+  },
   inject: [LOCK_ENGINE_OPTIONS],
 };
 

@@ -1,4 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { setMaxListeners } from 'node:events';
 import { addSignal } from '../core';
 import type { LockHandle } from '../core';
 
@@ -38,7 +39,11 @@ export class RequestLockScope {
   constructor(
     private readonly handler: unknown,
     private readonly interrupt: (handles: readonly LockHandle[], reason: string) => void,
-  ) {}
+  ) {
+    // Every acquire the request makes listens on its signal while it waits: a request that
+    // takes many locks at once is no listener leak, and Node must not warn that it is.
+    setMaxListeners(0, this.controller.signal);
+  }
 
   /** The scope of the request the caller runs in, while that request is not over. */
   static current(): RequestLockScope | undefined {

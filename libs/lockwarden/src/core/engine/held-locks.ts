@@ -52,7 +52,12 @@ export class HeldLocks implements LeaseHost {
     /** The channels a waiter of this process waits on (WakeBus.waitedOn). */
     private readonly waitedOn: ReadonlySet<string>,
   ) {
-    this.calls = new LeaseCalls(store, watchdog, emit, (lease) => this.forget(lease));
+    this.calls = new LeaseCalls(store, watchdog, emit);
+    // A lost lease is no longer held: not counted, not waited for at shutdown, not "abandoned".
+    watchdog.onLost = (lease) => {
+      this.leases.delete(lease);
+      this.checkIdle();
+    };
   }
 
   get size(): number {

@@ -15,8 +15,6 @@ export class LeaseCalls {
     private readonly store: LockStore,
     private readonly watchdog: Watchdog,
     private readonly emit: ((event: LockEvent) => void) | undefined,
-    /** Stops tracking a lease that is lost (HeldLocks). */
-    private readonly forget: (lease: Lease) => void,
   ) {}
 
   /** The lease's fencing token, minted on first read (a plain mutex grant takes none). */
@@ -38,7 +36,8 @@ export class LeaseCalls {
     }
     if (token <= 0) {
       const reason = 'the key is no longer ours in Redis (it expired or was deleted)';
-      if (this.watchdog.lost(lease, reason)) this.forget(lease);
+      this.watchdog.untrack(lease);
+      this.watchdog.lost(lease, reason); // the held locks stop counting it (Watchdog.onLost)
     }
     throw lease.lostError ?? new LockLostError(lease.key, `it was ${lease.state} while its fencing token was read`);
   }
@@ -61,7 +60,8 @@ export class LeaseCalls {
     if (lease.state !== 'held') throw new LockLostError(lease.key, `it was ${lease.state} while extending`);
     if (!renewed[0]) {
       const reason = 'the key is no longer ours in Redis (it expired or was deleted)';
-      if (this.watchdog.lost(lease, reason)) this.forget(lease);
+      this.watchdog.untrack(lease);
+      this.watchdog.lost(lease, reason); // the held locks stop counting it (Watchdog.onLost)
       throw lease.lostError ?? new LockLostError(lease.key, reason);
     }
     lease.leaseMs = leaseMs;

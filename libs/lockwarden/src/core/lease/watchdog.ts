@@ -26,6 +26,9 @@ export class Watchdog {
   /** Leases renewed so far (each renewal of each lease once). */
   renewals = 0;
 
+  /** Told of each lease once it is lost, after it is marked: the held locks stop counting it (HeldLocks). */
+  onLost: ((lease: Lease) => void) | undefined;
+
   constructor(
     private readonly store: LockStore,
     private readonly logger: LockLogger,
@@ -226,6 +229,7 @@ export class Watchdog {
    */
   lost(lease: Lease, reason: string, log = true): boolean {
     if (!lease.lose(reason)) return false;
+    this.onLost?.(lease);
     if (log) this.logger.warn(`Lock ${quoteKey(lease.key)} lost: ${reason}.`);
     this.emit?.({
       type: 'lost',

@@ -181,6 +181,20 @@ export const ENGINE_OPTION_NAMES: ReadonlySet<string> = new Set([
 ]);
 
 /**
+ * The options name a Redis to use (`redis`, `client` or `quorum`), or a LockConfigError saying
+ * one is needed: for the Redis backend, when it is the one the engine opens.
+ */
+export function checkTopologyGiven(resolved: Pick<ResolvedEngineOptions, 'redis' | 'quorum'>): void {
+  if (resolved.redis === undefined && resolved.quorum === undefined) throw noTopology();
+}
+
+function noTopology(): LockConfigError {
+  return new LockConfigError(
+    'The redis option is required: a redis:// URL or ioredis options (or give client, a client you own).',
+  );
+}
+
+/**
  * Checks the engine's options. `backendGiven`: the store comes from a backend (the
  * in-memory one of LockTestingModule), so no Redis topology is needed.
  */
@@ -198,11 +212,7 @@ export function resolveEngineOptions(
       `Give one of redis, client and quorum, not ${given.join(' and ')}: each names every Redis the locks use.`,
     );
   }
-  if (!backendGiven && given.length === 0) {
-    throw new LockConfigError(
-      'The redis option is required: a redis:// URL or ioredis options (or give client, a client you own).',
-    );
-  }
+  if (!backendGiven && given.length === 0) throw noTopology();
   if (o.redis !== undefined) {
     if (isRedisClient(o.redis)) {
       throw new LockConfigError(

@@ -37,9 +37,9 @@ export interface PermitOptions {
   /** The longest one holder may keep its permits alive; the signal aborts then. */
   maxHoldMs?: number;
   /**
-   * Not supported: permits go to whichever waiter fits first, with no FIFO queue, so a
-   * waiter for many permits can be overtaken by waiters for few. `true` is refused with
-   * `LockConfigError`.
+   * Not an option here: a semaphore's waiters queue in arrival order already (a waiter whose
+   * ask does not fit holds later ones back), where the store keeps a queue (not with
+   * `replicaAck`). `true` is refused with `LockConfigError`.
    */
   fair?: boolean;
   /** The semaphore's low-cardinality name in metrics and events (default: as for locks). */
@@ -70,7 +70,7 @@ export function resolvePermitAcquire(key: string, rawOptions: unknown, defaults:
   const permits = options.permits === undefined ? 1 : checkPermits('permits', options.permits, MAX_PERMITS, key);
   if (checkBoolean('fair', options.fair, key)) {
     throw new LockConfigError(
-      'fair is not available for semaphores: permits go to whichever waiter fits first, with no FIFO queue.',
+      'fair is not an option for semaphores: their waiters queue in arrival order already (without replicaAck).',
       key,
     );
   }

@@ -53,7 +53,7 @@ export class LockTestingModule {
         { provide: LOCK_MODULE_OPTIONS, useValue: moduleOptions },
         { provide: MemoryLockBackend, useValue: backend },
         { provide: LOCK_BACKEND, useExisting: MemoryLockBackend },
-        engineOptionsProvider(true),
+        engineOptionsProvider,
         ...lockProviders,
         { provide: APP_INTERCEPTOR, useClass: LockInterceptor },
       ],
