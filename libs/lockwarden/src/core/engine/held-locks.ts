@@ -54,10 +54,7 @@ export class HeldLocks implements LeaseHost {
   ) {
     this.calls = new LeaseCalls(store, watchdog, emit);
     // A lost lease is no longer held: not counted, not waited for at shutdown, not "abandoned".
-    watchdog.onLost = (lease) => {
-      this.leases.delete(lease);
-      this.checkIdle();
-    };
+    watchdog.onLost = (lease) => this.leases.delete(lease) && this.checkIdle();
   }
 
   get size(): number {

@@ -64,10 +64,7 @@ export class Lease {
   lostError: LockLostError | undefined;
   /** The low-cardinality name metrics label it with. */
   name = '';
-  /**
-   * Where the lease counts from (performance.now()): a local moment no later than the grant,
-   * such as when the attempt that was granted was sent. Its end is timed from here.
-   */
+  /** Where the lease counts from (performance.now()): no later than the grant (the granted attempt's sending). */
   readonly acquiredAt: number;
   /** When the holder had the grant in hand (performance.now()): hold times count from here. */
   readonly heldSince = performance.now();
