@@ -1,11 +1,10 @@
 import { GlideClusterClient, Logger } from '@valkey/valkey-glide';
 import { LockEngine, LockLostError, type LockEngineOptions } from 'lockwarden';
 import { Redis } from 'ioredis';
-import type { Cluster } from 'ioredis';
 import { EventLog } from '../harness/event-log';
 import { FaultProxy } from '../harness/fault-proxy';
 import { checkHistory, type Section } from '../harness/history';
-import { RedisCluster } from '../harness/redis-cluster';
+import { clusterForFile, RedisCluster } from '../harness/redis-cluster';
 import { uniquePrefix, valkey9 } from '../harness/redis';
 import { closeNow } from '../harness/engines';
 import { CLIENT_KINDS, clusterThroughProxies } from '../harness/clients';
@@ -31,25 +30,20 @@ interface Setup {
   serverTime(): Promise<number>;
 }
 
-let cluster: RedisCluster;
+const nodes = clusterForFile({ masters: 3 });
 let proxies: FaultProxy[];
 const engines: LockEngine[] = [];
 const closers: (() => Promise<unknown>)[] = [];
 
 beforeAll(async () => {
-  cluster = await RedisCluster.start({ masters: 3 });
-  proxies = await Promise.all(cluster.startupNodes.map((node) => FaultProxy.start(node)));
-}, 60_000);
+  proxies = await Promise.all(nodes.cluster.startupNodes.map((node) => FaultProxy.start(node)));
+  nodes.atEnd(() => Promise.all(proxies.map((p) => p.stop())));
+});
 
 afterEach(async () => {
   for (const p of [...proxies, ...[...announced.values()].flatMap((a) => a.proxies)]) p.pass();
   await Promise.all(engines.splice(0).map(closeNow));
   await Promise.all(closers.splice(0).map((close) => close()));
-});
-
-afterAll(async () => {
-  await Promise.all(proxies.map((p) => p.stop()));
-  await cluster.stop();
 });
 
 function engine(topology: Topology, options: Partial<LockEngineOptions>, events?: EventLog): LockEngine {
@@ -58,32 +52,19 @@ function engine(topology: Topology, options: Partial<LockEngineOptions>, events?
   return e;
 }
 
-let adminClient: Cluster | undefined;
-function admin(): Cluster {
-  if (!adminClient) {
-    const client = cluster.client();
-    adminClient = client;
-    closers.push(async () => {
-      adminClient = undefined;
-      client.disconnect();
-    });
-  }
-  return adminClient;
-}
-
 /** The first Cluster, reached through the proxies by an address map (ioredis, node-redis). */
 const mapped: Setup = {
   get proxies() {
     return proxies;
   },
   async throughProxies(kind) {
-    const { topology, close } = clusterThroughProxies(kind as ClientKind, cluster.startupNodes, proxies);
+    const { topology, close } = clusterThroughProxies(kind as ClientKind, nodes.cluster.startupNodes, proxies);
     closers.push(close);
     return topology;
   },
-  direct: () => ({ redis: { cluster: cluster.startupNodes } }),
+  direct: () => ({ redis: nodes.where() }),
   async serverTime() {
-    const [s, us] = await admin().time();
+    const [s, us] = await nodes.admin.time();
     return Number(s) * 1e6 + Number(us);
   },
 };

@@ -9,14 +9,13 @@ import {
 import { aborted, EventLog } from '../harness/event-log';
 import { FaultProxy } from '../harness/fault-proxy';
 import { checkHistory, type Section } from '../harness/history';
-import { startRedis, uniquePrefix, valkey9 } from '../harness/redis';
-import type { RedisTarget, ServerKind } from '../harness/redis';
+import { redisForFile, uniquePrefix, valkey9 } from '../harness/redis';
+import type { ServerKind } from '../harness/redis';
 import { closeNow } from '../harness/engines';
 import { CLIENT_KINDS, clientMaker } from '../harness/clients';
 import type { AnyClientKind } from '../harness/clients';
 
 /** Faults on one Redis: a restart that loses every key, and a holder cut off by a partition. */
-let redis: RedisTarget;
 let proxy: FaultProxy;
 const engines: LockEngine[] = [];
 
@@ -30,10 +29,11 @@ const SERVERS: [string, ServerKind, readonly AnyClientKind[]][] = [
 ];
 
 describe.each(SERVERS)('on %s', (_name, server, kinds) => {
+  const target = redisForFile({ own: true, server });
   beforeAll(async () => {
-    redis = await startRedis({ own: true, server });
-    const { host, port } = redis.process!;
+    const { host, port } = target.redis.process!;
     proxy = await FaultProxy.start({ host, port });
+    target.atEnd(() => proxy.stop());
   });
 
   const makers = {
@@ -48,11 +48,6 @@ describe.each(SERVERS)('on %s', (_name, server, kinds) => {
     await Promise.all(Object.values(makers).map((m) => m.closeClients()));
   });
 
-  afterAll(async () => {
-    await proxy.stop();
-    await redis.stop();
-  });
-
   /** An engine through `kind`, to Redis itself or through the fault proxy. */
   async function engine(
     kind: AnyClientKind,
@@ -60,7 +55,7 @@ describe.each(SERVERS)('on %s', (_name, server, kinds) => {
     options: Partial<LockEngineOptions>,
     events?: EventLog,
   ): Promise<LockEngine> {
-    const topology = await makers[kind].connect(via === 'proxy' ? proxy.url : redis.url);
+    const topology = await makers[kind].connect(via === 'proxy' ? proxy.url : target.redis.url);
     const e = new LockEngine({ ...topology, onEvent: events?.listener, ...options } as LockEngineOptions);
     engines.push(e);
     return e;
@@ -90,8 +85,8 @@ describe.each(SERVERS)('on %s', (_name, server, kinds) => {
         });
         await parked;
 
-        await redis.process!.kill();
-        await redis.process!.restart();
+        await target.redis.process!.kill();
+        await target.redis.process!.restart();
 
         // Every holder learns of the loss from a renewal that reached the empty server, not by
         // running out its lease: the reason says the key is no longer ours.
@@ -160,7 +155,7 @@ describe.each(SERVERS)('on %s', (_name, server, kinds) => {
     });
 
     async function serverTime(): Promise<number> {
-      const client = redis.client();
+      const client = target.redis.client();
       try {
         const [s, us] = await client.time();
         return Number(s) * 1e6 + Number(us);

@@ -1,9 +1,7 @@
 import fc from 'fast-check';
-import type { Redis } from 'ioredis';
 import { LockConfigError, LockEngine, LockError } from 'lockwarden';
 import type { LockHandle } from 'lockwarden';
-import { startRedis, uniquePrefix } from '../harness/redis';
-import type { RedisTarget } from '../harness/redis';
+import { redisForFile, uniquePrefix } from '../harness/redis';
 import { closeNow } from '../harness/engines';
 
 /**
@@ -12,27 +10,19 @@ import { closeNow } from '../harness/engines';
  * LockError, bad input never reaches Redis, and no callback runs unlocked.
  * (Unhandled rejections fail the file through the shared setup.)
  */
-let redis: RedisTarget;
-let admin: Redis;
+// Its own server: the "never reaches Redis" check counts every script call on it.
+const server = redisForFile({ own: true });
 let engines: LockEngine[];
 
-beforeAll(async () => {
-  // Its own server: the "never reaches Redis" check counts every script call on it.
-  redis = await startRedis({ own: true });
-  admin = redis.client();
+beforeAll(() => {
   const keyPrefix = uniquePrefix('fuzz');
-  engines = [0, 1].map(() => new LockEngine({ redis: redis.url, keyPrefix, leaseMs: 2_000, waitMs: 50 }));
-});
-
-afterAll(async () => {
-  await Promise.all(engines.map(closeNow));
-  admin.disconnect();
-  await redis.stop();
+  engines = [0, 1].map(() => new LockEngine({ redis: server.redis.url, keyPrefix, leaseMs: 2_000, waitMs: 50 }));
+  server.atEnd(() => Promise.all(engines.map(closeNow)));
 });
 
 /** Script calls the server has run so far. */
 async function scriptCalls(): Promise<number> {
-  const stats = await admin.info('commandstats');
+  const stats = await server.admin.info('commandstats');
   let calls = 0;
   for (const m of stats.matchAll(/cmdstat_(?:evalsha|eval):calls=(\d+)/g)) calls += Number(m[1]);
   return calls;
@@ -95,7 +85,7 @@ describe('fuzzing the public API', () => {
                   // A lease of a few ms may rightly lapse before this look: what must never be is
                   // the library claiming a lock whose key is gone (read first, so a claim made after
                   // the read is no excuse).
-                  const present = (await admin.exists(`${e.options.keyPrefix}{${lock.key}}`)) === 1;
+                  const present = (await server.admin.exists(`${e.options.keyPrefix}{${lock.key}}`)) === 1;
                   ranUnlocked = !present && lock.isHeld();
                 },
                 opts,
@@ -154,7 +144,7 @@ describe('fuzzing the public API', () => {
               await typed(async () => pick(s.handle)?.extend(s.ms ?? undefined));
               break;
             case 'delete':
-              await admin.del(`${engines[0].options.keyPrefix}{${s.key}}`);
+              await server.admin.del(`${engines[0].options.keyPrefix}{${s.key}}`);
               break;
             case 'releaseElsewhere': {
               // From another async context: a timer callback that shares nothing with the acquirer.

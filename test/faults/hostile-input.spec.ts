@@ -1,7 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { INestApplicationContext } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
-import type { Redis } from 'ioredis';
 import {
   LockConfigError,
   LockEngine,
@@ -13,8 +12,7 @@ import {
   WriteLocked,
 } from 'lockwarden';
 import type { LockMethodDecorator } from 'lockwarden';
-import { startRedis, uniquePrefix } from '../harness/redis';
-import type { RedisTarget } from '../harness/redis';
+import { redisForFile, uniquePrefix } from '../harness/redis';
 
 /**
  * Hostile keys, end to end against a real Redis: every public way in (LockEngine,
@@ -22,8 +20,7 @@ import type { RedisTarget } from '../harness/redis';
  * protected code, and sends Redis not one command. The server is this file's own, so its
  * command counters see nothing but this file's traffic.
  */
-let redis: RedisTarget;
-let admin: Redis;
+const server = redisForFile({ own: true });
 let engine: LockEngine;
 let ctx: INestApplicationContext;
 let service: LockService;
@@ -101,15 +98,15 @@ class Jobs {
 }
 
 beforeAll(async () => {
-  redis = await startRedis({ own: true });
-  admin = redis.client();
   const keyPrefix = uniquePrefix('hostile');
-  engine = new LockEngine({ redis: redis.url, keyPrefix });
+  engine = new LockEngine({ redis: server.redis.url, keyPrefix });
+  server.atEnd(() => engine.close());
   const moduleRef = await Test.createTestingModule({
-    imports: [LockModule.forRoot({ redis: redis.url, keyPrefix })],
+    imports: [LockModule.forRoot({ redis: server.redis.url, keyPrefix })],
     providers: [Jobs],
   }).compile();
   ctx = await moduleRef.init();
+  server.atEnd(() => ctx.close());
   service = ctx.get(LockService);
   jobs = ctx.get(Jobs);
   // Connect both and let their script preloads finish, so that from here on the
@@ -118,16 +115,9 @@ beforeAll(async () => {
   await quiet();
 });
 
-afterAll(async () => {
-  await ctx.close();
-  await engine.close();
-  admin.disconnect();
-  await redis.stop();
-});
-
 /** Every command the server has run so far, except the INFO calls that read the count. */
 async function commandsRun(): Promise<number> {
-  const stats = await admin.info('commandstats');
+  const stats = await server.admin.info('commandstats');
   let calls = 0;
   for (const m of stats.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) {
     if (m[1] !== 'info') calls += Number(m[2]);
@@ -166,12 +156,12 @@ async function outcome(call: () => Promise<unknown>): Promise<string> {
 
 /** Runs the calls one after another, and checks the server ran no command for any of them. */
 async function expectRejectedUntouched(calls: Record<string, () => Promise<unknown>>): Promise<void> {
-  const [before, keys] = [await commandsRun(), await admin.dbsize()];
+  const [before, keys] = [await commandsRun(), await server.admin.dbsize()];
   const seen: Record<string, string> = {};
   for (const [name, call] of Object.entries(calls)) seen[name] = await outcome(call);
   expect(seen).toEqual(Object.fromEntries(Object.keys(calls).map((name) => [name, REJECTED])));
   expect(await commandsRun()).toBe(before + 1); // the DBSIZE above
-  expect(await admin.dbsize()).toBe(keys);
+  expect(await server.admin.dbsize()).toBe(keys);
 }
 
 describe.each(HOSTILE_KEYS)('%s as a lock key', (_name, key) => {

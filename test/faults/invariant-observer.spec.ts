@@ -1,20 +1,14 @@
 // The invariant suite's observer, checked on its own: a judge that never finds anything
 // proves nothing, so each rule it tolerates is shown beside the case it must still catch.
-import { startRedis } from '../harness/redis';
-import type { RedisTarget } from '../harness/redis';
+import { redisForFile } from '../harness/redis';
 import { Observer } from '../invariant/observer';
 
-let redis: RedisTarget;
+const server = redisForFile({ own: true });
 let observer: Observer;
 
-beforeAll(async () => {
-  redis = await startRedis({ own: true });
-  observer = new Observer(redis.url);
-});
-
-afterAll(async () => {
-  observer?.close();
-  await redis?.stop();
+beforeAll(() => {
+  observer = new Observer(server.redis.url);
+  server.atEnd(() => observer.close());
 });
 
 beforeEach(() => observer.reset());

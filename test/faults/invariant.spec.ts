@@ -4,12 +4,10 @@
 // injected at random points. Schedules come from fast-check with a printed seed.
 import { request as httpRequest } from 'node:http';
 import fc from 'fast-check';
-import type { Redis } from 'ioredis';
 import { LockEngine } from 'lockwarden';
 import { runWorker } from '../harness/child';
 import type { ChildScript } from '../harness/child';
-import { startRedis, uniquePrefix } from '../harness/redis';
-import type { RedisTarget } from '../harness/redis';
+import { redisForFile, uniquePrefix } from '../harness/redis';
 import { Observer } from '../invariant/observer';
 
 const SCHEDULES = Number(process.env.INVARIANT_SCHEDULES ?? '24');
@@ -64,10 +62,9 @@ const opArb: fc.Arbitrary<Op> = fc.record({
   faultAfterMs: fc.integer({ min: 0, max: 400 }),
 });
 
-let lockRedis: RedisTarget;
-let observerRedis: RedisTarget;
+const lockServer = redisForFile({ own: true });
+const observerServer = redisForFile({ own: true });
 let observer: Observer;
-let admin: Redis;
 let engine: LockEngine;
 let prefix: string;
 const workers: ChildScript[] = [];
@@ -75,16 +72,19 @@ const ports: number[] = [];
 let schedule = 0;
 
 beforeAll(async () => {
-  lockRedis = await startRedis({ own: true });
-  observerRedis = await startRedis({ own: true });
-  observer = new Observer(observerRedis.url);
-  admin = lockRedis.client();
+  observer = new Observer(observerServer.redis.url);
+  observerServer.atEnd(() => observer.close());
   prefix = uniquePrefix('inv');
-  engine = new LockEngine({ redis: lockRedis.url, keyPrefix: prefix, commandTimeoutMs: 2_000 });
+  engine = new LockEngine({ redis: lockServer.redis.url, keyPrefix: prefix, commandTimeoutMs: 2_000 });
+  lockServer.atEnd(() => engine.close());
+  // The apps use both servers: killed before the lock server stops, so before the observer's too.
+  lockServer.atEnd(() => {
+    for (const w of workers) w.kill();
+  });
   for (const NAME of ['app0', 'app1']) {
     const w = runWorker('invariant-app', {
-      REDIS: lockRedis.url,
-      OBSERVER: observerRedis.url,
+      REDIS: lockServer.redis.url,
+      OBSERVER: observerServer.redis.url,
       PREFIX: prefix,
       NAME,
       LEASE_MS: String(LEASE_MS),
@@ -93,15 +93,6 @@ beforeAll(async () => {
   }
   for (const w of workers) ports.push(Number((await w.waitFor(/^listening (\d+)$/))[1]));
 }, 60_000);
-
-afterAll(async () => {
-  for (const w of workers) w.kill();
-  await engine?.close();
-  admin?.disconnect();
-  observer?.close();
-  await lockRedis?.stop();
-  await observerRedis?.stop();
-});
 
 /** Lock keys of one path: read/write locks live apart from mutexes of the same name. */
 function keysOf(op: Op, run: number): string[] {
@@ -176,7 +167,7 @@ function revokeFromOutside(key: string, revoke: () => Promise<number>): Promise<
         } catch (err) {
           if (attempt >= 20) throw err;
           // Redis is back (the restart finished before this ran); wait for a client to reconnect.
-          await admin.ping().catch(() => undefined);
+          await lockServer.admin.ping().catch(() => undefined);
           await delay(100);
         }
       }
@@ -194,7 +185,8 @@ async function inject(op: Op, keys: string[]): Promise<void> {
       for (const key of keys) {
         await revokeFromOutside(key, async () => {
           // forceUnlock knows mutexes and read/write locks; a semaphore's holders are deleted.
-          if (op.path === 'permit') await admin.del(`${prefix}{${key}}:sem:holders`, `${prefix}{${key}}:sem:permits`);
+          if (op.path === 'permit')
+            await lockServer.admin.del(`${prefix}{${key}}:sem:holders`, `${prefix}{${key}}:sem:permits`);
           else await engine.forceUnlock(key);
           return fenceOf(op, key);
         });
@@ -206,8 +198,8 @@ async function inject(op: Op, keys: string[]): Promise<void> {
           // The mutex's own key; a read/write key falls back to forceUnlock, which knows its layout.
           if (rw(op)) await engine.forceUnlock(key);
           else if (op.path === 'permit')
-            await admin.del(`${prefix}{${key}}:sem:holders`, `${prefix}{${key}}:sem:permits`);
-          else await admin.del(`${prefix}{${key}}`);
+            await lockServer.admin.del(`${prefix}{${key}}:sem:holders`, `${prefix}{${key}}:sem:permits`);
+          else await lockServer.admin.del(`${prefix}{${key}}`);
           return fenceOf(op, key);
         });
       }
@@ -215,10 +207,10 @@ async function inject(op: Op, keys: string[]): Promise<void> {
     case 'redis-restart':
       await serially('redis', () =>
         observer.revoking('*', async () => {
-          await lockRedis.process!.stop();
+          await lockServer.redis.process!.stop();
           // Every token of the stopped server is below its clock now (counters are seeded from it).
           const upTo = Date.now() * 1_000;
-          await lockRedis.process!.restart();
+          await lockServer.redis.process!.restart();
           return upTo;
         }),
       );
@@ -246,7 +238,7 @@ function rw(op: Op): boolean {
 /** The fencing counter of a lock right after it was taken away: every holder up to it was revoked. */
 async function fenceOf(op: Op, key: string): Promise<number> {
   const space = rw(op) ? ':rw' : op.path === 'permit' ? ':sem' : '';
-  return Number((await admin.get(`${prefix}{${key}}${space}:fence`)) ?? '0');
+  return Number((await lockServer.admin.get(`${prefix}{${key}}${space}:fence`)) ?? '0');
 }
 
 async function runOp(op: Op, run: number): Promise<string> {

@@ -1,31 +1,19 @@
-import type { Cluster } from 'ioredis';
 import { LeadershipRegistry, LockEngine } from 'lockwarden';
 import type { LeaderChange, Leadership } from 'lockwarden';
-import { RedisCluster } from '../harness/redis-cluster';
+import { clusterForFile } from '../harness/redis-cluster';
 import { uniquePrefix } from '../harness/redis';
 
 /** Leader election on a 3-master Redis Cluster: one slot per leadership, sharded pub/sub for observers. */
-let cluster: RedisCluster;
-let admin: Cluster;
+const nodes = clusterForFile({ masters: 3 });
 const cleanups: (() => Promise<unknown>)[] = [];
-
-beforeAll(async () => {
-  cluster = await RedisCluster.start({ masters: 3 });
-  admin = cluster.client();
-}, 60_000);
 
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-afterAll(async () => {
-  admin.disconnect();
-  await cluster.stop();
-});
-
 function leadership(prefix: string, instanceId: string): Leadership {
   const engine = new LockEngine({
-    redis: { cluster: cluster.startupNodes },
+    redis: { cluster: nodes.cluster.startupNodes },
     keyPrefix: prefix,
     instanceId,
     metrics: false,
@@ -77,7 +65,7 @@ it('elects, hands over and announces terms on a cluster, with every key in the l
 
   const lock = `${prefix}{leader:jobs}`;
   const slots = await Promise.all(
-    [lock, `${lock}:term`, `${lock}:terms`, `${lock}:elections`].map((k) => admin.cluster('KEYSLOT', k)),
+    [lock, `${lock}:term`, `${lock}:terms`, `${lock}:elections`].map((k) => nodes.admin.cluster('KEYSLOT', k)),
   );
   expect(new Set(slots).size).toBe(1);
 });

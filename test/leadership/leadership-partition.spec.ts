@@ -1,7 +1,6 @@
 import { LeadershipRegistry, LockEngine, LockLostError } from 'lockwarden';
 import { FaultProxy } from '../harness/fault-proxy';
-import { startRedis, uniquePrefix } from '../harness/redis';
-import type { RedisTarget } from '../harness/redis';
+import { redisForFile, uniquePrefix } from '../harness/redis';
 
 /**
  * A leader cut off from Redis by a partition: it cannot renew its term, so its signal must
@@ -9,21 +8,20 @@ import type { RedisTarget } from '../harness/redis';
  * is higher. Both instances live in this process, so the order of what each one is told is
  * the order in which it happened.
  */
-let redis: RedisTarget;
+const server = redisForFile({ own: true });
 let proxy: FaultProxy;
 const closers: (() => Promise<unknown>)[] = [];
 
 beforeAll(async () => {
-  redis = await startRedis({ own: true });
-  const { host, port } = redis.process!;
+  const { host, port } = server.redis.process!;
   proxy = await FaultProxy.start({ host, port });
-});
-
-afterAll(async () => {
-  proxy.pass();
-  for (const close of closers.reverse()) await close().catch(() => undefined);
-  await proxy.stop();
-  await redis.stop();
+  server.atEnd(
+    () => proxy.stop(),
+    async () => {
+      proxy.pass();
+      for (const close of closers.reverse()) await close().catch(() => undefined);
+    },
+  );
 });
 
 function instance(url: string, keyPrefix: string, instanceId: string): LeadershipRegistry {
@@ -40,7 +38,7 @@ describe('a leader cut off by a partition', () => {
   it('is told it lost leadership before anyone else is elected; the next term has a higher token', async () => {
     const keyPrefix = uniquePrefix('leader-partition');
     const cutOff = instance(proxy.url, keyPrefix, 'cut-off').leadership('billing');
-    const healthy = instance(redis.url, keyPrefix, 'healthy').leadership('billing');
+    const healthy = instance(server.redis.url, keyPrefix, 'healthy').leadership('billing');
     const order: string[] = [];
 
     await cutOff.campaign();

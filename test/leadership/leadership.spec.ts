@@ -1,6 +1,5 @@
 import { Injectable, Module } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
-import type { Redis } from 'ioredis';
 import {
   LeaderOnly,
   LeadershipRegistry,
@@ -17,26 +16,14 @@ import type { LeaderChange, LeaderTerm, Leadership } from 'lockwarden';
 import { MemoryLockBackend } from 'lockwarden/testing';
 import { runWorker } from '../harness/child';
 import type { ChildScript } from '../harness/child';
-import { startRedis, uniquePrefix } from '../harness/redis';
+import { redisForFile, startRedis, uniquePrefix } from '../harness/redis';
 import { Observer } from '../invariant/observer';
-import type { RedisTarget } from '../harness/redis';
 
-let redis: RedisTarget;
-let admin: Redis;
+const server = redisForFile();
 const cleanups: (() => Promise<unknown>)[] = [];
-
-beforeAll(async () => {
-  redis = await startRedis();
-  admin = redis.client();
-});
 
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
-
-afterAll(async () => {
-  await admin.quit();
-  await redis.stop();
 });
 
 /** One candidate process, in this process: its own engine (instance id) and registry. */
@@ -45,7 +32,7 @@ function candidate(
   instanceId: string,
   leaseMs = 30_000,
 ): { engine: LockEngine; registry: LeadershipRegistry } {
-  const engine = new LockEngine({ redis: redis.url, keyPrefix: prefix, instanceId, leaseMs, metrics: false });
+  const engine = new LockEngine({ redis: server.redis.url, keyPrefix: prefix, instanceId, leaseMs, metrics: false });
   const registry = new LeadershipRegistry(engine);
   cleanups.push(async () => {
     await registry.close();
@@ -104,7 +91,7 @@ function expectWellFormed(changes: LeaderChange[]): void {
 }
 
 async function redisNowMs(): Promise<number> {
-  const [s, us] = await admin.time();
+  const [s, us] = await server.admin.time();
   return Number(s) * 1000 + Math.floor(Number(us) / 1000);
 }
 
@@ -136,7 +123,7 @@ describe('input validation, before anything reaches Redis', () => {
     expect(() => leadership.onChange(undefined as never)).toThrow(LockConfigError);
     await expect(leadership.runIfLeader(undefined as never)).rejects.toThrow(LockConfigError);
     expect(leadership.isLeader()).toBe(false);
-    expect(await admin.keys(`${prefix}*`)).toEqual([]);
+    expect(await server.admin.keys(`${prefix}*`)).toEqual([]);
   });
 
   it('rejects bad decorator arguments where the decorator is applied', () => {
@@ -416,7 +403,10 @@ describe('@LeaderOnly and @OnLeadership in a Nest app', () => {
   }
 
   async function app(prefix: string, instanceId: string) {
-    @Module({ imports: [LockModule.forRoot({ redis: redis.url, keyPrefix: prefix, instanceId })], providers: [Jobs] })
+    @Module({
+      imports: [LockModule.forRoot({ redis: server.redis.url, keyPrefix: prefix, instanceId })],
+      providers: [Jobs],
+    })
     class AppModule {}
     const moduleRef = await Test.createTestingModule({ imports: [AppModule] }).compile();
     await moduleRef.init();
@@ -466,7 +456,13 @@ describe('three app processes with @LeaderOnly, watched from outside', () => {
     for (const name of ['p1', 'p2', 'p3']) {
       // A lease a loaded machine's SIGTERM, shutdown and resign fit in many times over: the
       // hand-over after a resign must come before the lease would have run out.
-      const env = { REDIS: redis.url, OBSERVER: observerRedis.url, PREFIX: prefix, NAME: name, LEASE_MS: '10000' };
+      const env = {
+        REDIS: server.redis.url,
+        OBSERVER: observerRedis.url,
+        PREFIX: prefix,
+        NAME: name,
+        LEASE_MS: '10000',
+      };
       children.set(name, runWorker('leader-app', env));
     }
     await Promise.all([...children.values()].map((c) => c.waitFor(/^ready$/)));

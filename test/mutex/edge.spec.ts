@@ -3,14 +3,12 @@
 // modes. Each trial runs on its own key, TRIALS keys per process, so one signal makes
 // TRIALS trials. A resource outside the library (a Redis the library never sees) keeps the
 // highest fencing token per key and refuses lower ones.
-import type { Redis } from 'ioredis';
 import { LockEngine } from 'lockwarden';
 import type { LockHandle } from 'lockwarden';
 import { runWorker } from '../harness/child';
 import type { ChildScript } from '../harness/child';
 import { EventLog } from '../harness/event-log';
-import { startRedis, uniquePrefix } from '../harness/redis';
-import type { RedisTarget } from '../harness/redis';
+import { redisForFile, uniquePrefix } from '../harness/redis';
 import { FencedResource } from '../harness/fenced-resource';
 import { closeNow } from '../harness/engines';
 
@@ -20,30 +18,14 @@ const HANDOFF_LEASE_MS = 1_000;
 /** How long a waiter keeps its place on the server without checking back (see lock-engine.ts). */
 const QUEUE_PLACE_TTL_MS = 1_000;
 
-let redis: RedisTarget;
-let observer: RedisTarget;
-let observerClient: Redis;
-let admin: Redis;
+const server = redisForFile({ own: true });
+const observer = redisForFile({ own: true });
 const closers: (() => Promise<unknown>)[] = [];
 const children: ChildScript[] = [];
-
-beforeAll(async () => {
-  redis = await startRedis({ own: true });
-  observer = await startRedis({ own: true });
-  observerClient = observer.client();
-  admin = redis.client();
-});
 
 afterEach(async () => {
   for (const c of children.splice(0)) c.kill('SIGKILL');
   for (const close of closers.splice(0).reverse()) await close();
-});
-
-afterAll(async () => {
-  observerClient.disconnect();
-  admin.disconnect();
-  await redis.stop();
-  await observer.stop();
 });
 
 function keys(name: string): string[] {
@@ -51,13 +33,13 @@ function keys(name: string): string[] {
 }
 
 function engine(keyPrefix: string, extra: Partial<ConstructorParameters<typeof LockEngine>[0]> = {}): LockEngine {
-  const e = new LockEngine({ redis: redis.url, keyPrefix, shutdownGraceMs: 0, ...extra });
+  const e = new LockEngine({ redis: server.redis.url, keyPrefix, shutdownGraceMs: 0, ...extra });
   closers.push(() => closeNow(e));
   return e;
 }
 
 function worker(env: Record<string, string>): ChildScript {
-  const w = runWorker('edge-worker', { REDIS: redis.url, OBSERVER: observer.url, ...env });
+  const w = runWorker('edge-worker', { REDIS: server.redis.url, OBSERVER: observer.redis.url, ...env });
   children.push(w);
   return w;
 }
@@ -83,13 +65,13 @@ function reported(child: ChildScript, word: string): Map<string, number> {
 }
 
 async function count(prefix: string, what: string, who: string): Promise<number> {
-  return Number((await observerClient.get(`${prefix}${what}:${who}`)) ?? '0');
+  return Number((await observer.admin.get(`${prefix}${what}:${who}`)) ?? '0');
 }
 
 /** Until every key has one waiter with a place in its queue (a mutex's, or a read/write lock's). */
 async function queuedOn(prefix: string, ks: readonly string[], write: boolean): Promise<void> {
   const queue = (k: string): string => `${prefix}{${k}}${write ? ':rw' : ''}:queue`;
-  await until(async () => (await Promise.all(ks.map((k) => admin.zcard(queue(k))))).every((n) => n === 1));
+  await until(async () => (await Promise.all(ks.map((k) => server.admin.zcard(queue(k))))).every((n) => n === 1));
 }
 
 describe.each([
@@ -102,7 +84,7 @@ describe.each([
     const other = engine(prefix);
     const take = (e: LockEngine, k: string, waitMs?: number): Promise<LockHandle> =>
       write ? e.acquireWrite(k, { waitMs }) : e.acquire(k, { waitMs });
-    const resource = new FencedResource(observer.client(), prefix);
+    const resource = new FencedResource(observer.redis.client(), prefix);
     closers.push(async () => resource.client.disconnect());
     const ks = keys('k');
     const held = await Promise.all(ks.map((k) => take(holder, k)));
@@ -146,13 +128,13 @@ describe('a holder paused past its lease', () => {
   it(`reads its signal as aborted before its first write after resuming (${TRIALS} trials)`, async () => {
     const prefix = uniquePrefix('paused-holder');
     const other = engine(prefix);
-    const resource = new FencedResource(observer.client(), prefix);
+    const resource = new FencedResource(observer.redis.client(), prefix);
     closers.push(async () => resource.client.disconnect());
     const ks = keys('k');
     // Seconds of lease: it must stay held while the holder mints its tokens and gets ready.
     const h = worker({ PREFIX: prefix, MODE: 'hold', KEYS: ks.join(','), LEASE_MS: '3000', NAME: 'holder' });
     await h.waitFor(/^ready$/);
-    await observerClient.rpush(`${prefix}go`, 'go');
+    await observer.admin.rpush(`${prefix}go`, 'go');
     await h.waitFor(/^stopping$/); // it stops itself, its next step already due
 
     const taken = await Promise.all(ks.map((k) => other.acquire(k, { waitMs: 10_000 })));
@@ -199,7 +181,7 @@ describe.each([
       // lock held: wake it with a spurious release message until it has.
       for (const k of ks) {
         while ((await holder.inspect(k)).waiters === 0) {
-          await admin.publish(`${prefix}{${k}}:released`, 'r');
+          await server.admin.publish(`${prefix}{${k}}:released`, 'r');
           await new Promise((resolve) => setTimeout(resolve, 10));
         }
       }
@@ -248,16 +230,16 @@ describe('waiting writers killed', () => {
     const d = worker({ PREFIX: prefix, MODE: 'wait', KEYS: ks.join(','), WRITE: '1', NAME: 'dead-writer' });
     await d.waitFor(/^queued$/);
     await until(async () =>
-      (await Promise.all(ks.map((k) => admin.zcard(`${prefix}{${k}}:rw:writers`)))).every((n) => n === 1),
+      (await Promise.all(ks.map((k) => server.admin.zcard(`${prefix}{${k}}:rw:writers`)))).every((n) => n === 1),
     );
     d.kill('SIGKILL');
     await d.exited;
 
     // The bound, as the server keeps it: the dead writer's place ends within its place TTL.
-    const [seconds, micros] = await admin.time();
+    const [seconds, micros] = await server.admin.time();
     const nowMs = Number(seconds) * 1_000 + Math.floor(Number(micros) / 1_000);
     for (const k of ks) {
-      const [, deadline] = await admin.zrange(`${prefix}{${k}}:rw:writers`, '0', '0', 'WITHSCORES');
+      const [, deadline] = await server.admin.zrange(`${prefix}{${k}}:rw:writers`, '0', '0', 'WITHSCORES');
       expect(Number(deadline) - nowMs).toBeLessThanOrEqual(QUEUE_PLACE_TTL_MS);
     }
     // Until then new readers queue behind it (writer preference); then they get in.

@@ -5,11 +5,9 @@ import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { ChildScript, TS_ARGS } from '../harness/child';
-import { startRedis, type RedisTarget } from '../harness/redis';
+import { redisForFile } from '../harness/redis';
 
-let redis: RedisTarget;
-beforeAll(async () => (redis = await startRedis()));
-afterAll(() => redis?.stop());
+const server = redisForFile();
 
 interface Measured {
   files: string[];
@@ -22,7 +20,7 @@ interface Measured {
 async function measure(...args: string[]): Promise<Measured> {
   const tool = new ChildScript(
     spawn(process.execPath, [...TS_ARGS, resolve('tools/acquire-path.ts'), ...args], {
-      env: { ...process.env, TS_NODE_PROJECT: resolve('tsconfig.json'), REDIS_URL: redis.url },
+      env: { ...process.env, TS_NODE_PROJECT: resolve('tsconfig.json'), REDIS_URL: server.redis.url },
       stdio: ['ignore', 'pipe', 'pipe'],
     }),
   );

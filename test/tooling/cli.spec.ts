@@ -1,28 +1,18 @@
 import { spawn } from 'node:child_process';
 import { resolve } from 'node:path';
-import type { Redis } from 'ioredis';
 import { LockEngine } from 'lockwarden';
 import { TS_ARGS } from '../harness/child';
-import { startRedis, uniquePrefix } from '../harness/redis';
-import type { RedisTarget } from '../harness/redis';
+import { redisForFile, uniquePrefix } from '../harness/redis';
 
 /** `npx lockwarden`, run as a real process against a real Redis: output and exit codes. */
-let redis: RedisTarget;
-let admin: Redis;
+const server = redisForFile();
 let engine: LockEngine;
 let prefix: string;
 
-beforeAll(async () => {
-  redis = await startRedis();
-  admin = redis.client();
+beforeAll(() => {
   prefix = uniquePrefix('cli');
-  engine = new LockEngine({ redis: redis.url, keyPrefix: prefix, instanceId: 'worker-7' });
-});
-
-afterAll(async () => {
-  await engine.close();
-  await admin.quit();
-  await redis.stop();
+  engine = new LockEngine({ redis: server.redis.url, keyPrefix: prefix, instanceId: 'worker-7' });
+  server.atEnd(() => engine.close());
 });
 
 function cli(...args: string[]): Promise<{ code: number | null; out: string; err: string }> {
@@ -51,12 +41,12 @@ describe('the lockwarden CLI', () => {
     const order = await engine.acquire('order:1', { leaseMs: 60_000, renew: false });
     const orderToken = await order.fencingToken();
     const report = await engine.acquireRead('report', { leaseMs: 60_000, renew: false });
-    const table = await cli('list', '--redis', redis.url, '--prefix', prefix);
+    const table = await cli('list', '--redis', server.redis.url, '--prefix', prefix);
     expect(table.code).toBe(0);
     expect(table.out).toMatch(/^LOCK\s+KIND\s+HOLDERS\s+LEASE-LEFT\s+FENCE\s+WAITERS$/m);
     expect(table.out).toMatch(new RegExp(`^order:1\\s+mutex\\s+worker-7\\s+\\S+\\s+${orderToken}\\s+0$`, 'm'));
     expect(table.out).toMatch(/^report\s+read\s+worker-7/m);
-    const json = await cli('list', 'order:*', '--redis', redis.url, '--prefix', prefix, '--json');
+    const json = await cli('list', 'order:*', '--redis', server.redis.url, '--prefix', prefix, '--json');
     const listed = JSON.parse(json.out) as { key: string; kind: string }[];
     expect(listed.map((l) => [l.key, l.kind])).toEqual([['order:1', 'mutex']]);
     await order.release();
@@ -66,10 +56,10 @@ describe('the lockwarden CLI', () => {
   it('inspects one lock: exit 0 when held, 1 when free, never an owner token', async () => {
     const lock = await engine.acquire('job', { leaseMs: 60_000, renew: false });
     // Before the holder reads its token, none was minted: the CLI says null.
-    const unread = await cli('inspect', 'job', '--redis', redis.url, '--prefix', prefix, '--json');
+    const unread = await cli('inspect', 'job', '--redis', server.redis.url, '--prefix', prefix, '--json');
     expect(JSON.parse(unread.out)).toMatchObject({ key: 'job', held: true, fencingToken: null });
     const lockToken = await lock.fencingToken();
-    const held = await cli('inspect', 'job', '--redis', redis.url, '--prefix', prefix, '--json');
+    const held = await cli('inspect', 'job', '--redis', server.redis.url, '--prefix', prefix, '--json');
     expect(held.code).toBe(0);
     expect(JSON.parse(held.out)).toMatchObject({
       key: 'job',
@@ -77,17 +67,17 @@ describe('the lockwarden CLI', () => {
       kind: 'mutex',
       fencingToken: lockToken,
     });
-    const token = (await admin.get(`${prefix}{job}`))!.split('|')[0];
+    const token = (await server.admin.get(`${prefix}{job}`))!.split('|')[0];
     expect(token).toMatch(/^[0-9a-f]{32}$/);
     expect(held.out).not.toContain(token);
     await lock.release();
-    expect((await cli('inspect', 'job', '--redis', redis.url, '--prefix', prefix)).code).toBe(1);
+    expect((await cli('inspect', 'job', '--redis', server.redis.url, '--prefix', prefix)).code).toBe(1);
   });
 
   it('shows one semaphore: permits in use of the limit and each holder, exit 1 when none is held, never an owner token', async () => {
     const sem = engine.semaphore('exports', { limit: 3 });
     const two = await sem.acquire({ permits: 2, leaseMs: 60_000 });
-    const json = await cli('semaphore', 'exports', '--redis', redis.url, '--prefix', prefix, '--json');
+    const json = await cli('semaphore', 'exports', '--redis', server.redis.url, '--prefix', prefix, '--json');
     expect(json.code).toBe(0);
     const info = JSON.parse(json.out);
     expect(info).toMatchObject({
@@ -98,28 +88,30 @@ describe('the lockwarden CLI', () => {
       fencingToken: await two.fencingToken(),
     });
     expect(info.holders).toEqual([{ instanceId: 'worker-7', permits: 2, leaseLeftMs: expect.any(Number) }]);
-    const [token] = await admin.hkeys(`${prefix}{exports}:sem:permits`).then((f) => f.filter((k) => k !== '#used'));
+    const [token] = await server.admin
+      .hkeys(`${prefix}{exports}:sem:permits`)
+      .then((f) => f.filter((k) => k !== '#used'));
     expect(json.out).not.toContain(token);
-    const table = await cli('semaphore', 'exports', '--redis', redis.url, '--prefix', prefix);
+    const table = await cli('semaphore', 'exports', '--redis', server.redis.url, '--prefix', prefix);
     expect(table.out).toMatch(/^Semaphore exports: 2 of 3 permits in use/);
     expect(table.out).toMatch(/worker-7\s+2\s+/);
     await two.release();
-    const free = await cli('semaphore', 'exports', '--redis', redis.url, '--prefix', prefix);
+    const free = await cli('semaphore', 'exports', '--redis', server.redis.url, '--prefix', prefix);
     expect(free.code).toBe(1);
     expect(free.out).toContain('No permits held.');
-    expect((await cli('semaphore', '--redis', redis.url)).code).toBe(2);
+    expect((await cli('semaphore', '--redis', server.redis.url)).code).toBe(2);
   });
 
   it('unlocks only with --force, and says whether there was anything to remove', async () => {
     const lock = await engine.acquire('stuck', { leaseMs: 60_000, renew: false });
-    const refused = await cli('unlock', 'stuck', '--redis', redis.url, '--prefix', prefix);
+    const refused = await cli('unlock', 'stuck', '--redis', server.redis.url, '--prefix', prefix);
     expect(refused.code).toBe(2);
     expect(refused.err).toMatch(/--force/);
-    expect(await admin.exists(`${prefix}{stuck}`)).toBe(1);
-    const removed = await cli('unlock', 'stuck', '--force', '--redis', redis.url, '--prefix', prefix);
+    expect(await server.admin.exists(`${prefix}{stuck}`)).toBe(1);
+    const removed = await cli('unlock', 'stuck', '--force', '--redis', server.redis.url, '--prefix', prefix);
     expect(removed.code).toBe(0);
-    expect(await admin.exists(`${prefix}{stuck}`)).toBe(0);
-    expect((await cli('unlock', 'stuck', '--force', '--redis', redis.url, '--prefix', prefix)).code).toBe(1);
+    expect(await server.admin.exists(`${prefix}{stuck}`)).toBe(0);
+    expect((await cli('unlock', 'stuck', '--force', '--redis', server.redis.url, '--prefix', prefix)).code).toBe(1);
     await lock.release();
   });
 
@@ -128,7 +120,7 @@ describe('the lockwarden CLI', () => {
     const w = await cli(
       'watch',
       '--redis',
-      redis.url,
+      server.redis.url,
       '--prefix',
       prefix,
       '--json',
@@ -155,40 +147,40 @@ describe('the lockwarden CLI', () => {
       `^Note: nothing under the prefix "wrong:", but lock "${name}" is held under the prefix "${prefix}"\\. ` +
         `Pass the keyPrefix your application uses: --prefix "${prefix}"\\n$`,
     );
-    const json = await cli('inspect', name, '--redis', redis.url, '--prefix', 'wrong:', '--json');
+    const json = await cli('inspect', name, '--redis', server.redis.url, '--prefix', 'wrong:', '--json');
     expect(json.code).toBe(1); // the answer for the prefix asked about is unchanged
     expect(JSON.parse(json.out)).toMatchObject({ key: name, held: false });
     expect(json.err).toMatch(note);
-    const byDefault = await cli('inspect', name, '--redis', redis.url); // no --prefix: lock:
+    const byDefault = await cli('inspect', name, '--redis', server.redis.url); // no --prefix: lock:
     expect(byDefault.err).toMatch(
       new RegExp(`nothing under the prefix "lock:", but lock "${name}" is held under the prefix`),
     );
-    const unlock = await cli('unlock', name, '--force', '--redis', redis.url, '--prefix', 'wrong:');
+    const unlock = await cli('unlock', name, '--force', '--redis', server.redis.url, '--prefix', 'wrong:');
     expect(unlock.code).toBe(1);
     expect(unlock.err).toMatch(new RegExp(`lock "${name}" is held under the prefix`));
-    expect(await admin.exists(`${prefix}{${name}}`)).toBe(1); // nothing removed under the other prefix
-    const right = await cli('inspect', name, '--redis', redis.url, '--prefix', prefix);
+    expect(await server.admin.exists(`${prefix}{${name}}`)).toBe(1); // nothing removed under the other prefix
+    const right = await cli('inspect', name, '--redis', server.redis.url, '--prefix', prefix);
     expect(right.code).toBe(0);
     expect(right.err).toBe('');
     await lock.release();
-    const free = await cli('inspect', name, '--redis', redis.url, '--prefix', 'wrong:');
+    const free = await cli('inspect', name, '--redis', server.redis.url, '--prefix', 'wrong:');
     expect(free.code).toBe(1);
     expect(free.err).toBe(''); // held nowhere: nothing to point at
 
     const semName = `${name}:sem`;
     const sem = engine.semaphore(semName, { limit: 2 });
     await (await sem.acquire({ leaseMs: 60_000 })).release(); // stores the limit under `prefix`
-    const semaphore = await cli('semaphore', semName, '--redis', redis.url, '--prefix', 'wrong:');
+    const semaphore = await cli('semaphore', semName, '--redis', server.redis.url, '--prefix', 'wrong:');
     expect(semaphore.code).toBe(1);
     expect(semaphore.err).toMatch(new RegExp(`semaphore "${semName}" exists under the prefix`));
-    expect((await cli('semaphore', semName, '--redis', redis.url, '--prefix', prefix)).err).toBe('');
+    expect((await cli('semaphore', semName, '--redis', server.redis.url, '--prefix', prefix)).err).toBe('');
   });
 
   it('exits 2 on usage errors and 3 when Redis cannot be reached', async () => {
-    expect((await cli('frobnicate', '--redis', redis.url)).code).toBe(2);
-    expect((await cli('inspect', '--redis', redis.url)).code).toBe(2);
+    expect((await cli('frobnicate', '--redis', server.redis.url)).code).toBe(2);
+    expect((await cli('inspect', '--redis', server.redis.url)).code).toBe(2);
     expect((await cli('list')).code).toBe(2); // no --redis and no REDIS_URL
-    expect((await cli('list', '--bogus', '--redis', redis.url)).code).toBe(2);
+    expect((await cli('list', '--bogus', '--redis', server.redis.url)).code).toBe(2);
     const down = await cli('list', '--redis', 'redis://127.0.0.1:1');
     expect(down.code).toBe(3);
     expect(down.err).toMatch(/Redis at redis:\/\/127\.0\.0\.1:1 failed/);

@@ -13,8 +13,7 @@ import { setPriority, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { ChildScript } from '../harness/child';
 import { APP_SOURCES, CHECK_SOURCE } from '../harness/packed-app';
-import { startRedis } from '../harness/redis';
-import type { RedisTarget } from '../harness/redis';
+import { redisForFile } from '../harness/redis';
 
 /**
  * The published package must serve Nest 11 apps (CommonJS, with the classic tsconfig or with
@@ -27,12 +26,11 @@ import type { RedisTarget } from '../harness/redis';
  */
 const root = resolve('.');
 const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc');
-let redis: RedisTarget;
+const server = redisForFile();
 let work: string;
 let tarball: string;
 
 beforeAll(async () => {
-  redis = await startRedis();
   work = mkdtempSync(join(tmpdir(), 'lockwarden-pack-'));
   await runAsync(process.execPath, ['tools/build-lib.cjs'], root);
   await runAsync('npm', ['pack', '--silent', '--pack-destination', work], resolve('libs/lockwarden'));
@@ -42,8 +40,7 @@ beforeAll(async () => {
   );
 }, 180_000);
 
-afterAll(async () => {
-  await redis.stop();
+afterAll(() => {
   rmSync(work, { recursive: true, force: true });
 });
 
@@ -199,7 +196,7 @@ async function bootLockAndStop(dir: string, name: string): Promise<void> {
   const child = new ChildScript(
     spawn(process.execPath, ['out/main.js'], {
       cwd: dir,
-      env: { ...process.env, REDIS_URL: redis.url, KEY_PREFIX: prefix },
+      env: { ...process.env, REDIS_URL: server.redis.url, KEY_PREFIX: prefix },
       stdio: ['ignore', 'pipe', 'pipe'],
     }),
   );
@@ -207,16 +204,11 @@ async function bootLockAndStop(dir: string, name: string): Promise<void> {
   const result = JSON.parse(child.lines.find((l) => l.startsWith('{'))!) as { token: number };
   expect(result).toEqual({ token: expect.any(Number), timeout: true, paid: '7' });
   expect(result.token).toBeGreaterThan(0); // fencing tokens start from Redis' clock
-  const admin = redis.client();
-  try {
-    expect(await admin.exists(`${prefix}{deploy}`)).toBe(1);
-    child.kill('SIGTERM');
-    await child.exited; // Nest closes the app, then re-raises the signal to end the process
+  expect(await server.admin.exists(`${prefix}{deploy}`)).toBe(1);
+  child.kill('SIGTERM');
+  await child.exited; // Nest closes the app, then re-raises the signal to end the process
 
-    expect(await admin.exists(`${prefix}{deploy}`)).toBe(0); // released, not left for a lease
-  } finally {
-    admin.disconnect();
-  }
+  expect(await server.admin.exists(`${prefix}{deploy}`)).toBe(0); // released, not left for a lease
 }
 
 /** Runs the compiled README recipe in the app's own Jest; an ES-module app needs Jest's ESM mode. */
@@ -256,8 +248,8 @@ async function nodeRedisOnly(dir: string): Promise<void> {
     `if (typeof c !== 'undefined') await c.close();` +
     `const { createRequire } = await import('node:module'); const cache = createRequire(process.cwd() + '/x.js').cache;` +
     `console.log(t > 0, Object.keys(cache).some((k) => k.includes('/node_modules/ioredis/')));`;
-  const withClient = `const c = await createClient({ url: '${redis.url}' }).on('error', () => {}).connect(); const e = new LockEngine({ client: c });`;
-  const withUrl = `const e = new LockEngine({ redis: '${redis.url}' });`;
+  const withClient = `const c = await createClient({ url: '${server.redis.url}' }).on('error', () => {}).connect(); const e = new LockEngine({ client: c });`;
+  const withUrl = `const e = new LockEngine({ redis: '${server.redis.url}' });`;
   for (const type of ['module', 'commonjs']) {
     const script = type === 'module' ? lock(withClient) : `(async () => { ${lock(withClient, true)} })()`;
     expect(run('node', [`--input-type=${type}`, '-e', script], dir)).toBe('true false\n');
@@ -354,7 +346,7 @@ describe('the packed library', () => {
     );
     expect(Number(memory.trim())).toBeGreaterThan(0);
     // The CLI ships in the package: `npx lockwarden` runs from the installed tarball.
-    const listed = run('npx', ['--no-install', 'lockwarden', 'list', '--redis', redis.url, '--json'], dir);
+    const listed = run('npx', ['--no-install', 'lockwarden', 'list', '--redis', server.redis.url, '--json'], dir);
     expect(Array.isArray(JSON.parse(listed))).toBe(true);
   }, 600_000);
 

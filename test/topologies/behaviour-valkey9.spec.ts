@@ -2,39 +2,27 @@ import { Redis } from 'ioredis';
 import { LockEngine, LockModule } from 'lockwarden';
 import { describeLockBehaviour } from '../behaviour/lock-behaviour';
 import { engineFactory } from '../harness/engines';
-import { describeOnValkey9, startRedis, uniquePrefix, valkey9 } from '../harness/redis';
+import { describeOnValkey9, redisForFile, uniquePrefix, valkey9 } from '../harness/redis';
 import { RedisProcess } from '../harness/redis-process';
 import { RedisCluster } from '../harness/redis-cluster';
-import type { RedisTarget } from '../harness/redis';
 
 /**
  * The shared behaviour suite against Valkey 9, which has its own compare-and-delete
  * (`DELIFEQ`): a release nobody waited for takes it instead of a script. Skipped where
  * tools/valkey9.sh has not built the server; npm test says so in one line.
  */
-let valkey: RedisTarget;
-let admin: Redis;
-const { pair } = engineFactory(() => valkey.url, 'behaviour-valkey9');
-
-/** How many times the server ran `command`, by its own count. */
-async function calls(command: string): Promise<number> {
-  const m = new RegExp(`cmdstat_${command}:calls=(\\d+)`).exec(await admin.info('commandstats'));
-  return m ? Number(m[1]) : 0;
-}
-
 describeOnValkey9('on Valkey 9', () => {
-  beforeAll(async () => {
-    valkey = await startRedis({ server: 'valkey9' });
-    admin = valkey.client();
-  });
+  const valkey = redisForFile({ server: 'valkey9' });
+  const { pair } = engineFactory(() => valkey.redis.url, 'behaviour-valkey9');
 
-  afterAll(async () => {
-    admin.disconnect();
-    await valkey.stop();
-  });
+  /** How many times the server ran `command`, by its own count. */
+  async function calls(command: string): Promise<number> {
+    const m = new RegExp(`cmdstat_${command}:calls=(\\d+)`).exec(await valkey.admin.info('commandstats'));
+    return m ? Number(m[1]) : 0;
+  }
 
   it("releases a lock nobody waited for with the server's DELIFEQ, and runs no script for the whole cycle", async () => {
-    const engine = new LockEngine({ redis: valkey.url, keyPrefix: uniquePrefix('native') });
+    const engine = new LockEngine({ redis: valkey.redis.url, keyPrefix: uniquePrefix('native') });
     try {
       // The engine looks the command up once connected, off the way of any lock: cycle until it has.
       for (let i = 0; i < 1_000 && (await calls('delifeq')) === 0; i++) await (await engine.acquire('warm')).release();
@@ -50,7 +38,7 @@ describeOnValkey9('on Valkey 9', () => {
       const before = await calls('delifeq');
       expect(await lock.release()).toBe(true);
       expect((await calls('delifeq')) - before).toBe(1);
-      expect(await admin.exists(`${engine.options.keyPrefix}{fenced}`)).toBe(0);
+      expect(await valkey.admin.exists(`${engine.options.keyPrefix}{fenced}`)).toBe(0);
     } finally {
       await engine.close();
     }
@@ -58,12 +46,15 @@ describeOnValkey9('on Valkey 9', () => {
 
   it('hands a lock someone waits for to the waiter: the marked value makes DELIFEQ refuse, and the script takes over', async () => {
     const keyPrefix = uniquePrefix('native-waited');
-    const [a, b] = [new LockEngine({ redis: valkey.url, keyPrefix }), new LockEngine({ redis: valkey.url, keyPrefix })];
+    const [a, b] = [
+      new LockEngine({ redis: valkey.redis.url, keyPrefix }),
+      new LockEngine({ redis: valkey.redis.url, keyPrefix }),
+    ];
     try {
       const held = await a.acquire('k');
       const waiting = b.acquire('k', { waitMs: 30_000 });
       // The waiter's attempt marks the value (others wait): a compare-and-delete of the unmarked value must fail.
-      while (!(await admin.get(`${keyPrefix}{k}`))?.endsWith('|w')) await new Promise((r) => setTimeout(r, 2));
+      while (!(await valkey.admin.get(`${keyPrefix}{k}`))?.endsWith('|w')) await new Promise((r) => setTimeout(r, 2));
       await held.release();
       const got = await waiting;
       expect(await got.fencingToken()).toBeGreaterThan(0);
@@ -141,6 +132,6 @@ describeOnValkey9('on Valkey 9', () => {
 
   describeLockBehaviour('Valkey 9', () => ({
     pair,
-    module: () => LockModule.forRoot({ redis: valkey.url, keyPrefix: uniquePrefix('behaviour-valkey9-nest') }),
+    module: () => LockModule.forRoot({ redis: valkey.redis.url, keyPrefix: uniquePrefix('behaviour-valkey9-nest') }),
   }));
 });

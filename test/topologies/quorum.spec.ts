@@ -6,28 +6,36 @@ import { FaultProxy } from '../harness/fault-proxy';
 import { uniquePrefix } from '../harness/redis';
 import { RedisProcess } from '../harness/redis-process';
 import { closeNow } from '../harness/engines';
+import { startedForFile } from '../harness/for-file';
 
 /** Redlock across 5 independent masters, each behind a fault proxy that can cut it off. */
-let masters: RedisProcess[];
-let proxies: FaultProxy[];
-let direct: Redis[];
+const five = startedForFile(
+  '5 masters',
+  async () => {
+    const processes = await Promise.all(Array.from({ length: 5 }, () => RedisProcess.start()));
+    const proxies = await Promise.all(processes.map((m) => FaultProxy.start({ host: m.host, port: m.port })));
+    return { processes, proxies, direct: processes.map((m) => new Redis(m.url)) };
+  },
+  async ({ processes, proxies, direct }) => {
+    for (const c of direct) c.disconnect();
+    await Promise.all(proxies.map((p) => p.stop()));
+    await Promise.all(processes.map((m) => m.destroy()));
+  },
+);
+/** The masters' fault proxies (what the engines reach them through), and a client of each master direct. */
+const masters = {
+  get proxies(): FaultProxy[] {
+    return five.value().proxies;
+  },
+  get direct(): Redis[] {
+    return five.value().direct;
+  },
+};
 const engines: LockEngine[] = [];
 
-beforeAll(async () => {
-  masters = await Promise.all(Array.from({ length: 5 }, () => RedisProcess.start()));
-  proxies = await Promise.all(masters.map((m) => FaultProxy.start({ host: m.host, port: m.port })));
-  direct = masters.map((m) => new Redis(m.url));
-});
-
 afterEach(async () => {
-  for (const p of proxies) p.pass();
+  for (const p of masters.proxies) p.pass();
   await Promise.all(engines.splice(0).map(closeNow));
-});
-
-afterAll(async () => {
-  for (const c of direct) c.disconnect();
-  await Promise.all(proxies.map((p) => p.stop()));
-  await Promise.all(masters.map((m) => m.destroy()));
 });
 
 /**
@@ -37,7 +45,7 @@ afterAll(async () => {
  */
 function engine(options: Partial<LockEngineOptions> = {}, events?: EventLog, nodeTimeoutMs = 1_000): LockEngine {
   const e = new LockEngine({
-    quorum: { nodes: proxies.map((p) => p.url), nodeTimeoutMs },
+    quorum: { nodes: masters.proxies.map((p) => p.url), nodeTimeoutMs },
     keyPrefix: uniquePrefix('quorum'),
     onEvent: events?.listener,
     ...options,
@@ -48,7 +56,7 @@ function engine(options: Partial<LockEngineOptions> = {}, events?: EventLog, nod
 
 /** On how many masters `key`'s lock hash exists right now. */
 async function heldOn(e: LockEngine, key: string): Promise<number> {
-  const found = await Promise.all(direct.map((c) => c.exists(`${e.options.keyPrefix}{${key}}`)));
+  const found = await Promise.all(masters.direct.map((c) => c.exists(`${e.options.keyPrefix}{${key}}`)));
   return found.reduce((a, b) => a + b, 0);
 }
 
@@ -70,7 +78,7 @@ describe('quorum (Redlock across 5 masters)', () => {
     const outcomes: string[] = [];
     for (let down = 0; down < 32; down++) {
       const up = 5 - popcount(down);
-      proxies.forEach((p, i) => (down & (1 << i) ? p.blackhole() : p.pass()));
+      masters.proxies.forEach((p, i) => (down & (1 << i) ? p.blackhole() : p.pass()));
       const key = `subset-${down}`;
       const got = await e.tryAcquire(key).then(
         (lock) => (lock ? 'acquired' : 'busy'),
@@ -78,7 +86,7 @@ describe('quorum (Redlock across 5 masters)', () => {
       );
       outcomes.push(`${up} up: ${got}`);
       expect(`${up} up: ${got}`).toBe(`${up} up: ${up >= 3 ? 'acquired' : 'unreachable'}`);
-      for (const p of proxies) p.pass();
+      for (const p of masters.proxies) p.pass();
       if (got === 'acquired') await e.current(key)?.release();
     }
     expect(outcomes).toHaveLength(32);
@@ -89,12 +97,12 @@ describe('quorum (Redlock across 5 masters)', () => {
     const e = engine({ leaseMs: 3_000 }, events);
     const lock = await e.acquire('survivor');
     expect(await heldOn(e, 'survivor')).toBe(5);
-    proxies[0].blackhole();
-    proxies[1].blackhole();
+    masters.proxies[0].blackhole();
+    masters.proxies[1].blackhole();
     await events.renewals('survivor', 3);
     expect(lock.isHeld()).toBe(true);
     expect(lock.signal.aborted).toBe(false);
-    proxies[2].blackhole();
+    masters.proxies[2].blackhole();
     expect(await aborted(lock.signal)).toBeInstanceOf(LockLostError);
     expect(lock.isHeld()).toBe(false);
   });
@@ -103,11 +111,11 @@ describe('quorum (Redlock across 5 masters)', () => {
     const e = engine({ leaseMs: 10_000 }, undefined, 400);
     await e.withLock('warm-up', () => undefined);
     // 2 s of delay against a 400 ms node timeout: two slow masters leave a majority of three.
-    proxies[0].delay(2_000);
-    proxies[1].delay(2_000);
+    masters.proxies[0].delay(2_000);
+    masters.proxies[1].delay(2_000);
     const lock = await e.acquire('slow-minority', { waitMs: 0 });
     await lock.release();
-    proxies[2].delay(2_000);
+    masters.proxies[2].delay(2_000);
     await expect(e.acquire('slow-majority', { waitMs: 0 })).rejects.toBeInstanceOf(LockBackendError);
   });
 
@@ -130,17 +138,17 @@ describe('quorum (Redlock across 5 masters)', () => {
     const e = engine();
     const counter = `${e.options.keyPrefix}{fenced}:fence`;
     await e.withLock('fenced', () => undefined); // seeds every master's counter
-    const seeded = Math.max(...(await Promise.all(direct.map((c) => c.get(counter)))).map(Number));
+    const seeded = Math.max(...(await Promise.all(masters.direct.map((c) => c.get(counter)))).map(Number));
     // The masters' counters disagree (as after earlier minority failures): master 0 is far ahead.
     // 100 s ahead, so above the server clock too (tokens are max(counter + 1, clock µs)).
-    await direct[0].set(counter, seeded + 100_000_000);
+    await masters.direct[0].set(counter, seeded + 100_000_000);
     const first = await e.acquire('fenced');
     const firstToken = await first.fencingToken();
     expect(firstToken).toBe(seeded + 100_000_001);
     await first.release();
     // The next holder's majority leaves master 0 out; it still gets a higher token.
-    proxies[0].blackhole();
-    proxies[1].blackhole();
+    masters.proxies[0].blackhole();
+    masters.proxies[1].blackhole();
     const second = await e.acquire('fenced');
     expect(await second.fencingToken()).toBeGreaterThan(firstToken);
     await second.release();
@@ -155,7 +163,7 @@ describe('quorum (Redlock across 5 masters)', () => {
       Array.from({ length: 40 }, (_, i) =>
         (i % 2 ? a : b).withLock('counter', async () => {
           if (++inside > 1) overlap++;
-          await direct[0].ping();
+          await masters.direct[0].ping();
           inside--;
         }),
       ),
@@ -173,11 +181,11 @@ describe('quorum (Redlock across 5 masters)', () => {
 
   it('rejects bad quorum options with a typed error', () => {
     const bad: unknown[] = [
-      { quorum: { nodes: [proxies[0].url, proxies[1].url] } },
-      { quorum: { nodes: proxies.map((p) => p.url), nodeTimeoutMs: 0 } },
-      { quorum: { nodes: proxies.map((p) => p.url), nodeTimeout: 5 } },
-      { quorum: { nodes: proxies.map((p) => p.url) }, redis: proxies[0].url },
-      { quorum: { nodes: [{ cluster: [] }, proxies[0].url, proxies[1].url] } },
+      { quorum: { nodes: [masters.proxies[0].url, masters.proxies[1].url] } },
+      { quorum: { nodes: masters.proxies.map((p) => p.url), nodeTimeoutMs: 0 } },
+      { quorum: { nodes: masters.proxies.map((p) => p.url), nodeTimeout: 5 } },
+      { quorum: { nodes: masters.proxies.map((p) => p.url) }, redis: masters.proxies[0].url },
+      { quorum: { nodes: [{ cluster: [] }, masters.proxies[0].url, masters.proxies[1].url] } },
     ];
     for (const options of bad) {
       expect(() => new LockEngine(options as LockEngineOptions)).toThrow(LockConfigError);

@@ -1,9 +1,8 @@
 import { LockEngine, LockTimeoutError, type LockEngineOptions, type LockHandle } from 'lockwarden';
 import type { Cluster, Redis } from 'ioredis';
 import { FaultProxy } from '../harness/fault-proxy';
-import { RedisCluster } from '../harness/redis-cluster';
-import { startRedis, uniquePrefix } from '../harness/redis';
-import type { RedisTarget } from '../harness/redis';
+import { clusterForFile } from '../harness/redis-cluster';
+import { redisForFile, uniquePrefix } from '../harness/redis';
 import { closeNow } from '../harness/engines';
 import { CLIENT_KINDS, clientMaker, clusterThroughProxies } from '../harness/clients';
 import type { ClientKind } from '../harness/clients';
@@ -17,21 +16,20 @@ import type { ClientKind } from '../harness/clients';
  * - a release made before the subscription lands is not lost: the waiter takes the lock.
  * On one server and on a 3-master Cluster, through both clients.
  */
-let redis: RedisTarget;
-let cluster: RedisCluster;
+const server = redisForFile({ own: true });
+const nodes = clusterForFile({ masters: 3 });
 let single: FaultProxy;
 let masters: FaultProxy[];
-let raw: { one: Redis; cluster: Cluster };
 const engines: LockEngine[] = [];
 const closers: (() => Promise<unknown>)[] = [];
 const makers = { ioredis: clientMaker('ioredis'), 'node-redis': clientMaker('node-redis') };
 
 beforeAll(async () => {
-  [redis, cluster] = await Promise.all([startRedis({ own: true }), RedisCluster.start({ masters: 3 })]);
-  single = await FaultProxy.start(redis.process!);
-  masters = await Promise.all(cluster.startupNodes.map((node) => FaultProxy.start(node)));
-  raw = { one: redis.client(), cluster: cluster.client() };
-}, 60_000);
+  single = await FaultProxy.start(server.redis.process!);
+  server.atEnd(() => single.stop());
+  masters = await Promise.all(nodes.cluster.startupNodes.map((node) => FaultProxy.start(node)));
+  nodes.atEnd(() => Promise.all(masters.map((p) => p.stop())));
+});
 
 afterEach(async () => {
   for (const p of [single, ...masters]) p.pass();
@@ -40,27 +38,18 @@ afterEach(async () => {
   await Promise.all(Object.values(makers).map((m) => m.closeClients()));
 });
 
-afterAll(async () => {
-  raw.one.disconnect();
-  raw.cluster.disconnect();
-  await Promise.all([single, ...masters].map((p) => p.stop()));
-  await Promise.all([redis.stop(), cluster.stop()]);
-});
-
 type Topology = 'one server' | 'Cluster';
 
 /** Two engines on one key prefix: the holder straight to Redis, the waiter through the proxies. */
 function pair(topology: Topology, kind: ClientKind, name: string): { holder: LockEngine; waiter: LockEngine } {
   const keyPrefix = uniquePrefix(`slow-sub-${name}`);
   const direct =
-    topology === 'one server'
-      ? makers[kind].topology(redis.url)
-      : makers[kind].topology({ cluster: cluster.startupNodes });
+    topology === 'one server' ? makers[kind].topology(server.redis.url) : makers[kind].topology(nodes.where());
   let proxied: Pick<LockEngineOptions, 'redis' | 'client'>;
   if (topology === 'one server') {
     proxied = makers[kind].topology(single.url);
   } else {
-    const through = clusterThroughProxies(kind, cluster.startupNodes, masters);
+    const through = clusterThroughProxies(kind, nodes.cluster.startupNodes, masters);
     closers.push(through.close);
     proxied = through.topology;
   }
@@ -167,7 +156,7 @@ describe.each<Topology>(['one server', 'Cluster'])('on %s', (topology) => {
         // inspect sent on it now is answered after Redis ran it.
         await new Promise((resolve) => setImmediate(resolve));
         await waiter.inspect('busy').catch(() => undefined);
-        const client = topology === 'one server' ? raw.one : raw.cluster;
+        const client = topology === 'one server' ? server.admin : nodes.admin;
         expect(await wait.leftovers(client, prefix, 'busy')).toEqual([]);
         expect(await held.release()).toBe(true);
       },
