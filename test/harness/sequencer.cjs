@@ -10,8 +10,8 @@ const Sequencer = require('@jest/test-sequencer').default;
 /** Longest first, by their time on a 2-core machine. Keep it to files that take 15 s or more. */
 const LONG = [
   'test/tooling/packaging.spec.ts',
-  'test/scheduled/scheduled-ticks-faults.spec.ts',
-  'test/scheduled/scheduled-ticks.spec.ts',
+  'test/schedule/scheduled-ticks-faults.spec.ts',
+  'test/schedule/scheduled-ticks.spec.ts',
   'test/topologies/sentinel.spec.ts',
   'test/faults/invariant.spec.ts',
   'test/faults/history.spec.ts',

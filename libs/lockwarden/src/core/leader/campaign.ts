@@ -1,5 +1,5 @@
 import { LockAbortedError, LockBackendError, LockError, LockTimeoutError } from '../../errors';
-import type { LockEngine } from '../engine/lock-engine';
+import type { LeadershipHost } from './leadership-host';
 import { MAX_MS } from '../options/options';
 import type { LockHandle } from '../lease/lock-handle';
 import type { LockLogger } from '../observe/logger';
@@ -16,7 +16,7 @@ interface Attempt {
 /** What campaigning for one leadership needs. */
 export interface CampaignContext {
   readonly key: string;
-  readonly engine: LockEngine;
+  readonly engine: LeadershipHost;
   readonly log: TermLog;
   readonly logger: LockLogger;
   /** True while this instance leads. */

@@ -1,5 +1,5 @@
 import { LockConfigError } from '../../errors';
-import type { LockEngine } from '../engine/lock-engine';
+import type { LeadershipHost } from './leadership-host';
 import { checkLeadershipName } from './leadership-options';
 import type { LockBackend } from '../backend/lock-backend';
 import { Leadership } from './leadership';
@@ -35,7 +35,7 @@ export class LeadershipRegistry {
    *   sharing one Redis do.
    */
   constructor(
-    private readonly engine: LockEngine,
+    private readonly engine: LeadershipHost,
     private readonly backend?: LockBackend,
   ) {}
 

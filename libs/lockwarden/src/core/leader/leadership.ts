@@ -1,5 +1,5 @@
 import { LockBackendError, LockError, LockLostError } from '../../errors';
-import type { LockEngine } from '../engine/lock-engine';
+import type { LeadershipHost } from './leadership-host';
 import { checkFunction } from '../options/validate';
 import { Campaign } from './campaign';
 import { watchLeader } from './leader-changes';
@@ -12,7 +12,7 @@ import type { LeaderTerm, TermLog } from './term-log';
 
 /** What a Leadership needs from the registry that made it. */
 export interface LeadershipContext {
-  readonly engine: LockEngine;
+  readonly engine: LeadershipHost;
   readonly log: TermLog;
   readonly watch: Omit<WatchContext, 'log' | 'inspect'>;
 }

@@ -1,5 +1,5 @@
 import { LockError, LockInterruptedError, LockLostError } from '../../errors';
-import type { LockEngine } from '../engine/lock-engine';
+import type { LeadershipHost } from './leadership-host';
 import { timeAwareSignal } from '../lease/lease';
 import type { LockHandle } from '../lease/lock-handle';
 import type { LockLogger } from '../observe/logger';
@@ -22,7 +22,7 @@ export interface OwnTerm {
 /** What keeping the terms of one leadership needs. */
 export interface TermKeeperContext {
   readonly key: string;
-  readonly engine: LockEngine;
+  readonly engine: LeadershipHost;
   readonly log: TermLog;
   readonly logger: LockLogger;
   readonly listeners: LeadershipListeners;

@@ -12,7 +12,7 @@ import type { ReplicaAckOptions } from '../redis/replica-ack';
 import { WakeChannels } from '../wake/wake-channels';
 import { RedisWakeSubscriber } from '../redis/wake-subscriber';
 import { surveyLocks } from './redis-survey';
-import { redisTermLogs } from '../redis/redis-term-log';
+import { redisTermLogs } from '../leader/redis-term-log';
 
 /** The topology options of the Redis backend, checked. */
 export interface RedisBackendOptions {

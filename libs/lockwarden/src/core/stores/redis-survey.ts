@@ -4,7 +4,7 @@ import { escapeGlob, mutexKeys, semKeys } from '../backend/lock-keys';
 import type { RedisConnection } from '../redis/connection';
 import type { LockSurvey, QueuedWaiterInfo, SurveyOptions, SurveyedLock } from '../backend/lock-survey';
 import { inspectSemaphore } from '../semaphore/redis-sem-inspect';
-import { surveyLeaderships } from '../redis/leader-survey';
+import { surveyLeaderships } from '../leader/leader-survey';
 
 const SCAN_COUNT = 1000;
 const MIN_SCAN_COUNT = 100;

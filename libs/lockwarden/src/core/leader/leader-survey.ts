@@ -1,4 +1,4 @@
-import type { RedisConnection } from './connection';
+import type { RedisConnection } from '../redis/connection';
 import { termKeys } from '../backend/lock-keys';
 import type { LeadershipInfo, SurveyedTerm } from '../backend/lock-survey';
 

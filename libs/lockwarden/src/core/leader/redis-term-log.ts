@@ -1,11 +1,11 @@
 import type { LockLogger } from '../observe/logger';
 import type { TermKeys } from '../backend/lock-keys';
-import type { RedisConnection } from './connection';
+import type { RedisConnection } from '../redis/connection';
 import type { LeaderTerm, RecordedTerm, TermEntry, TermLog, TermLogs } from '../backend/term-log';
 import { TERM_LOG_LENGTH } from '../backend/term-log';
 import type { ChannelListener } from '../backend/wake-bus';
 import { LeaderBus } from './leader-bus';
-import { SCRIPTS } from './lua-script';
+import { SCRIPTS } from '../redis/lua-script';
 
 /** The term logs of one leadership registry on Redis, sharing one `LeaderBus` made on first use. */
 export function redisTermLogs(client: RedisConnection, logger: LockLogger): TermLogs {

@@ -1,7 +1,7 @@
 import type { LockLogger } from '../observe/logger';
 import type { ChannelListener } from '../backend/wake-bus';
 import { redisReason } from '../../errors/redis-reason';
-import type { RedisConnection, SubscriberConnection } from './connection';
+import type { RedisConnection, SubscriberConnection } from '../redis/connection';
 
 /**
  * Hears leadership announcements on one subscriber connection of its own (made from the
