@@ -67,3 +67,15 @@ export function dataClient(): Redis | Cluster {
   if (nodes) return new Cluster(nodes);
   return new Redis(quorumNodes()?.[0] ?? process.env.REDIS!);
 }
+
+/**
+ * One server's clock, for timestamps compared across processes: the first cluster node, the
+ * first quorum node, or the one server. A Cluster client sends TIME to any node, and two
+ * nodes' readings are not ordered (each may answer with the time its event loop last cached),
+ * so a section read on two nodes could seem to end before it began.
+ */
+export function clockClient(): Redis {
+  const first = clusterNodes()?.[0];
+  if (first) return new Redis(first.port, first.host);
+  return new Redis(quorumNodes()?.[0] ?? process.env.REDIS!);
+}

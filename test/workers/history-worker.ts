@@ -1,13 +1,13 @@
 // Runs SECTIONS critical sections in each of FLOWS flows, on KEYS keys, and prints each one
 // as a line "section <json>" for the history checker: key, fencing token, Redis server time
 // just after acquiring and just before releasing, and whether the signal had aborted.
-import { closeTopology, dataClient, lockTopology } from './connect';
+import { clockClient, closeTopology, lockTopology } from './connect';
 import { LockEngine } from '../../libs/lockwarden/src/core';
 
 async function main(): Promise<void> {
   const { PREFIX, KEYS = '4', FLOWS = '2', SECTIONS = '100' } = process.env;
   const engine = new LockEngine({ ...(await lockTopology()), keyPrefix: PREFIX, leaseMs: 5_000, waitMs: 60_000 });
-  const clock = dataClient();
+  const clock = clockClient();
   const now = async (): Promise<number> => {
     const [s, us] = await clock.time();
     return Number(s) * 1e6 + Number(us);
