@@ -3,6 +3,8 @@
 // maxHoldMs, and turns a hand-off's short lease into the lease that was asked for. Each lock
 // kind is renewed by it; the cross-server suite (test/behaviour) runs the basics elsewhere too.
 import { LockConfigError, LockEngine, LockLostError } from 'lockwarden';
+import { mutexKeys } from '../../libs/lockwarden/src/core/backend/lock-keys';
+import { Lease } from '../../libs/lockwarden/src/core/lease/lease';
 import { callsOf } from '../harness/command-stats';
 import { engineFactory } from '../harness/engines';
 import { aborted, EventLog } from '../harness/event-log';
@@ -293,5 +295,19 @@ describe('a hand-off lease', () => {
     expect((await callsOf(server.admin, 'evalsha')) - before).toBe(3); // release-plain.lua, release.lua, renew.lua
     expect(lock.signal.aborted).toBe(false);
     await lock.release();
+  });
+});
+
+describe('what a renewal asks for', () => {
+  it('the whole lease, whatever the fractions of the clock: a renewed lease is never read as capped', () => {
+    const host = { releaseLease: async () => true, extendLease: async () => undefined, mintFence: async () => 1 };
+    const lock = { kind: 'mutex' as const, keys: mutexKeys('p:', 'k') };
+    const lease = new Lease(host, lock, 'k', 'owner', undefined, 10_000, true, 2_000, 0);
+    // Moments where (now + 10 000) - now is 9 999.99…, in floating point.
+    const moments = [12273.611707550148, ...Array.from({ length: 2_000 }, (_, i) => i * 997.123456789)];
+    for (const now of moments) expect(lease.renewalMs(now)).toBe(10_000);
+    // Capped by maxHoldMs, it asks for what is left, and never past it.
+    lease.maxHoldUntil = 5_000.5;
+    expect(lease.renewalMs(1_000.25)).toBe(4_000);
   });
 });

@@ -23,7 +23,7 @@ export type { LockInfo } from './backend/lock-info';
 export { checkAcquireOptions } from './options/options';
 export { checkFunction, checkKnownNames, checkOptionsObject, describe } from './options/validate';
 export { checkKey } from './backend/lock-keys';
-export type { RwAcquireOptions } from './options/options';
+export type { RwAcquireOptions } from './rwlock/rw-options';
 export type { PermitScope } from './semaphore/semaphore';
 export { resolveSemaphore } from './semaphore/semaphore-options';
 export { resolvePermitAcquire } from './semaphore/permit-options';

@@ -13,8 +13,10 @@ import type { LoopContext } from '../wait/loop-context';
 import { mutexAttempt, permitAttempt, rwAttempt } from '../wait/attempts';
 import type { Attempt } from '../wait/attempts';
 import type { ResolvedEngineOptions } from '../options/engine-options';
-import { checkAcquireOptions, checkReadWriteOptions, defaultLockName, resolveAcquire } from '../options/options';
-import type { AcquireOptions, CheckedAcquire, ResolvedAcquire, RwAcquireOptions } from '../options/options';
+import { checkAcquireOptions, defaultLockName, resolveAcquire } from '../options/options';
+import { checkReadWriteOptions } from '../rwlock/rw-options';
+import type { RwAcquireOptions } from '../rwlock/rw-options';
+import type { AcquireOptions, CheckedAcquire, ResolvedAcquire } from '../options/options';
 
 const RW_OPTION_NAMES: ReadonlySet<string> = new Set(['writerPreference']);
 

@@ -3,7 +3,7 @@ import type { LeaseHandle } from '../lease/lease';
 import type { LockHandle } from '../lease/lock-handle';
 import type { HeldLocks, MethodCall } from './held-locks';
 import type { LeaseGranter } from './lease-granter';
-import type { LockedRequest } from '../options/locked-options';
+import type { LockedRequest } from './locked-request';
 import type { PermitRequest } from '../semaphore/semaphore-decorator-options';
 import type { PermitGranter } from './permit-granter';
 

@@ -142,10 +142,10 @@ export class Lease {
 
   /** The lease a renewal sent at `now` asks for: never past the maxHoldMs cap. */
   renewalMs(now: number): number {
-    // A fixed lease (renew: false) is renewed only out of a short hand-off lease, and only to
-    // the end it was asked for, counted from its grant.
-    const end = this.renew ? now + this.leaseMs : this.acquiredAt + this.leaseMs;
-    return Math.floor(Math.min(end, this.maxHoldUntil) - now);
+    // A fixed lease (renew: false) renews only to the end it asked for, from its grant. Not
+    // (now + leaseMs) - now: in floating point that is now and then 1 ms short: "capped".
+    const left = this.renew ? this.leaseMs : this.acquiredAt + this.leaseMs - now;
+    return Math.floor(Math.min(left, this.maxHoldUntil - now));
   }
 
   /** Due for its one renewal: a fixed lease (renew: false) still on a short hand-off lease. */

@@ -1,7 +1,6 @@
 import { LockConfigError } from '../../errors';
-import { checkAcquireOptions, checkReadWriteOptions } from './options';
 import { describe } from './validate';
-import type { AcquireOptions, RwAcquireOptions } from './options';
+import type { AcquireOptions } from './options';
 
 /** What a decorated method does when its lock is held by someone else. */
 export type OnBusy = 'wait' | 'throw' | 'skip';
@@ -28,46 +27,17 @@ export interface LockedOptions extends AcquireOptions {
   retryAfterMs?: number;
 }
 
-/** What `@Locked`, `@ReadLocked` and `@WriteLocked` ask of each key (with `@Semaphore`'s, a LockRequest). */
-export type LockedRequest =
-  | { readonly kind: 'mutex'; readonly options: AcquireOptions }
-  | { readonly kind: 'read' | 'write'; readonly options: RwAcquireOptions };
-
 /** What a lock decorator checked where it was applied: what each call asks for, and what it does when busy. */
-export interface CheckedLockedOptions<R = LockedRequest> {
+export interface CheckedLockedOptions<R> {
   readonly request: R;
   readonly onBusy: OnBusy;
   readonly retryAfterMs: number | undefined;
 }
 
-const DECORATOR_ONLY: ReadonlySet<string> = new Set(['onBusy', 'retryAfterMs']);
-const RW_DECORATOR_ONLY: ReadonlySet<string> = new Set(['onBusy', 'writerPreference', 'retryAfterMs']);
+/** The option names only a decorator takes, beside the acquire options. */
+export const DECORATOR_ONLY: ReadonlySet<string> = new Set(['onBusy', 'retryAfterMs']);
 /** Defaults for checking options where a decorator is applied, before any engine exists. */
 export const CHECK_DEFAULTS = { keyPrefix: '', leaseMs: 30_000, waitMs: 0, safetyMarginMs: undefined };
-
-/** Validates decorator options where the decorator is applied, so mistakes surface at startup. */
-export function checkLockedOptions(
-  kind: 'mutex' | 'read' | 'write',
-  options: LockedOptions | undefined,
-  where: string,
-): CheckedLockedOptions {
-  const readWrite = kind !== 'mutex';
-  try {
-    checkAcquireOptions(options, CHECK_DEFAULTS, readWrite ? RW_DECORATOR_ONLY : DECORATOR_ONLY);
-  } catch (err) {
-    throw new LockConfigError(`${where}: ${(err as Error).message}`);
-  }
-  const { onBusy = 'wait', retryAfterMs, ...acquire } = options ?? {};
-  if (retryAfterMs !== undefined) checkRetryAfter(retryAfterMs, where);
-  if (readWrite) {
-    try {
-      checkReadWriteOptions(acquire);
-    } catch (err) {
-      throw new LockConfigError(`${where}: ${(err as Error).message}`);
-    }
-  }
-  return { request: { kind, options: acquire }, onBusy: checkOnBusy(onBusy, where), retryAfterMs };
-}
 
 /** What a decorated method does when busy: `'wait'`, `'throw'` or `'skip'`. */
 export function checkOnBusy(value: unknown, where: string): OnBusy {

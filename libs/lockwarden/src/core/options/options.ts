@@ -77,20 +77,6 @@ export interface LockDefaults {
   maxHoldMs?: number | undefined;
 }
 
-/**
- * Options of `acquireRead`, `acquireWrite`, `withReadLock` and `withWriteLock`.
- *
- * @example
- * ```ts
- * await locks.withReadLock('catalog', render, { waitMs: 1_000 });
- * await locks.withReadLock('stats', read, { writerPreference: false }); // may overtake waiting writers
- * ```
- */
-export interface RwAcquireOptions extends Omit<AcquireOptions, 'fair'> {
-  /** Reads only: wait behind writers that are already waiting, so readers cannot starve them. Default true. */
-  writerPreference?: boolean;
-}
-
 /** Options of one acquisition with every default applied. */
 export interface ResolvedAcquire {
   key: string;
@@ -124,27 +110,6 @@ const ACQUIRE_OPTION_NAMES: ReadonlySet<string> = new Set([
   'lockAtLeastMs',
   'name',
 ]);
-
-/**
- * The rules read/write options add, stated once for the engine and for `@ReadLocked` /
- * `@WriteLocked` where they are applied: `writerPreference` is a boolean, and `fair` is not an
- * option (writer preference is how read/write locks order their waiters).
- *
- * @example
- * ```ts
- * checkReadWriteOptions({ writerPreference: false }, 'report:7'); // passes
- * checkReadWriteOptions({ fair: true }, 'report:7'); // throws LockConfigError
- * ```
- */
-export function checkReadWriteOptions(
-  options: { readonly fair?: unknown; readonly writerPreference?: unknown } | undefined,
-  key?: string,
-): void {
-  checkBoolean('writerPreference', options?.writerPreference, key);
-  if (options?.fair !== undefined) {
-    throw new LockConfigError('fair is not an option of read/write locks: they use writer preference instead.', key);
-  }
-}
 
 /**
  * Checks acquire options on their own, with or without a key: the one options check that

@@ -17,7 +17,7 @@ import {
 } from './locked.constants';
 import { getLockedMetadata } from './locked-metadata.accessor';
 import type { LockedMetadata } from './locked-metadata.accessor';
-import { checkLockedOptions } from '../../core/options/locked-options';
+import { checkLockedOptions } from '../../core/engine/locked-request';
 import type { CheckedLockedOptions, LockedOptions } from '../../core/options/locked-options';
 import { RequestLockScope } from '../request-lock-scope';
 
