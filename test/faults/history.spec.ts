@@ -22,7 +22,25 @@ async function runHistory(env: Record<string, string>): Promise<Section[]> {
   const workers = Array.from({ length: PROCESSES }, () =>
     worker('history-worker', { ...env, PREFIX, KEYS: '4', FLOWS: String(FLOWS), SECTIONS: String(SECTIONS) }),
   );
-  await Promise.all(workers.map((w) => w.succeeded()));
+  // Bounded below the test's own timeout, so a worker that hangs says where: connecting, or
+  // in its sections (it prints them all at the end), with what it wrote to stderr.
+  let timer: NodeJS.Timeout | undefined;
+  const hung = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      const states = workers.map(
+        (w, i) =>
+          `worker ${i}: ${w.exitStatus === undefined ? 'still running' : `exited ${w.exitStatus}`}, ` +
+          `${w.lines.includes('connected') ? 'connected' : 'not connected'}, ${w.lines.length} lines; ` +
+          `stderr: ${w.stderrTail(800)}`,
+      );
+      reject(new Error(`the history workers did not finish within 150 s:\n${states.join('\n')}`));
+    }, 150_000);
+  });
+  try {
+    await Promise.race([Promise.all(workers.map((w) => w.succeeded())), hung]);
+  } finally {
+    clearTimeout(timer);
+  }
   return workers.flatMap((w) =>
     w.lines.filter((l) => l.startsWith('section ')).map((l) => JSON.parse(l.slice(8)) as Section),
   );

@@ -8,6 +8,7 @@ async function main(): Promise<void> {
   const { PREFIX, KEYS = '4', FLOWS = '2', SECTIONS = '100' } = process.env;
   const engine = new LockEngine({ ...(await lockTopology()), keyPrefix: PREFIX, leaseMs: 5_000, waitMs: 60_000 });
   const clock = clockClient();
+  console.log('connected'); // the lock client is made: a hang after this is in the sections
   const now = async (): Promise<number> => {
     const [s, us] = await clock.time();
     return Number(s) * 1e6 + Number(us);
