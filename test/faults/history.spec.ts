@@ -134,3 +134,17 @@ describe('history check: 10 000 sections over 4 processes', () => {
     }
   }, 180_000);
 });
+
+describe('history workers', () => {
+  it('end with their error when it fails, instead of running on until the test times out', async () => {
+    // A GLIDE client keeps a process alive after its main function failed: the worker must end
+    // itself, so a failure reads as its error, not as a timeout with nothing said.
+    const target = await startRedis();
+    try {
+      const w = worker('history-worker', { REDIS: target.url, CLIENT: 'glide', PREFIX: 'p'.repeat(300) });
+      await expect(w.succeeded()).rejects.toThrow(/child exited with 1:[\s\S]*keyPrefix must be a string/);
+    } finally {
+      await target.stop();
+    }
+  }, 60_000);
+});

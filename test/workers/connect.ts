@@ -30,6 +30,14 @@ let made: { destroy(): unknown; isOpen: boolean } | undefined;
 /** The GLIDE client lockTopology made, if any. */
 let glide: GlideClient | GlideClusterClient | undefined;
 
+/**
+ * GLIDE fails a command after 250 ms unless told otherwise, well before the engine's own
+ * budget (commandTimeoutMs, 2 s by default). As docs/topologies.md advises, the workers give
+ * GLIDE that budget, so a loaded test machine is judged by Lockwarden's timing, as with the
+ * other clients.
+ */
+const GLIDE_REQUEST_TIMEOUT_MS = 2_000;
+
 /** The engine's topology options, whichever of the three the environment names. */
 export async function lockTopology(): Promise<Pick<LockEngineOptions, 'redis' | 'quorum' | 'client'>> {
   const quorum = quorumNodes();
@@ -37,11 +45,14 @@ export async function lockTopology(): Promise<Pick<LockEngineOptions, 'redis' | 
   if (process.env.CLIENT === 'glide') {
     const nodes = clusterNodes();
     if (nodes) {
-      glide = await GlideClusterClient.createClient({ addresses: nodes });
+      glide = await GlideClusterClient.createClient({ addresses: nodes, requestTimeout: GLIDE_REQUEST_TIMEOUT_MS });
       return { client: glide };
     }
     const url = new URL(process.env.REDIS!);
-    glide = await GlideClient.createClient({ addresses: [{ host: url.hostname, port: Number(url.port) }] });
+    glide = await GlideClient.createClient({
+      addresses: [{ host: url.hostname, port: Number(url.port) }],
+      requestTimeout: GLIDE_REQUEST_TIMEOUT_MS,
+    });
     return { client: glide };
   }
   if (process.env.CLIENT !== 'node-redis') return { redis: lockRedis() };

@@ -7,6 +7,7 @@ import { NestFactory } from '@nestjs/core';
 import { Cron, ScheduleModule } from '@nestjs/schedule';
 import { Redis } from 'ioredis';
 import { LockModule, ScheduledLock } from '../../libs/lockwarden/src';
+import { workerMain } from './worker-main';
 
 const { REDIS, PREFIX, NAME = 'x', AT_LEAST_MS = '60000' } = process.env;
 
@@ -39,7 +40,4 @@ async function main(): Promise<void> {
   await app.close();
 }
 
-main().catch((err: unknown) => {
-  console.error(err);
-  process.exitCode = 1;
-});
+workerMain(main);

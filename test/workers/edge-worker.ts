@@ -13,6 +13,7 @@ import { Redis } from 'ioredis';
 import { FencedResource } from '../harness/fenced-resource';
 import { LockEngine } from '../../libs/lockwarden/src/core';
 import type { LockHandle } from '../../libs/lockwarden/src/core';
+import { workerMain } from './worker-main';
 
 async function main(): Promise<void> {
   const {
@@ -69,7 +70,4 @@ async function main(): Promise<void> {
   }
 }
 
-main().catch((err: unknown) => {
-  console.error(err);
-  process.exitCode = 1;
-});
+workerMain(main);

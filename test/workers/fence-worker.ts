@@ -3,6 +3,7 @@
 // prints "token <n>", or "rejected <error name>".
 import { dataClient, lockRedis } from './connect';
 import { LockEngine } from '../../libs/lockwarden/src/core';
+import { workerMain } from './worker-main';
 
 async function main(): Promise<void> {
   const { PREFIX = '', KEY = 'k', LEASE_MS = '30000' } = process.env;
@@ -20,7 +21,4 @@ async function main(): Promise<void> {
   await engine.close();
 }
 
-main().catch((err: unknown) => {
-  console.error(err);
-  process.exitCode = 1;
-});
+workerMain(main);

@@ -3,6 +3,7 @@
 // just after acquiring and just before releasing, and whether the signal had aborted.
 import { clockClient, closeTopology, lockTopology } from './connect';
 import { LockEngine } from '../../libs/lockwarden/src/core';
+import { workerMain } from './worker-main';
 
 async function main(): Promise<void> {
   const { PREFIX, KEYS = '4', FLOWS = '2', SECTIONS = '100' } = process.env;
@@ -31,7 +32,4 @@ async function main(): Promise<void> {
   clock.disconnect();
 }
 
-main().catch((err) => {
-  console.error(err);
-  process.exitCode = 1;
-});
+workerMain(main);

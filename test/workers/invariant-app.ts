@@ -14,6 +14,7 @@ import { Locked, LockModule, LockService, ReadLocked, ScheduledLock, WriteLocked
 import type { Leadership, LockEvent, LockHandle } from '../../libs/lockwarden/src';
 import { Observer } from '../invariant/observer';
 import type { SectionMode } from '../invariant/observer';
+import { workerMain } from './worker-main';
 
 const { REDIS, OBSERVER, PREFIX, NAME = 'x', PORT = '0', LEASE_MS = '1000', GRACE_MS = '300' } = process.env;
 const observer = new Observer(OBSERVER!);
@@ -370,7 +371,4 @@ async function main(): Promise<void> {
   console.log(`listening ${port}`);
 }
 
-main().catch((err: unknown) => {
-  console.error(err);
-  process.exitCode = 1;
-});
+workerMain(main);

@@ -9,6 +9,7 @@ import { Interval, ScheduleModule } from '@nestjs/schedule';
 import { LeaderOnly, LockLostError, LockModule, LockService, OnLeadership } from '../../libs/lockwarden/src';
 import type { LeaderTerm } from '../../libs/lockwarden/src';
 import { Observer } from '../invariant/observer';
+import { workerMain } from './worker-main';
 
 const { REDIS, OBSERVER, PREFIX, NAME = 'x', LEASE_MS = '3000', INTERVAL_MS = '25', WORK_MS = '15' } = process.env;
 const observer = new Observer(OBSERVER!);
@@ -75,7 +76,4 @@ async function main(): Promise<void> {
   console.log('ready');
 }
 
-main().catch((err: unknown) => {
-  console.error(err);
-  process.exitCode = 1;
-});
+workerMain(main);

@@ -10,6 +10,7 @@
 import type { Cluster, Redis } from 'ioredis';
 import { dataClient, lockRedis } from './connect';
 import { LockEngine } from '../../libs/lockwarden/src/core';
+import { workerMain } from './worker-main';
 
 async function main(): Promise<void> {
   const { PREFIX, KEY = 'k', MODE, KIND, ROUNDS = '0', LEASE_MS = '30000', PLACE_MS, NAME = '' } = process.env;
@@ -76,7 +77,4 @@ async function barrier(data: Redis | Cluster, key: string, parties: number): Pro
   waiter.disconnect();
 }
 
-main().catch((err: unknown) => {
-  console.error(err);
-  process.exitCode = 1;
-});
+workerMain(main);

@@ -5,6 +5,7 @@ import 'reflect-metadata';
 import { Controller, Get, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { LockModule, LockService } from '../../libs/lockwarden/src';
+import { workerMain } from './worker-main';
 
 const { REDIS, PREFIX, LOCKS = '20' } = process.env;
 
@@ -34,7 +35,4 @@ async function main(): Promise<void> {
   await app.close();
 }
 
-main().catch((err: unknown) => {
-  console.error(err);
-  process.exitCode = 1;
-});
+workerMain(main);

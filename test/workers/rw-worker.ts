@@ -5,6 +5,7 @@
 // "handed <n>": how many of its holds a release handed to it (the queue's hand-off).
 import { dataClient, lockRedis } from './connect';
 import { LockEngine } from '../../libs/lockwarden/src/core';
+import { workerMain } from './worker-main';
 
 async function main(): Promise<void> {
   const { PREFIX, KEY = 'rw', FLOWS = '3', OPS = '100', LOG = 'log', NAME = String(process.pid) } = process.env;
@@ -39,7 +40,4 @@ async function main(): Promise<void> {
   await engine.close();
 }
 
-main().catch((err: unknown) => {
-  console.error(err);
-  process.exitCode = 1;
-});
+workerMain(main);

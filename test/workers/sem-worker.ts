@@ -12,6 +12,7 @@
 import { Redis } from 'ioredis';
 import { lockRedis } from './connect';
 import { LockEngine } from '../../libs/lockwarden/src/core';
+import { workerMain } from './worker-main';
 
 /**
  * KEYS inside counter, max gauge, entries, phases zset (member "<phase>|<limit>", score the
@@ -82,7 +83,4 @@ async function main(): Promise<void> {
   await engine.close();
 }
 
-main().catch((err: unknown) => {
-  console.error(err);
-  process.exitCode = 1;
-});
+workerMain(main);

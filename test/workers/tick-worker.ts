@@ -17,6 +17,7 @@ import { Redis } from 'ioredis';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { LockModule, LockService, ScheduledLock } from '../../libs/lockwarden/src';
 import type { LockEvent, OnMissed, OnOverrun } from '../../libs/lockwarden/src';
+import { workerMain } from './worker-main';
 
 const env = process.env;
 const NAME = env.NAME ?? 'x';
@@ -141,7 +142,4 @@ async function main(): Promise<void> {
   console.log('ready');
 }
 
-main().catch((err: unknown) => {
-  console.error(err);
-  process.exitCode = 1;
-});
+workerMain(main);
