@@ -154,6 +154,64 @@ describe.each(SERVERS)('on %s', (_name, server, kinds) => {
       });
     });
 
+    describe("a holder's call Redis never answers (a partition while holding)", () => {
+      it('settles by commandTimeoutMs: release, token read and extension with LockBackendError, withLock with the work done', async () => {
+        const keyPrefix = uniquePrefix('calls-silent');
+        const commandTimeoutMs = 400;
+        const e = await engine(kind, 'proxy', { keyPrefix, leaseMs: 2_000, commandTimeoutMs });
+        const healthy = await engine(kind, 'direct', { keyPrefix });
+        // Checked without a clock threshold: a sentinel timer armed as the calls start, a little
+        // past their budget, must not fire first (timers fire in due order).
+        let fired = false;
+        let sentinel: NodeJS.Timeout | undefined;
+        const arm = (): void => {
+          sentinel = setTimeout(() => (fired = true), commandTimeoutMs + 200);
+        };
+        const settledInTime = (): void => {
+          clearTimeout(sentinel);
+          expect(fired).toBe(false);
+        };
+        const noAnswer = (action: string, key: string): RegExp =>
+          new RegExp(`${action} lock "${key}": Redis did not answer within 400 ms \\(commandTimeoutMs\\)`);
+
+        // A plain grant: its fencing token is minted on first read.
+        const held = await e.acquire('t');
+        proxy.blackhole();
+        arm();
+        const [extended, token] = await Promise.all([
+          held.extend().catch((err: unknown) => err),
+          held.fencingToken().catch((err: unknown) => err),
+        ]);
+        settledInTime();
+        expect(extended).toBeInstanceOf(LockBackendError);
+        expect((extended as Error).message).toMatch(noAnswer('extend', 't'));
+        expect(token).toBeInstanceOf(LockBackendError);
+        expect((token as Error).message).toMatch(noAnswer('read the fencing token of', 't'));
+
+        arm();
+        const released = await held.release().catch((err: unknown) => err);
+        settledInTime();
+        expect(released).toBeInstanceOf(LockBackendError);
+        expect((released as Error).message).toMatch(noAnswer('release', 't'));
+
+        proxy.pass();
+        const value = await e.withLock('w', async () => {
+          proxy.blackhole();
+          arm();
+          return 'done';
+        });
+        settledInTime();
+        // The work ran and is over: a release not answered is logged, not thrown.
+        expect(value).toBe('done');
+        proxy.pass();
+        // Nothing is left stuck: the late releases land, or the leases run out unrenewed.
+        for (const key of ['t', 'w']) {
+          const next = await healthy.acquire(key, { waitMs: 5_000 });
+          expect(await next.release()).toBe(true);
+        }
+      });
+    });
+
     async function serverTime(): Promise<number> {
       const client = target.redis.client();
       try {

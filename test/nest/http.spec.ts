@@ -269,6 +269,8 @@ describe('@Locked controller routes over HTTP', () => {
     try {
       const res = await request(down.getHttpServer()).get('/r/strict');
       expect(res.status).toBe(503);
+      // Worth trying again later, and HTTP lets a 503 say when: the route's hint, as for a 409.
+      expect(res.headers['retry-after']).toBe('1');
     } finally {
       await down.close();
     }
@@ -316,6 +318,7 @@ describe('a @Locked service method called from a controller, when the app shuts 
       const res = await answered;
       await closing;
       expect(res.status).toBe(503);
+      expect(res.headers['retry-after']).toBe('1');
       expect(res.body.placed).toBeUndefined();
     } finally {
       await held.release();

@@ -14,11 +14,12 @@
  */
 export class LockError extends Error {
   /** The lock key the error is about, when there is one. */
-  readonly key: string | undefined;
+  declare readonly key: string | undefined;
 
   constructor(message: string, key?: string, options?: { cause?: unknown }) {
     super(message, options);
     this.name = new.target.name;
-    this.key = key;
+    // Set only when there is one: an error about options, not a key, is printed without `key: undefined`.
+    if (key !== undefined) (this as { key: string }).key = key;
   }
 }

@@ -53,7 +53,16 @@ export function buildEngineParts(
   const emit = hub.emit;
   const watchdog = new Watchdog(store, logger, emit);
   const handOffTarget = store.permitHandOff ? (channel: string) => bus.claimHandOffTarget(channel) : undefined;
-  const held = new HeldLocks(store, watchdog, context, logger, emit, handOffTarget, bus.waitedOn);
+  const held = new HeldLocks(
+    store,
+    watchdog,
+    context,
+    logger,
+    emit,
+    handOffTarget,
+    bus.waitedOn,
+    options.commandTimeoutMs,
+  );
   const stop = new EngineShutdown(held, watchdog, topology, logger);
   const loop = {
     store,

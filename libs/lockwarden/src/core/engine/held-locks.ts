@@ -1,5 +1,4 @@
 import { LockBackendError, LockInterruptedError, LockLostError } from '../../errors';
-import { redisReason } from '../../errors/redis-reason';
 import { Lease, LeaseHandle } from '../lease/lease';
 import type { LeaseHost } from '../lease/lease';
 import type { LockContext } from './lease-granter';
@@ -12,18 +11,8 @@ import type { BusWaiter } from '../backend/wake-bus';
 import { releasePermits } from '../semaphore/permit-release';
 import { MIN_LEASE_MS } from '../options/validate';
 import { LeaseCalls } from './lease-calls';
-
-/** The rest of locked work after its function settled (a response still streaming), or a function asked for it then. */
-export type Until = PromiseLike<unknown> | (() => PromiseLike<unknown> | undefined);
-
-/** A method the engine calls itself, holding locks: what runMethod runs (fields: see LockedCall). */
-export interface MethodCall {
-  readonly method: (...args: never[]) => unknown;
-  readonly self: unknown;
-  readonly args: readonly unknown[];
-  readonly until?: PromiseLike<unknown>;
-  readonly lateWork?: (value: unknown) => { readonly value: unknown; readonly over: PromiseLike<unknown> };
-}
+import { warnNotReleased, warnUnreleased } from './unreleased';
+import type { MethodCall, Until } from './method-call';
 
 /**
  * The locks one engine holds and the work under them (the orchestrator, as in nestjs/schedule):
@@ -40,6 +29,9 @@ export class HeldLocks implements LeaseHost {
   private draining = false;
   /** A holder's own calls on its lease: reading its fencing token, extending it. */
   private readonly calls: LeaseCalls;
+  /** Holders' calls waiting for Redis (inBudget), and the timer failing those past commandTimeoutMs. */
+  private readonly inFlight = new Set<{ readonly due: number; fail(err: unknown): void }>();
+  private sweeper: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly store: LockStore,
@@ -51,8 +43,10 @@ export class HeldLocks implements LeaseHost {
     private readonly handOffTarget: ((channel: string) => BusWaiter | undefined) | undefined,
     /** The channels a waiter of this process waits on (WakeBus.waitedOn). */
     private readonly waitedOn: ReadonlySet<string>,
+    /** How long a holder's call (a release, a token read, an extension) may wait for Redis: commandTimeoutMs. */
+    private readonly callBudgetMs: number,
   ) {
-    this.calls = new LeaseCalls(store, watchdog, emit);
+    this.calls = new LeaseCalls(store, watchdog, emit, (call) => this.inBudget(() => call));
     // A lost lease is no longer held: not counted, not waited for at shutdown, not "abandoned".
     watchdog.onLost = (lease) => this.leases.delete(lease) && this.checkIdle();
   }
@@ -176,39 +170,33 @@ export class HeldLocks implements LeaseHost {
 
   // ---- LeaseHost: called by handles --------------------------------------------------------
 
-  async releaseLease(lease: Lease): Promise<boolean> {
+  releaseLease(lease: Lease): Promise<boolean> {
     lease.handles--;
-    if (lease.handles > 0) return lease.state === 'held';
+    if (lease.handles > 0) return Promise.resolve(lease.state === 'held');
     lease.state = 'released';
     lease.trace?.released();
-    this.forget(lease);
-    if (this.stopped) return false;
-    try {
-      const released = await this.releaseOnServer(lease);
-      this.emit?.({
-        type: 'released',
-        key: lease.key,
-        name: lease.name,
-        fencingToken: lease.mintedToken,
-        heldMs: Math.round(performance.now() - lease.heldSince),
-      });
-      return released;
-    } catch (err) {
-      const error = new LockBackendError(lease.key, 'release', err);
-      if (this.draining) this.warnUnreleased(lease, error);
-      throw error;
-    }
-  }
-
-  /** A release that failed in shutdown is said once, here (most often a shared client was closed first). */
-  private warnUnreleased(lease: Lease, error: LockBackendError): void {
-    const leftMs = Math.max(0, Math.round(lease.expiresAt - performance.now()));
-    this.logger.warn(
-      `Could not release lock "${lease.key}" while shutting down (${redisReason(error.cause)}): it stays held ` +
-        `until its lease ends, in at most ${leftMs} ms. If its Redis client is shared with another module, ` +
-        'that module closed it first: the client must outlive the lock service.',
+    this.leases.delete(lease);
+    this.watchdog.untrack(lease);
+    this.checkIdle();
+    if (this.stopped) return Promise.resolve(false);
+    return this.inBudget(
+      () => this.releaseOnServer(lease),
+      (released) => {
+        this.emit?.({
+          type: 'released',
+          key: lease.key,
+          name: lease.name,
+          fencingToken: lease.mintedToken,
+          heldMs: Math.round(performance.now() - lease.heldSince),
+        });
+        return released;
+      },
+      (err) => {
+        const error = new LockBackendError(lease.key, 'release', err);
+        if (this.draining) warnUnreleased(this.logger, lease, error);
+        return error;
+      },
     );
-    REPORTED.add(error);
   }
 
   mintFence(lease: Lease): Promise<number> {
@@ -241,28 +229,47 @@ export class HeldLocks implements LeaseHost {
   }
 
   /**
-   * Deletes our lock, or, before its lockAtLeastMs is up, only shortens the
-   * lease to what remains of it, so the lock stays taken until then.
+   * A holder's call: its answer through `done`, or `failed`'s error for its failure or for no
+   * answer within commandTimeoutMs. One timer sweeps all calls in flight: every release is one.
    */
-  private async releaseOnServer(lease: Lease): Promise<boolean> {
+  private inBudget<T, R = T>(
+    start: () => Promise<T>,
+    done: (value: T) => R = (value) => value as unknown as R,
+    failed: (err: unknown) => unknown = (err) => err,
+  ): Promise<R> {
+    return new Promise<R>((resolve, reject) => {
+      const entry = {
+        due: performance.now() + this.callBudgetMs,
+        fail: (err: unknown) => (this.inFlight.delete(entry), reject(failed(err))),
+      };
+      this.inFlight.add(entry);
+      this.sweeper ??= setInterval(this.sweep, Math.max(10, this.callBudgetMs / 8)).unref();
+      start().then((value) => (this.inFlight.delete(entry), resolve(done(value))), entry.fail);
+    });
+  }
+
+  private readonly sweep = (): void => {
+    const late = performance.now();
+    const error = `Redis did not answer within ${this.callBudgetMs} ms (commandTimeoutMs)`;
+    for (const entry of this.inFlight) if (entry.due <= late) entry.fail(new Error(error));
+    if (this.inFlight.size > 0) return;
+    clearInterval(this.sweeper);
+    this.sweeper = undefined;
+  };
+
+  /** Deletes our lock, or, before its lockAtLeastMs is up, only shortens the lease to what remains of it. */
+  private releaseOnServer(lease: Lease): Promise<boolean> {
     const keepMs = Math.ceil(lease.keepUntil - performance.now());
     if (keepMs >= MIN_LEASE_MS) {
-      const [kept] = await this.store.renew([
-        { redisKey: lease.keys.lock, ownerToken: lease.ownerToken, leaseMs: keepMs, kind: lease.kind },
-      ]);
-      return kept;
+      return this.store
+        .renew([{ redisKey: lease.keys.lock, ownerToken: lease.ownerToken, leaseMs: keepMs, kind: lease.kind }])
+        .then(([kept]) => kept);
     }
     const { lock, ownerToken } = lease;
     if (lock.kind === 'permit') return releasePermits(this.store, lease, lock.keys, this.handOffTarget);
     if (lock.kind !== 'mutex') return this.store.rwRelease(lock.keys, ownerToken, lock.kind);
     const waited = lease.contended || this.waitedOn.has(lock.keys.channel);
     return this.store.releaseHeld({ keys: lock.keys, ownerToken, waited, fence: lease.mintedToken });
-  }
-
-  private forget(lease: Lease): void {
-    this.leases.delete(lease);
-    this.watchdog.untrack(lease);
-    this.checkIdle();
   }
 
   private async releaseQuietly(handle: LockHandle): Promise<void> {
@@ -272,16 +279,10 @@ export class HeldLocks implements LeaseHost {
         if (handle.markReleased()) await this.releaseLease(handle.lease);
       } else await handle.release();
     } catch (err) {
-      if (err instanceof Error && REPORTED.has(err)) return;
-      this.logger.warn(
-        `Could not release lock "${handle.key}"; it will expire with its lease: ${err instanceof Error ? err.message : String(err)}`,
-      );
+      warnNotReleased(this.logger, handle.key, err);
     }
   }
 }
-
-/** Release failures already logged (at shutdown): releaseAll does not log them again. */
-const REPORTED = new WeakSet<Error>();
 
 /** The first of the handles whose lease was lost (not merely interrupted), if any. */
 function firstLoss(handles: readonly LeaseHandle[]): LockLostError | undefined {

@@ -15,6 +15,8 @@ export class LeaseCalls {
     private readonly store: LockStore,
     private readonly watchdog: Watchdog,
     private readonly emit: ((event: LockEvent) => void) | undefined,
+    /** Bounds a call by commandTimeoutMs: a holder awaiting Redis through a partition is told, not kept. */
+    private readonly inBudget: <T>(call: Promise<T>) => Promise<T>,
   ) {}
 
   /** The lease's fencing token, minted on first read (a plain mutex grant takes none). */
@@ -24,7 +26,7 @@ export class LeaseCalls {
     if (lock.kind !== 'mutex') throw new LockLostError(lease.key, 'its grant carried no fencing token');
     let token: number;
     try {
-      token = await this.store.mint(lock.keys, lease.ownerToken);
+      token = await this.inBudget(this.store.mint(lock.keys, lease.ownerToken));
     } catch (err) {
       throw new LockBackendError(lease.key, 'read the fencing token of', err);
     }
@@ -51,9 +53,11 @@ export class LeaseCalls {
     if (grantedMs < MIN_LEASE_MS) throw new LockLostError(lease.key, 'it reached its maxHoldMs and cannot be extended');
     let renewed: boolean[];
     try {
-      renewed = await this.store.renew([
-        { redisKey: lease.keys.lock, ownerToken: lease.ownerToken, leaseMs: grantedMs, kind: lease.kind },
-      ]);
+      renewed = await this.inBudget(
+        this.store.renew([
+          { redisKey: lease.keys.lock, ownerToken: lease.ownerToken, leaseMs: grantedMs, kind: lease.kind },
+        ]),
+      );
     } catch (err) {
       throw new LockBackendError(lease.key, 'extend', err);
     }

@@ -1,7 +1,8 @@
 import { LockAbortedError, LockTimeoutError } from '../../errors';
 import type { LeaseHandle } from '../lease/lease';
 import type { LockHandle } from '../lease/lock-handle';
-import type { HeldLocks, MethodCall } from './held-locks';
+import type { HeldLocks } from './held-locks';
+import type { MethodCall } from './method-call';
 import type { LeaseGranter } from './lease-granter';
 import type { LockedRequest } from './locked-request';
 import type { PermitRequest } from '../semaphore/semaphore-decorator-options';

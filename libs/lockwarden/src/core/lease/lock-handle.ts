@@ -22,7 +22,8 @@ export interface LockHandle {
    * you protect. Minted on first read where the grant took none (an uncontended mutex), by
    * one round trip that succeeds only while Redis still has this lock as yours; later reads,
    * and grants that ran a script anyway, resolve at once. Rejects with `LockLostError` once
-   * the lock is lost or released. A reentrant handle shares the outer one's token.
+   * the lock is lost or released, and with `LockBackendError` when Redis does not answer that
+   * round trip within `commandTimeoutMs`. A reentrant handle shares the outer one's token.
    *
    * @example
    * ```ts
@@ -41,8 +42,26 @@ export interface LockHandle {
   readonly lostError: LockLostError | undefined;
   /** True until this handle is released or the lock is lost. */
   isHeld(): boolean;
-  /** Sets the remaining lease to `ms` (default: the lock's lease). Rejects with `LockLostError` if the lock is no longer ours. */
+  /**
+   * Sets the remaining lease to `ms` (default: the lock's lease). Rejects with `LockLostError`
+   * if the lock is no longer ours, and with `LockBackendError` when Redis fails or does not
+   * answer within `commandTimeoutMs` (the watchdog goes on renewing meanwhile).
+   */
   extend(ms?: number): Promise<void>;
-  /** Releases this handle. True when it released, false when it was no longer held. Idempotent. */
+  /**
+   * Releases this handle. True when it released, false when it was no longer held. Idempotent.
+   * Rejects with `LockBackendError` when Redis fails or does not answer within
+   * `commandTimeoutMs`: the lock is no longer renewed, so it ends with its lease at the latest.
+   *
+   * @example
+   * ```ts
+   * const lock = await locks.acquire('export:daily');
+   * try {
+   *   await runExport();
+   * } finally {
+   *   await lock.release();
+   * }
+   * ```
+   */
   release(): Promise<boolean>;
 }

@@ -58,12 +58,12 @@ describe('key templates', () => {
   });
 
   it.each([
-    ['', 0, /non-empty string/],
+    ['', 0, /non-empty string or a key function/],
     [[], 0, /list of lock keys is empty/],
     ['order:{2}', 2, /refers to argument 2, but the method declares 2 parameter/],
-    ['order:{id}', 1, /must be an argument index/],
+    ['order:{id}', 1, /must be an argument index[\s\S]*use a key function: \(dto\) => `order:\$\{dto\.id\}`/],
     ['order:{0..x}', 1, /must be an argument index/],
-    [42, 0, /non-empty string/],
+    [42, 0, /non-empty string or a key function, got 42/],
     ['job:{0', 1, /key "job:\{0" has an unmatched "\{" at position 4/],
     ['job:}', 0, /key "job:\}" has an unmatched "\}" at position 4/],
     ['job:{0}}', 1, /unmatched "\}" at position 7/],

@@ -60,7 +60,9 @@ export function compileKeySpec(spec: unknown, where: string, paramCount: number)
 
 function compileTemplate(template: unknown, where: string, paramCount: number): Part[] {
   if (typeof template !== 'string' || template.length === 0) {
-    throw new LockConfigError(`${where}: a lock key must be a non-empty string, got ${describe(template)}.`);
+    throw new LockConfigError(
+      `${where}: a lock key must be a non-empty string or a key function, got ${describe(template)}.`,
+    );
   }
   const parts: Part[] = [];
   let last = 0;
@@ -85,7 +87,8 @@ function compileTemplate(template: unknown, where: string, paramCount: number): 
     const body = PLACEHOLDER_BODY.exec(m[1]);
     if (!body) {
       throw new LockConfigError(
-        `${where}: placeholder ${shown} in key ${quoteKey(template)} must be an argument index with an optional path, such as {0} or {1.user.id}.`,
+        `${where}: placeholder ${shown} in key ${quoteKey(template)} must be an argument index with an optional path, such as {0} or {1.user.id}. ` +
+          `To name an argument or compute the key, use a key function: (dto) => \`order:\${dto.id}\`.`,
       );
     }
     const index = Number(body[1]);
@@ -119,7 +122,7 @@ function render(parts: readonly Part[], args: readonly unknown[], where: string)
       key += value;
     } else {
       throw new LockConfigError(
-        `${where}: placeholder ${quoteKey(part.text, 40)} resolved to ${describe(value)}; it must be a non-empty string, a number, a bigint or a boolean. The method did not run.`,
+        `${where}: placeholder ${quoteKey(part.text, 40)} resolved to ${describe(value)}; it must be a non-empty string, a number, a bigint or a boolean (a key function can compute anything else). The method did not run.`,
       );
     }
   }

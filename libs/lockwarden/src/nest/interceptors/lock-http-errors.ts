@@ -19,7 +19,7 @@ interface HeaderTarget {
  * | --- | --- |
  * | LockTimeoutError | 409, with Retry-After (`retryAfterMs`, default 1 s, in whole seconds) |
  * | LockLostError | 409 |
- * | LockBackendError, LockAbortedError | 503 |
+ * | LockBackendError, LockAbortedError | 503, with the same Retry-After |
  * | LockConfigError, any other lock error | 500 (the message is logged) |
  *
  * Which error is which, and what is logged, is lockErrorReply's.
@@ -33,18 +33,24 @@ export function toHttpError(
   if (host.getType() !== 'http' || !(err instanceof LockError)) return err;
   const reply = lockErrorReply(err, logger, retryAfterMs);
   switch (reply.code) {
-    case 'LOCK_BUSY': {
-      const seconds = Math.max(1, Math.ceil(retryAfterMs / 1_000));
-      setHeader(host.switchToHttp().getResponse<HeaderTarget>(), 'Retry-After', String(seconds));
+    case 'LOCK_BUSY':
+      retryAfter(host, retryAfterMs);
       return new ConflictException(reply.message);
-    }
     case 'LOCK_LOST':
       return new ConflictException(reply.message);
     case 'LOCK_UNAVAILABLE':
+      // Redis unreachable, or this instance shutting down: worth trying again, as HTTP lets a
+      // 503 say when (a load balancer's retry then finds another instance, or Redis back).
+      retryAfter(host, retryAfterMs);
       return new ServiceUnavailableException(reply.message);
     default:
       return new InternalServerErrorException();
   }
+}
+
+/** Retry-After in whole seconds, at least 1. */
+function retryAfter(host: ArgumentsHost, ms: number): void {
+  setHeader(host.switchToHttp().getResponse<HeaderTarget>(), 'Retry-After', String(Math.max(1, Math.ceil(ms / 1_000))));
 }
 
 function setHeader(res: HeaderTarget, name: string, value: string): void {
