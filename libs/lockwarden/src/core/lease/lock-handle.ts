@@ -49,9 +49,10 @@ export interface LockHandle {
    */
   extend(ms?: number): Promise<void>;
   /**
-   * Releases this handle. True when it released, false when it was no longer held. Idempotent.
-   * Rejects with `LockBackendError` when Redis fails or does not answer within
-   * `commandTimeoutMs`: the lock is no longer renewed, so it ends with its lease at the latest.
+   * Releases this handle. True when it released; false when the lock was lost, or this handle
+   * released already (even by a release that failed). Rejects with `LockBackendError` when
+   * Redis fails or does not answer within `commandTimeoutMs`: whether the lock is gone is then
+   * unknown, but it is no longer renewed, so it ends with its lease at the latest.
    *
    * @example
    * ```ts

@@ -61,7 +61,7 @@ describe('key templates', () => {
     ['', 0, /non-empty string or a key function/],
     [[], 0, /list of lock keys is empty/],
     ['order:{2}', 2, /refers to argument 2, but the method declares 2 parameter/],
-    ['order:{id}', 1, /must be an argument index[\s\S]*use a key function: \(dto\) => `order:\$\{dto\.id\}`/],
+    ['order:{id}', 1, /must be an argument index[\s\S]*key function: it gets the method's arguments in order/],
     ['order:{0..x}', 1, /must be an argument index/],
     [42, 0, /non-empty string or a key function, got 42/],
     ['job:{0', 1, /key "job:\{0" has an unmatched "\{" at position 4/],

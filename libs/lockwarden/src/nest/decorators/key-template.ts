@@ -88,7 +88,8 @@ function compileTemplate(template: unknown, where: string, paramCount: number): 
     if (!body) {
       throw new LockConfigError(
         `${where}: placeholder ${shown} in key ${quoteKey(template)} must be an argument index with an optional path, such as {0} or {1.user.id}. ` +
-          `To name an argument or compute the key, use a key function: (dto) => \`order:\${dto.id}\`.`,
+          "To name an argument or compute the key, use a key function: it gets the method's arguments in order, so for " +
+          'confirm(order: Order), (order: Order) => `order:${order.id}`.',
       );
     }
     const index = Number(body[1]);
