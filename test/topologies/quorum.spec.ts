@@ -119,6 +119,19 @@ describe('quorum (Redlock across 5 masters)', () => {
     await expect(e.acquire('slow-majority', { waitMs: 0 })).rejects.toBeInstanceOf(LockBackendError);
   });
 
+  it("gives a holder's calls its node timeouts on top of commandTimeoutMs", async () => {
+    // Two masters answer after 600 ms, within the 1 s node timeout and past commandTimeoutMs:
+    // a release and an extension wait for them, as an acquire does, and succeed.
+    const e = engine({ leaseMs: 10_000, commandTimeoutMs: 300 });
+    await e.withLock('warm-up', () => undefined);
+    const lock = await e.acquire('slow-pair');
+    masters.proxies[0].delay(600);
+    masters.proxies[1].delay(600);
+    await expect(lock.extend()).resolves.toBeUndefined();
+    expect(await lock.release()).toBe(true);
+    expect(await heldOn(e, 'slow-pair')).toBe(0);
+  });
+
   it('excludes other holders, and releases everywhere', async () => {
     const prefix = uniquePrefix('quorum-pair');
     const a = engine({ keyPrefix: prefix });

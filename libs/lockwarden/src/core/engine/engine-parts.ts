@@ -61,7 +61,7 @@ export function buildEngineParts(
     emit,
     handOffTarget,
     bus.waitedOn,
-    options.commandTimeoutMs,
+    holderCallBudget(options.commandTimeoutMs, store.attemptMs),
   );
   const stop = new EngineShutdown(held, watchdog, topology, logger);
   const loop = {
@@ -98,4 +98,16 @@ export function buildEngineParts(
     track: (work) => stop.track(work),
   };
   return { watchdog, held, stop, admin, permits, granter, calls, jobHost };
+}
+
+/**
+ * How long a holder's call (a release, a token read, an extension) waits for Redis:
+ * commandTimeoutMs, plus what a call takes by design (a quorum's node timeouts, waits for
+ * replicas), as an acquire's settling gets it.
+ */
+function holderCallBudget(commandTimeoutMs: number, byDesignMs: number): { ms: number; said: string } {
+  const ms = commandTimeoutMs + byDesignMs;
+  const why =
+    byDesignMs > 0 ? `commandTimeoutMs, plus ${byDesignMs} ms the topology takes by design` : 'commandTimeoutMs';
+  return { ms, said: `${ms} ms (${why})` };
 }

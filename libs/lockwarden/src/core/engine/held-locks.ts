@@ -29,7 +29,7 @@ export class HeldLocks implements LeaseHost {
   private draining = false;
   /** A holder's own calls on its lease: reading its fencing token, extending it. */
   private readonly calls: LeaseCalls;
-  /** Holders' calls waiting for Redis (inBudget), and the timer failing those past commandTimeoutMs. */
+  /** Holders' calls waiting for Redis (inBudget), and the timer failing those past their budget. */
   private readonly inFlight = new Set<{ readonly due: number; fail(err: unknown): void }>();
   private sweeper: NodeJS.Timeout | undefined;
 
@@ -43,8 +43,8 @@ export class HeldLocks implements LeaseHost {
     private readonly handOffTarget: ((channel: string) => BusWaiter | undefined) | undefined,
     /** The channels a waiter of this process waits on (WakeBus.waitedOn). */
     private readonly waitedOn: ReadonlySet<string>,
-    /** How long a holder's call (a release, a token read, an extension) may wait for Redis: commandTimeoutMs. */
-    private readonly callBudgetMs: number,
+    /** How long a holder's call (a release, a token read, an extension) may wait for Redis, and how to say it. */
+    private readonly callBudget: { readonly ms: number; readonly said: string },
   ) {
     this.calls = new LeaseCalls(store, watchdog, emit, (call) => this.inBudget(() => call));
     // A lost lease is no longer held: not counted, not waited for at shutdown, not "abandoned".
@@ -230,7 +230,7 @@ export class HeldLocks implements LeaseHost {
 
   /**
    * A holder's call: its answer through `done`, or `failed`'s error for its failure or for no
-   * answer within commandTimeoutMs. One timer sweeps all calls in flight: every release is one.
+   * answer within its budget. One timer sweeps all calls in flight: every release is one.
    */
   private inBudget<T, R = T>(
     start: () => Promise<T>,
@@ -239,18 +239,18 @@ export class HeldLocks implements LeaseHost {
   ): Promise<R> {
     return new Promise<R>((resolve, reject) => {
       const entry = {
-        due: performance.now() + this.callBudgetMs,
+        due: performance.now() + this.callBudget.ms,
         fail: (err: unknown) => (this.inFlight.delete(entry), reject(failed(err))),
       };
       this.inFlight.add(entry);
-      this.sweeper ??= setInterval(this.sweep, Math.max(10, this.callBudgetMs / 8)).unref();
+      this.sweeper ??= setInterval(this.sweep, Math.max(10, this.callBudget.ms / 8)).unref();
       start().then((value) => (this.inFlight.delete(entry), resolve(done(value))), entry.fail);
     });
   }
 
   private readonly sweep = (): void => {
     const late = performance.now();
-    const error = `Redis did not answer within ${this.callBudgetMs} ms (commandTimeoutMs)`;
+    const error = `Redis did not answer within ${this.callBudget.said}`;
     for (const entry of this.inFlight) if (entry.due <= late) entry.fail(new Error(error));
     if (this.inFlight.size > 0) return;
     clearInterval(this.sweeper);
