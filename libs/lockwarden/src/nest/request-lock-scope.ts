@@ -93,8 +93,9 @@ export class RequestLockScope {
     return [...this.bareHandles].filter((h) => h.isHeld());
   }
 
-  firstLoss(): Error | undefined {
-    return this.own.map((h) => h.lostError).find(Boolean);
+  /** The first of the handler's own locks that was lost, if any. */
+  firstLoss(): LockHandle | undefined {
+    return this.own.find((h) => h.lostError !== undefined);
   }
 
   /** The handler's Observable completed, errored or was unsubscribed. */

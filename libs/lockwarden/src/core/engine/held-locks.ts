@@ -1,5 +1,8 @@
-import { LockBackendError, LockInterruptedError, LockLostError } from '../../errors';
+import { LockBackendError, LockInterruptedError } from '../../errors';
+import type { LockLostError } from '../../errors';
 import { Lease, LeaseHandle } from '../lease/lease';
+import { CallBudget } from './call-budget';
+import { lockSignal, withArg } from './lock-signal';
 import type { LeaseHost } from '../lease/lease';
 import type { LockContext } from './lease-granter';
 import type { LockHandle } from '../lease/lock-handle';
@@ -11,7 +14,7 @@ import type { BusWaiter } from '../backend/wake-bus';
 import { releasePermits } from '../semaphore/permit-release';
 import { MIN_LEASE_MS } from '../options/validate';
 import { LeaseCalls } from './lease-calls';
-import { warnNotReleased, warnUnreleased } from './unreleased';
+import { lostAtRelease, reportLostAfterWork, warnNotReleased, warnUnreleased } from './lease-ends';
 import type { MethodCall, Until } from './method-call';
 
 /**
@@ -29,9 +32,8 @@ export class HeldLocks implements LeaseHost {
   private draining = false;
   /** A holder's own calls on its lease: reading its fencing token, extending it. */
   private readonly calls: LeaseCalls;
-  /** Holders' calls waiting for Redis (inBudget), and the timer failing those past their budget. */
-  private readonly inFlight = new Set<{ readonly due: number; fail(err: unknown): void }>();
-  private sweeper: NodeJS.Timeout | undefined;
+  /** Bounds a holder's call (a release, a token read, an extension) by its budget. */
+  private readonly budget: CallBudget;
 
   constructor(
     private readonly store: LockStore,
@@ -44,9 +46,10 @@ export class HeldLocks implements LeaseHost {
     /** The channels a waiter of this process waits on (WakeBus.waitedOn). */
     private readonly waitedOn: ReadonlySet<string>,
     /** How long a holder's call (a release, a token read, an extension) may wait for Redis, and how to say it. */
-    private readonly callBudget: { readonly ms: number; readonly said: string },
+    callBudget: { readonly ms: number; readonly said: string },
   ) {
-    this.calls = new LeaseCalls(store, watchdog, emit, (call) => this.inBudget(() => call));
+    this.budget = new CallBudget(callBudget.ms, callBudget.said);
+    this.calls = new LeaseCalls(store, watchdog, emit, (call) => this.budget.bound(call));
     // A lost lease is no longer held: not counted, not waited for at shutdown, not "abandoned".
     watchdog.onLost = (lease) => this.leases.delete(lease) && this.checkIdle();
   }
@@ -80,7 +83,8 @@ export class HeldLocks implements LeaseHost {
    * until its work is over, as `call.lateWork` says.
    */
   runMethod(handles: readonly LeaseHandle[], call: MethodCall): Promise<unknown> {
-    const method = Reflect.apply.bind(undefined, call.method, call.self, call.args) as () => unknown;
+    const args = call.signalArg === undefined ? call.args : withArg(call.args, call.signalArg, lockSignal(handles));
+    const method = Reflect.apply.bind(undefined, call.method, call.self, args) as () => unknown;
     const lateWork = call.lateWork;
     if (!lateWork) return this.settle(handles, this.inFrames(handles, method), call.until);
     let over: PromiseLike<unknown> | undefined;
@@ -106,10 +110,28 @@ export class HeldLocks implements LeaseHost {
     const outcome = (): Promise<T> =>
       settled.then((value) => {
         const lost = firstLoss(handles);
-        if (lost) throw lost;
+        if (lost) throw this.lostAfterWork(lost.lostError!, lost.name);
         return value;
       });
-    return after.then(({ rest }) => (rest ? outcome() : released.then(outcome)));
+    if (until === undefined || typeof until === 'function') {
+      return after.then(({ rest }) => (rest ? outcome() : released.then(outcome)));
+    }
+    // The rest is known up front (a route's response): the locks are released after the caller
+    // has its answer, too late for the release to tell it. So they are looked at once now.
+    return settled.then(
+      () => this.watchdog.check(leasesOf(handles), AT_ANSWER).then(outcome),
+      () => outcome(),
+    );
+  }
+
+  /**
+   * Locked work ran to its end, but its lock was lost meanwhile or found gone at its release:
+   * its effects happened while another holder may have held the lock. Said at ERROR, counted
+   * (an 'unprotected' event), and returned as the LockLostError its caller gets, which says so
+   * (`workCompleted`), so that nobody is told to simply run it again.
+   */
+  lostAfterWork(lost: LockLostError, name?: string): LockLostError {
+    return reportLostAfterWork(this.logger, this.emit, lost, name);
   }
 
   /** `fn` inside the reentrancy frames of `handles`, outermost first, as a promise. */
@@ -173,28 +195,32 @@ export class HeldLocks implements LeaseHost {
   releaseLease(lease: Lease): Promise<boolean> {
     lease.handles--;
     if (lease.handles > 0) return Promise.resolve(lease.state === 'held');
+    // A lease already lost was counted out when it was (its 'lost' event): its release is no second end.
+    const held = lease.state === 'held';
     lease.state = 'released';
     lease.trace?.released();
     this.leases.delete(lease);
     this.watchdog.untrack(lease);
     this.checkIdle();
     if (this.stopped) return Promise.resolve(false);
-    return this.inBudget(
-      () => this.releaseOnServer(lease),
+    return this.budget.bound(this.releaseOnServer(lease)).then(
       (released) => {
-        this.emit?.({
-          type: 'released',
-          key: lease.key,
-          name: lease.name,
-          fencingToken: lease.mintedToken,
-          heldMs: Math.round(performance.now() - lease.heldSince),
-        });
+        if (held && !released) lostAtRelease(lease, this.emit);
+        else if (held) {
+          this.emit?.({
+            type: 'released',
+            key: lease.key,
+            name: lease.name,
+            fencingToken: lease.mintedToken,
+            heldMs: Math.round(performance.now() - lease.heldSince),
+          });
+        }
         return released;
       },
-      (err) => {
+      (err: unknown) => {
         const error = new LockBackendError(lease.key, 'release', err);
         if (this.draining) warnUnreleased(this.logger, lease, error);
-        return error;
+        throw error;
       },
     );
   }
@@ -228,35 +254,6 @@ export class HeldLocks implements LeaseHost {
     for (const resolve of this.idleWaiters.splice(0)) resolve();
   }
 
-  /**
-   * A holder's call: its answer through `done`, or `failed`'s error for its failure or for no
-   * answer within its budget. One timer sweeps all calls in flight: every release is one.
-   */
-  private inBudget<T, R = T>(
-    start: () => Promise<T>,
-    done: (value: T) => R = (value) => value as unknown as R,
-    failed: (err: unknown) => unknown = (err) => err,
-  ): Promise<R> {
-    return new Promise<R>((resolve, reject) => {
-      const entry = {
-        due: performance.now() + this.callBudget.ms,
-        fail: (err: unknown) => (this.inFlight.delete(entry), reject(failed(err))),
-      };
-      this.inFlight.add(entry);
-      this.sweeper ??= setInterval(this.sweep, Math.max(10, this.callBudget.ms / 8)).unref();
-      start().then((value) => (this.inFlight.delete(entry), resolve(done(value))), entry.fail);
-    });
-  }
-
-  private readonly sweep = (): void => {
-    const late = performance.now();
-    const error = `Redis did not answer within ${this.callBudget.said}`;
-    for (const entry of this.inFlight) if (entry.due <= late) entry.fail(new Error(error));
-    if (this.inFlight.size > 0) return;
-    clearInterval(this.sweeper);
-    this.sweeper = undefined;
-  };
-
   /** Deletes our lock, or, before its lockAtLeastMs is up, only shortens the lease to what remains of it. */
   private releaseOnServer(lease: Lease): Promise<boolean> {
     const keepMs = Math.ceil(lease.keepUntil - performance.now());
@@ -284,9 +281,16 @@ export class HeldLocks implements LeaseHost {
   }
 }
 
-/** The first of the handles whose lease was lost (not merely interrupted), if any. */
-function firstLoss(handles: readonly LeaseHandle[]): LockLostError | undefined {
-  for (const h of handles) if (h.lease.lostError) return h.lease.lostError;
+/** Why a lease looked at as its work answered (see settle) is lost. */
+const AT_ANSWER = 'its key was gone from Redis when its work ended (evicted, deleted, flushed, or lost in a failover)';
+
+function leasesOf(handles: readonly LeaseHandle[]): Lease[] {
+  return handles.map((h) => h.lease);
+}
+
+/** The first of the handles' leases that was lost (not merely interrupted), if any. */
+function firstLoss(handles: readonly LeaseHandle[]): Lease | undefined {
+  for (const h of handles) if (h.lease.lostError) return h.lease;
   return undefined;
 }
 

@@ -1,4 +1,5 @@
 import { LockConfigError, LockInterruptedError } from '../../errors';
+import type { LockLostError } from '../../errors';
 import { LockContext } from './lease-granter';
 import type { LockHandle } from '../lease/lock-handle';
 import { LeaseHandle } from '../lease/lease';
@@ -237,6 +238,22 @@ export class LockEngine {
         h.lease.interrupt(new LockInterruptedError(h.lease.key, reason));
       }
     }
+  }
+
+  /**
+   * For frameworks: locked work ran to its end, but `lost` says its lock was lost meanwhile (a
+   * request's lock lost while its response was still being sent). Logs it at ERROR once, counts
+   * it (an `unprotected` event), and returns the LockLostError to report, with `workCompleted`
+   * set, so that nobody is told to simply run the work again.
+   *
+   * @example
+   * ```ts
+   * const lost = handle.lostError;
+   * if (lost) throw engine.lostAfterWork(lost);
+   * ```
+   */
+  lostAfterWork(lost: LockLostError, name?: string): LockLostError {
+    return this.held.lostAfterWork(lost, name);
   }
 
   /** Releases in reverse order; failures are logged, never thrown (the leases then expire). */

@@ -40,6 +40,12 @@ export interface LockedCall extends MethodCall {
   readonly method: (...args: never[]) => unknown;
   readonly self: unknown;
   readonly args: readonly unknown[];
+  /**
+   * The index of the argument that receives the AbortSignal of the locks the call holds (a
+   * method's `@LockSignal()` parameter): the holder's signal, or with several keys one that
+   * aborts when any of them is lost.
+   */
+  readonly signalArg?: number;
   /** A busy key: wait for it (within each acquire's `waitMs`), fail at once (`'throw'`), or skip the call. */
   readonly onBusy: 'wait' | 'throw' | 'skip';
   /**

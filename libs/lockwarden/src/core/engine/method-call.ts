@@ -8,6 +8,8 @@ export interface MethodCall {
   readonly method: (...args: never[]) => unknown;
   readonly self: unknown;
   readonly args: readonly unknown[];
+  /** The argument that receives the signal of the locks the call holds (see lockSignal). */
+  readonly signalArg?: number;
   readonly until?: PromiseLike<unknown>;
   readonly lateWork?: (value: unknown) => { readonly value: unknown; readonly over: PromiseLike<unknown> };
 }

@@ -215,12 +215,24 @@ export class Lease {
   /** Marks the lease lost and aborts its signal. Returns false if it had already ended. */
   lose(reason: string, cause?: unknown): boolean {
     if (this.state !== 'held') return false;
+    this.end(reason, cause);
+    return true;
+  }
+
+  /**
+   * Its release found the key no longer its own (evicted, deleted, flushed, lost in a
+   * failover): the lease ended as lost, not released, and its signal aborts.
+   */
+  lostAtRelease(reason: string): void {
+    if (this.state === 'released') this.end(reason, undefined);
+  }
+
+  private end(reason: string, cause: unknown): void {
     this.state = 'lost';
     this.lostError = new LockLostError(this.key, reason, cause === undefined ? undefined : { cause });
     this.trace?.lost(reason);
     // An interrupted holder's signal already fired; the loss still changes what withLock reports.
     if (!this.aborted) this.abort(this.lostError);
-    return true;
   }
 }
 

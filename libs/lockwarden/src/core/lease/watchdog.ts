@@ -3,7 +3,17 @@ import { redisReason } from '../../errors/redis-reason';
 import type { LockEvent } from '../observe/events';
 import type { Lease } from './lease';
 import type { LockLogger } from '../observe/logger';
-import type { LockStore } from '../backend/lock-store';
+import type { LockStore, RenewItem } from '../backend/lock-store';
+
+/** A lease with less than this left to its end is not looked at by `check`: it ends by itself sooner than an answer. */
+const MIN_CHECK_MS = 10;
+
+/** The renewal of `lease` sent at `sentAt`: its lease, never past its maxHoldMs cap (then marked capped). */
+function renewalOf(lease: Lease, sentAt: number): RenewItem {
+  const leaseMs = lease.renewalMs(sentAt);
+  if (lease.renew && leaseMs < lease.leaseMs) lease.capped = true;
+  return { redisKey: lease.keys.lock, ownerToken: lease.ownerToken, leaseMs, kind: lease.kind };
+}
 
 /**
  * The watchdog's engine: one timer for every held lock, never one per lock.
@@ -139,14 +149,41 @@ export class Watchdog {
     this.rearm();
   }
 
+  /**
+   * Looks at `leases` in Redis now, outside the rounds, with one renewal each (a fixed lease
+   * only to the end it asked for): those no longer ours there are lost, for `reason`. For a
+   * moment when a key may have been dropped (evictions were seen, locked work is about to
+   * answer its caller). A renewal already on the wire is no answer here: it may have been sent
+   * before the key was dropped. Failing to ask is no loss (the rounds go on); resolves anyway.
+   */
+  async check(leases: Iterable<Lease>, reason: string): Promise<void> {
+    const sentAt = performance.now();
+    const asked = [...leases].filter((l) => l.state === 'held' && l.renewalMs(sentAt) >= MIN_CHECK_MS);
+    if (asked.length === 0) return;
+    const items = asked.map((lease) => renewalOf(lease, sentAt));
+    let results: boolean[];
+    try {
+      results = await this.store.renew(items);
+    } catch (err) {
+      this.logger.debug(`Could not look at ${asked.length} held lock(s) now (${redisReason(err)}); renewals go on.`);
+      return;
+    }
+    asked.forEach((lease, i) => {
+      if (lease.state !== 'held') return;
+      if (!results[i]) {
+        this.untrack(lease);
+        this.lost(lease, reason);
+      } else if (!lease.renewing) {
+        lease.confirm(sentAt, items[i].leaseMs);
+        this.reschedule(lease);
+      }
+    });
+  }
+
   private renew(due: Lease[], sentAt: number): void {
     this.rounds++;
     for (const lease of due) lease.renewing = true;
-    const items = due.map((lease) => {
-      const leaseMs = lease.renewalMs(sentAt);
-      if (lease.renew && leaseMs < lease.leaseMs) lease.capped = true;
-      return { redisKey: lease.keys.lock, ownerToken: lease.ownerToken, leaseMs, kind: lease.kind };
-    });
+    const items = due.map((lease) => renewalOf(lease, sentAt));
     this.store.renew(items).then(
       (results) => {
         // Only the renewed leases moved: plan the next firing from them, not from every lease.

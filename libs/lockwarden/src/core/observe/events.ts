@@ -9,12 +9,16 @@ export type LockEventType =
   | 'renewed'
   | 'renewFailed'
   | 'lost'
+  | 'unprotected'
   | 'overrun'
   | 'missed';
 
 /**
  * One lock event, for your own logging or tests. `waiting` fires once per
  * acquire that has to wait, after it subscribed and found the lock still busy.
+ * `unprotected` fires when locked work (`withLock`, a decorated method, a scheduled tick) ran to its
+ * end although its lock was lost meanwhile, or found gone at its release: its effects happened while
+ * another holder may have held the lock (its `lost` event came first).
  * Scheduled jobs (`@ScheduledLock`) add `overrun` (a tick skipped because the job's
  * previous run was still going), `missed` (a tick whose run never finished was found) and
  * `skipped` for a tick another instance had; each carries the tick's time.

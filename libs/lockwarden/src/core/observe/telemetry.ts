@@ -211,8 +211,9 @@ function quietly<T>(fn: () => T): T | undefined {
  * Lock metrics through the OpenTelemetry API, labelled only by the lock's
  * low-cardinality name (`lock.name`), never by the expanded key:
  * - histograms `lockwarden.lock.wait` and `lockwarden.lock.hold` (ms);
- * - counters `lockwarden.lock.acquisitions`, `.timeouts`, `.skips`, `.losses` and
- *   `.renew_failures`;
+ * - counters `lockwarden.lock.acquisitions`, `.timeouts`, `.skips`, `.losses`,
+ *   `.renew_failures` and `.unprotected_runs` (locked work that ran to its end after its lock
+ *   was lost);
  * - counters `lockwarden.tick.overruns` and `lockwarden.tick.missed` for scheduled jobs;
  * - `lockwarden.locks.held`, an up/down counter of the locks this process holds.
  *
@@ -233,6 +234,7 @@ export function otelMetricsListener(): LockEventListener | undefined {
   const skips = count('skips', 'Decorated calls skipped because the lock was busy');
   const losses = count('losses', 'Locks lost while held');
   const renewFailures = count('renew_failures', 'Renewal rounds that failed and were retried');
+  const unprotected = count('unprotected_runs', 'Locked work that ran to its end after its lock was lost');
   const overruns = meter.createCounter('lockwarden.tick.overruns', {
     description: 'Scheduled ticks skipped because the previous run was still going',
   });
@@ -265,6 +267,9 @@ export function otelMetricsListener(): LockEventListener | undefined {
         break;
       case 'renewFailed':
         renewFailures.add(1, attributes);
+        break;
+      case 'unprotected':
+        unprotected.add(1, attributes);
         break;
       case 'overrun':
         overruns.add(1, attributes);

@@ -9,6 +9,7 @@ import type { LockEngine } from '../../core';
 import { compileKeySpec } from './key-template';
 import type { KeyResolver, KeySpec } from './key-template';
 import { copyMethodMetadata } from './copy-method-metadata';
+import { lockSignalParameter } from './lock-signal.decorator';
 import {
   LOCK_SERVICE_FOR_DECORATORS,
   LOCK_SERVICE_PROPERTY,
@@ -68,7 +69,7 @@ export function lockMethod(
     // Without emitted metadata the declared parameter count is unknown (defaults and rest
     // parameters hide from fn.length); bad indexes are then caught at call time.
     const keys = compileKeySpec(key, where, paramTypes?.length ?? Infinity);
-    const metadata = toMetadata(check(where), key, keys, where);
+    const metadata = toMetadata(check(where), key, keys, where, lockSignalParameter(target, propertyKey));
     return wrapMethod(target, propertyKey, descriptor, [LOCKED_METADATA, metadata], (self, args, wrapper) =>
       lockAndRun(self, args, metadata, original, wrapper),
     );
@@ -121,6 +122,7 @@ export function toMetadata(
   spec: KeySpec,
   keys: KeyResolver,
   where: string,
+  signalArg: number | undefined,
 ): LockedMetadata {
   // Metrics label a decorated lock by its template, never by the keys it expands to.
   // Frozen: nothing changes them after this, so the engine resolves them once (LeaseGranter.resolve).
@@ -136,6 +138,7 @@ export function toMetadata(
     onBusy: checked.onBusy,
     retryAfterMs: checked.retryAfterMs,
     where,
+    ...(signalArg === undefined ? {} : { signalArg }),
   };
 }
 
@@ -196,11 +199,12 @@ export async function lockAndRun(
   const keys = meta.keys(self, args);
   const scope = RequestLockScope.current();
   const route = scope?.claim(wrapper) ? scope : undefined;
+  const { onBusy, signalArg } = meta;
   const call: LockedCall = route
-    ? { method: original, self, args, onBusy: meta.onBusy, signal: route.signal, granted: route.own, until: route.over }
+    ? { method: original, self, args, onBusy, signalArg, signal: route.signal, granted: route.own, until: route.over }
     : scope
-      ? { method: original, self, args, onBusy: meta.onBusy, signal: scope.signal, granted: scope.granted, lateWork }
-      : { method: original, self, args, onBusy: meta.onBusy, lateWork };
+      ? { method: original, self, args, onBusy, signalArg, signal: scope.signal, granted: scope.granted, lateWork }
+      : { method: original, self, args, onBusy, signalArg, lateWork };
   const outcome = await engine.lockAndRun(keys, meta.request, call);
   if (outcome.ran) return outcome.value;
   const err = outcome.error;

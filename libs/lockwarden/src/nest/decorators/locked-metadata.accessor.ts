@@ -18,6 +18,8 @@ export interface LockedMetadata {
   readonly retryAfterMs?: number;
   /** `Class.method()`, for messages. */
   readonly where: string;
+  /** The index of the method's `@LockSignal()` parameter, if it has one. */
+  readonly signalArg?: number;
 }
 
 /** The one place that reads lock metadata off a method (the wrapper the decorator installed). */

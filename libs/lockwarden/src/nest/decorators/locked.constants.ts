@@ -13,3 +13,6 @@ export const LOCK_SERVICE_PROPERTY = Symbol('lockwarden:lockService');
 
 /** Metadata key under which a `@ScheduledLock` method's job settings are stored. */
 export const SCHEDULED_LOCK_METADATA = 'lockwarden:scheduled';
+
+/** Metadata key (on the prototype, by method name) of a method's `@LockSignal()` parameter index. */
+export const LOCK_SIGNAL_PARAMETER = 'lockwarden:lock-signal';

@@ -1,4 +1,4 @@
-import { LockAbortedError, LockBackendError, LockConfigError } from '../../errors';
+import { LockAbortedError, LockBackendError, LockConfigError, LockLostError } from '../../errors';
 import { redisReason } from '../../errors/redis-reason';
 import { checkScheduledOptions } from '../../core';
 import type { CheckedScheduledOptions, ScheduledJobOptions, TickSchedule } from '../../core';
@@ -8,6 +8,7 @@ import { callMethod, checkLockable, className, engineOf, lockAndRun, toMetadata,
 import type { LockableMethod, LockMethodDecorator } from './lock-method';
 import type { LockedMetadata } from './locked-metadata.accessor';
 import { SCHEDULED_LOCK_METADATA } from './locked.constants';
+import { lockSignalParameter } from './lock-signal.decorator';
 import { scheduleFromMetadata, scheduleFromSpec } from './schedule-of';
 import type { ScheduleSpec } from './schedule-of';
 
@@ -34,6 +35,8 @@ export interface ScheduledLockMetadata {
   schedule(method: object): TickSchedule | undefined;
   /** Without any schedule but with `lockAtLeastMs`: the lock-only behaviour of earlier versions. */
   readonly lockOnly: LockedMetadata | undefined;
+  /** The index of the method's `@LockSignal()` parameter, if it has one. */
+  readonly signalArg: number | undefined;
 }
 
 /**
@@ -79,6 +82,7 @@ export function ScheduledLock(name: string, options: ScheduledLockOptions = {}):
     const paramTypes = Reflect.getMetadata('design:paramtypes', target, propertyKey) as unknown[] | undefined;
     const keys = compileKeySpec(name, where, paramTypes?.length ?? Infinity);
     let read: { schedule: TickSchedule | undefined } | undefined;
+    const signalArg = lockSignalParameter(target, propertyKey);
     const metadata: ScheduledLockMetadata = {
       where,
       name,
@@ -94,7 +98,9 @@ export function ScheduledLock(name: string, options: ScheduledLockOptions = {}):
               name,
               keys,
               where,
+              signalArg,
             ),
+      signalArg,
     };
     return wrapMethod(target, propertyKey, descriptor, [SCHEDULED_LOCK_METADATA, metadata], (self, args, wrapper) =>
       runScheduled(self, args, metadata, original, wrapper),
@@ -135,7 +141,10 @@ async function runScheduled(
   let own: { error: unknown } | undefined;
   const run = async (): Promise<unknown> => {
     try {
-      return await callMethod(original, self, args);
+      // The tick runs holding the job's lock, in its frame: its signal is the current lock's.
+      const signalArg = meta.signalArg;
+      const given = signalArg === undefined ? args : withSignal(args, signalArg, engine.current(job.key)?.signal);
+      return await callMethod(original, self, given);
     } catch (error) {
       own = { error };
       throw error;
@@ -151,10 +160,21 @@ async function runScheduled(
       return undefined;
     }
     // The method's own failure is the scheduler's to report, as without the decorator.
-    if (own?.error === err || !(err instanceof LockBackendError)) throw err;
+    if (own?.error === err) throw err;
+    // The tick ran to its end, but its lock was lost meanwhile: the engine said so at ERROR, with
+    // the key; the scheduler's stack trace would only say it again.
+    if (err instanceof LockLostError && err.workCompleted) return undefined;
+    if (!(err instanceof LockBackendError)) throw err;
     // Redis failed, not the method: one line per tick, not a stack trace per tick of an outage.
     logger.warn(`Tick ${new Date(at).toISOString()} of "${job.key}" did not run: ${redisReason(err.cause)}.`);
     logger.debug(`${meta.where}: ${err.stack ?? err.message}`);
     return undefined;
   }
+}
+
+/** `args` with the lock's signal at `index`. */
+function withSignal(args: unknown[], index: number, signal: AbortSignal | undefined): unknown[] {
+  const out = [...args];
+  out[index] = signal;
+  return out;
 }

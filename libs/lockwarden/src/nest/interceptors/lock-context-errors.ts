@@ -94,8 +94,9 @@ class LockGraphqlError extends Quiet {
 
 /**
  * Maps a lock error in a GraphQL resolver to an error whose `extensions.code` the client can act
- * on (`LOCK_BUSY` with `extensions.retryAfterMs`, `LOCK_LOST`, `LOCK_UNAVAILABLE`, `LOCK_ERROR`),
- * logged as toContextError says; anything else passes through unchanged.
+ * on (`LOCK_BUSY` with `extensions.retryAfterMs`, `LOCK_LOST`, `LOCK_LOST_AFTER_WORK`,
+ * `LOCK_UNAVAILABLE`, `LOCK_ERROR`), logged as toContextError says; anything else passes through
+ * unchanged.
  *
  * @example
  * ```ts

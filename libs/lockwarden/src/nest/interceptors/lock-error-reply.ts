@@ -15,8 +15,13 @@ export const DEFAULT_RETRY_AFTER_MS = 1_000;
  */
 export interface LockErrorReply {
   readonly status: 'error';
-  /** `LOCK_BUSY` (retry later), `LOCK_LOST`, `LOCK_UNAVAILABLE` or `LOCK_ERROR`. */
-  readonly code: 'LOCK_BUSY' | 'LOCK_LOST' | 'LOCK_UNAVAILABLE' | 'LOCK_ERROR';
+  /**
+   * `LOCK_BUSY` (retry later), `LOCK_LOST` (the lock was lost and the work stopped: retry),
+   * `LOCK_LOST_AFTER_WORK` (the work ran to its end, but its lock was lost meanwhile: check its
+   * effects, do not simply retry), `LOCK_UNAVAILABLE` (Redis unreachable or refusing, or the app
+   * shutting down) or `LOCK_ERROR`.
+   */
+  readonly code: 'LOCK_BUSY' | 'LOCK_LOST' | 'LOCK_LOST_AFTER_WORK' | 'LOCK_UNAVAILABLE' | 'LOCK_ERROR';
   readonly message: string;
   /** With LOCK_BUSY: when to try again, in ms, as a route's Retry-After says in seconds. */
   readonly retryAfterMs?: number;
@@ -31,7 +36,8 @@ export interface LockErrorReply {
  * | error | code |
  * | --- | --- |
  * | LockTimeoutError | LOCK_BUSY, with `retryAfterMs` |
- * | LockLostError | LOCK_LOST |
+ * | LockLostError, the work stopped | LOCK_LOST |
+ * | LockLostError, the work ran to its end (`workCompleted`) | LOCK_LOST_AFTER_WORK (no retry advice) |
  * | LockBackendError, LockAbortedError | LOCK_UNAVAILABLE (the message is logged as a warning) |
  * | LockConfigError, any other lock error | LOCK_ERROR (the message is logged as an error) |
  *
@@ -48,6 +54,17 @@ export function lockErrorReply(err: LockError, logger: LoggerService, retryAfter
       code: 'LOCK_BUSY',
       message: 'The resource is busy with other requests. Retry later.',
       retryAfterMs,
+    };
+  }
+  if (err instanceof LockLostError && err.workCompleted) {
+    // The work's effects happened: advising a retry would have a client pay twice. The engine
+    // logged it at ERROR with the key already.
+    return {
+      status: 'error',
+      code: 'LOCK_LOST_AFTER_WORK',
+      message:
+        'The work ran, but the lock protecting it was lost before it ended: another request may have run at the ' +
+        'same time. Check the outcome before sending it again.',
     };
   }
   if (err instanceof LockLostError) {

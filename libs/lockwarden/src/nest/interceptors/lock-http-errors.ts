@@ -18,7 +18,7 @@ interface HeaderTarget {
  * | error | status |
  * | --- | --- |
  * | LockTimeoutError | 409, with Retry-After (`retryAfterMs`, default 1 s, in whole seconds) |
- * | LockLostError | 409 |
+ * | LockLostError | 409 (the work ran to its end: no Retry-After, and a message that says so) |
  * | LockBackendError, LockAbortedError | 503, with the same Retry-After |
  * | LockConfigError, any other lock error | 500 (the message is logged) |
  *
@@ -37,6 +37,7 @@ export function toHttpError(
       retryAfter(host, retryAfterMs);
       return new ConflictException(reply.message);
     case 'LOCK_LOST':
+    case 'LOCK_LOST_AFTER_WORK':
       return new ConflictException(reply.message);
     case 'LOCK_UNAVAILABLE':
       // Redis unreachable, or this instance shutting down: worth trying again, as HTTP lets a

@@ -125,8 +125,10 @@ export class LockInterceptor implements NestInterceptor {
     const checked = concat(
       handled,
       defer(() => {
+        // The handler's work is over: a lock lost by now (while its response was still being
+        // sent) was lost after work that ran, which no caller should simply run again.
         const lost = scope.firstLoss();
-        return lost ? throwError(() => lost) : EMPTY;
+        return lost ? throwError(() => this.engine.lostAfterWork(lost.lostError!)) : EMPTY;
       }),
     );
     const req = http ? context.switchToHttp().getRequest<HttpRequest>() : undefined;

@@ -6,16 +6,21 @@ import { SCHEDULED_LOCK_METADATA } from './decorators/locked.constants';
 import { scheduleFromMetadata } from './decorators/schedule-of';
 import { noScheduleError } from './decorators/scheduled-lock.decorator';
 import { providerMethods } from './provider-methods';
+import { lockSignalParameter } from './decorators/lock-signal.decorator';
+import { getLockedMetadata } from './decorators/locked-metadata.accessor';
+import { className } from './decorators/lock-method';
 import type { ScheduledLockMetadata } from './decorators/scheduled-lock.decorator';
 
 /**
- * Checks every `@ScheduledLock` method of the application's providers at bootstrap, so that
- * a job whose ticks cannot be told apart fails the start, not its first tick: its schedule
- * must be readable (`@Cron`, `@Interval` or the `schedule` option, not two of them), and two
- * methods may not share one job name (they would share its tick records).
+ * Checks the lock decorators on the application's providers and controllers at bootstrap, so
+ * that a mistake fails the start, not a call:
+ * - every `@ScheduledLock` job's ticks can be told apart: its schedule is readable (`@Cron`,
+ *   `@Interval` or the `schedule` option, not two of them), and no two methods share one job
+ *   name (they would share its tick records);
+ * - a `@LockSignal()` parameter sits on a lock-decorated method (elsewhere nothing would fill it).
  */
 @Injectable()
-export class ScheduledLockExplorer implements OnApplicationBootstrap {
+export class LockDecoratorsExplorer implements OnApplicationBootstrap {
   constructor(
     private readonly discovery: DiscoveryService,
     private readonly scanner: MetadataScanner,
@@ -23,10 +28,13 @@ export class ScheduledLockExplorer implements OnApplicationBootstrap {
 
   onApplicationBootstrap(): void {
     const jobs = new Map<string, object>();
-    for (const { fn } of providerMethods(this.discovery, this.scanner)) {
+    for (const { fn, instance, name } of providerMethods(this.discovery, this.scanner)) {
       if (typeof fn !== 'function') continue;
       const meta = Reflect.getMetadata(SCHEDULED_LOCK_METADATA, fn) as ScheduledLockMetadata | undefined;
-      if (!meta) continue;
+      if (!meta) {
+        checkLockSignal(instance, name, fn);
+        continue;
+      }
       if (!meta.schedule(fn) && !meta.lockOnly) throw noScheduleError(meta.where);
       if (meta.scheduleOption && scheduleFromMetadata(fn, meta.where)) {
         throw new LockConfigError(
@@ -44,4 +52,15 @@ export class ScheduledLockExplorer implements OnApplicationBootstrap {
       jobs.set(meta.name, fn);
     }
   }
+}
+
+/** A method with a `@LockSignal()` parameter must be lock-decorated: nothing else fills that parameter. */
+function checkLockSignal(instance: object, name: string, fn: object): void {
+  const prototype = Object.getPrototypeOf(instance) as object;
+  if (lockSignalParameter(prototype, name) === undefined || getLockedMetadata(fn)) return;
+  const where = `${className(prototype)}.${name}()`;
+  throw new LockConfigError(
+    `@LockSignal() on ${where}: the method has no lock decorator, so there is no lock whose signal to give it. ` +
+      'Add @Locked, @ReadLocked, @WriteLocked, @Semaphore or @ScheduledLock, or take the signal from a handle.',
+  );
 }
