@@ -96,7 +96,7 @@ async function main(): Promise<void> {
   const fencedReader = makeAdapter('lockwarden fenced', url);
   const nodeRedis = makeAdapter('lockwarden node-redis', url);
   const v9 = valkey9Binary();
-  steps = CFG.rounds * (MAIN.length * 5 + 8 + (v9 ? 8 : 0)) + MULTI.length + 8;
+  steps = CFG.rounds * (MAIN.length * 5 + 8 + (v9 ? 8 : 0)) + MULTI.length + 9;
   const admin = new Redis(url);
   try {
     for (let round = 0; round < CFG.rounds; round++) {
@@ -167,6 +167,17 @@ async function main(): Promise<void> {
     const rs = await semaphoreScale(url, CFG.scaleLocks, CFG.scaleMs);
     record('s7.calls', 'semaphore', rs.callsPerRound);
     record('s7.cpu', 'semaphore', rs.cpuPercent);
+    // The same locks on a server that may evict: the eviction check (INFO stats a few times a
+    // second while locks are held) on top of the renewals.
+    progress(`watchdog with ${CFG.scaleLocks} locks on a server that may evict · lockwarden`);
+    const evicting = await RedisProcess.start({ args: ['--maxmemory', '4gb', '--maxmemory-policy', 'volatile-lru'] });
+    try {
+      const ev = await lockwardenScale(evicting.url, CFG.scaleLocks, CFG.scaleMs);
+      record('s7.evictCpu', 'lockwarden', ev.cpuPercent);
+      record('s7.evictInfo', 'lockwarden', ev.infoPerSec);
+    } finally {
+      await evicting.stop();
+    }
     progress('@Locked overhead');
     const deco = await decoratorOverhead(url, CFG.decoMs, CFG.rounds * 2);
     record('s8.direct', 'lockwarden', deco.direct);
@@ -292,6 +303,8 @@ const ROWS: Row[] = [
   { label: '6 writer hand-off p50', metric: 's6.handoffP50', higherIsBetter: false, unit: 'ms' },
   { label: '7 round trips to renew all locks once', metric: 's7.calls', higherIsBetter: false, unit: 'n' },
   { label: '7 CPU while renewing', metric: 's7.cpu', higherIsBetter: false, unit: '%' },
+  { label: '7e CPU while renewing, server may evict', metric: 's7.evictCpu', higherIsBetter: false, unit: '%' },
+  { label: '7e eviction checks (INFO) per second', metric: 's7.evictInfo', higherIsBetter: false, unit: 'n' },
   { label: '8 @Locked overhead vs withLock', metric: 's8.overhead', higherIsBetter: false, unit: '%' },
   { label: '10 permits: 16 workers, 4 permits', metric: 's10.ops', higherIsBetter: true, unit: 'k/s' },
   { label: '10 permits: wait p99', metric: 's10.waitP99', higherIsBetter: false, unit: 'ms' },

@@ -12,25 +12,32 @@ export interface ScaleResult {
   readonly callsPerRound: number;
   /** Process CPU while only renewing, in % of one core. */
   readonly cpuPercent: number;
+  /** INFO calls a second (the eviction check's, on a server that may evict). */
+  readonly infoPerSec: number;
 }
 
 /**
  * Script calls Redis has served: every renewal, ours and redis-semaphore's, is
  * one. (Commands that scripts run count in commandstats too, so they are left out.)
  */
-async function commandCalls(url: string): Promise<number> {
+async function commandCalls(url: string): Promise<{ scripts: number; info: number }> {
   const c = new Redis(url);
   try {
     const info = await c.info('commandstats');
-    let total = 0;
-    for (const m of info.matchAll(/cmdstat_(evalsha|eval):calls=(\d+)/g)) total += Number(m[2]);
-    return total;
+    let scripts = 0;
+    for (const m of info.matchAll(/cmdstat_(evalsha|eval):calls=(\d+)/g)) scripts += Number(m[2]);
+    // The bench's own INFO commandstats calls (one before, one after a window) are left out below.
+    return { scripts, info: Number(/cmdstat_info:calls=(\d+)/.exec(info)?.[1] ?? 0) };
   } finally {
     c.disconnect();
   }
 }
 
-async function window<T>(url: string, ms: number, during: () => T): Promise<{ calls: number; cpu: number; value: T }> {
+async function window<T>(
+  url: string,
+  ms: number,
+  during: () => T,
+): Promise<{ calls: number; info: number; cpu: number; value: T }> {
   const calls0 = await commandCalls(url);
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
@@ -38,7 +45,13 @@ async function window<T>(url: string, ms: number, during: () => T): Promise<{ ca
   const value = during();
   const cpu = process.cpuUsage(cpu0);
   const wall = performance.now() - t0;
-  return { calls: (await commandCalls(url)) - calls0, cpu: ((cpu.user + cpu.system) / 1000 / wall) * 100, value };
+  const calls1 = await commandCalls(url);
+  return {
+    calls: calls1.scripts - calls0.scripts,
+    info: ((calls1.info - calls0.info - 1) * 1000) / wall,
+    cpu: ((cpu.user + cpu.system) / 1000 / wall) * 100,
+    value,
+  };
 }
 
 /** Scenario 7, Lockwarden: `count` locks held, the watchdog renewing each every second. */
@@ -52,7 +65,7 @@ export async function lockwardenScale(url: string, count: number, ms: number): P
     while (engine.watchdog.renewals < count) await new Promise((r) => setTimeout(r, 50));
     const start = engine.watchdog.renewals;
     const w = await window(url, ms, () => engine.watchdog.renewals - start);
-    return { callsPerRound: w.calls / (w.value / count), cpuPercent: w.cpu };
+    return { callsPerRound: w.calls / (w.value / count), cpuPercent: w.cpu, infoPerSec: w.info };
   } finally {
     await engine.close();
   }
@@ -73,7 +86,7 @@ export async function semaphoreScale(url: string, count: number, ms: number): Pr
     }
     await new Promise((r) => setTimeout(r, 1_100)); // one refresh of every lock first, as for Lockwarden
     const w = await window(url, ms, () => ms / 1_000);
-    return { callsPerRound: w.calls / w.value, cpuPercent: w.cpu };
+    return { callsPerRound: w.calls / w.value, cpuPercent: w.cpu, infoPerSec: w.info };
   } finally {
     await Promise.all(mutexes.map((m) => m.release()));
     await client.quit();

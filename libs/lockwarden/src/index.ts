@@ -10,6 +10,7 @@ export type { LockHandle } from './core/lease/lock-handle';
 export type { LockInfo, LockHolderInfo } from './core/backend/lock-info';
 export type { SemaphoreInfo, PermitHolderInfo } from './core/backend/lock-info';
 export type { LockHealthReport } from './core/backend/lock-info';
+export type { EvictionReport } from './core/backend/server-eviction';
 export type { AcquireOptions } from './core/options/options';
 export type { RwAcquireOptions } from './core/rwlock/rw-options';
 export type { LockEngineOptions, QuorumOptions } from './core/options/engine-options';

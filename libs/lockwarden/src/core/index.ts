@@ -35,6 +35,7 @@ export { checkTopologyGiven, ENGINE_OPTION_NAMES, resolveEngineOptions } from '.
 export type { ResolvedEngineOptions } from './options/engine-options';
 export { RedisBackend } from './stores/redis-backend';
 export type { LockHealthReport } from './backend/lock-info';
+export type { EvictionReport } from './backend/server-eviction';
 export { MemoryLockBackend } from './stores/memory-backend';
 export type { LockKind } from './backend/lock-store';
 export { checkPeriod, checkScheduledOptions } from './schedule/scheduled-options';

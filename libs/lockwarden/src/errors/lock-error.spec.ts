@@ -1,6 +1,8 @@
 import { inspect } from 'node:util';
 import { LockConfigError } from './lock-config.error';
 import { LockError } from './lock.error';
+import { LockBackendError } from './lock-backend.error';
+import { redisReason } from './redis-reason';
 
 describe('LockError', () => {
   it('prints its key when it is about one', () => {
@@ -14,5 +16,14 @@ describe('LockError', () => {
     expect(err.key).toBeUndefined();
     expect(Object.keys(err)).not.toContain('key');
     expect(inspect(err)).not.toMatch(/key:/);
+  });
+});
+
+describe('redisReason', () => {
+  it("names node-redis's TimeoutError, which has no message, instead of saying nothing", () => {
+    const err = new Error('');
+    err.name = 'TimeoutError';
+    expect(redisReason(err)).toBe('the Redis client timed out the call');
+    expect(new LockBackendError('k', 'acquire', err).message).toMatch(/the Redis client timed out the call/);
   });
 });

@@ -14,6 +14,8 @@ interface Said {
   readonly failure: ConnectionFailure | undefined;
   /** The failure is in how the app set Lockwarden up, not in reaching Redis: no "check that Redis is reachable". */
   readonly setup?: true;
+  /** Redis answered, and said no: asking again gets the same answer. */
+  readonly refusal?: Refusal;
 }
 
 const CLOSED: Said = {
@@ -35,6 +37,8 @@ interface SystemErrorLike {
 const DOWN = 'the connection to Redis is down';
 
 function say(err: unknown): Said {
+  const refusal = refusalOf(err);
+  if (refusal) return { text: refusalText(refusal), short: refusalShort(refusal), failure: undefined, refusal };
   const e = (typeof err === 'object' && err !== null ? err : {}) as SystemErrorLike;
   const message = typeof e.message === 'string' ? e.message : String(err);
   const where = typeof e.address === 'string' ? ` ${e.address}${typeof e.port === 'number' ? `:${e.port}` : ''}` : '';
@@ -91,6 +95,10 @@ function say(err: unknown): Said {
   if (e.name === 'ClusterAllFailedError' || message.startsWith('None of startup nodes is available')) {
     return { text: 'no node of the Redis Cluster could be reached', short: 'no node reachable', failure: 'refused' };
   }
+  // node-redis fails a command queued past its own timeout with a TimeoutError that has no message.
+  if (message === '' && e.name === 'TimeoutError') {
+    return { text: 'the Redis client timed out the call', short: 'client timeout', failure: 'no-answer' };
+  }
   const text = message.replace(/\.+$/, '');
   if (e.name === 'ReplyError')
     return { text: `Redis answered with an error: ${text}`, short: text, failure: undefined };
@@ -113,7 +121,10 @@ export function redisReasonShort(err: unknown): string {
 
 /** What to do next, after the reason: look at Redis, or (for a setup mistake the reason names) nothing more. */
 export function redisAdvice(err: unknown): string {
-  return say(err).setup
+  const said = say(err);
+  if (said.refusal)
+    return 'Redis is reachable, and gives this answer to every try until it is fixed; the lock state is unknown.';
+  return said.setup
     ? 'The lock state is unknown.'
     : 'Check that Redis is reachable; the lock state is unknown until it is.';
 }
@@ -121,4 +132,186 @@ export function redisAdvice(err: unknown): string {
 /** Whether `err` says the connection was turned away or went unanswered; undefined when it is about something else. */
 export function connectionFailure(err: unknown): ConnectionFailure | undefined {
   return say(err).failure;
+}
+
+// ---- Refusals ----------------------------------------------------------------------------------
+// An answer no retry changes: the ACL user may not run a command, use a key or a channel; the
+// server is out of memory; it does not know a command; a key holds another type of value; one of
+// our scripts failed. Any other error Redis answers with (TRYAGAIN, CLUSTERDOWN, LOADING,
+// MASTERDOWN, BUSY, READONLY, MOVED, ASK, NOSCRIPT...) is no refusal: it passes, and whatever
+// waits goes on through it. The patterns cover Redis 7 and Valkey, whose words differ, from a
+// command and from inside a script, and Valkey GLIDE, which names the code its own way.
+
+/** Which "no": the ACL turned away a command, a key or a channel; memory; a command the server lacks; a key's type; a script's own error. */
+export type RefusalKind = 'command' | 'key' | 'channel' | 'memory' | 'unknown-command' | 'wrong-type' | 'script';
+
+/** An answer Redis gives to every try, with what is known of where it came from. */
+export interface Refusal {
+  readonly kind: RefusalKind;
+  /** The command as ACL rules name it ("time", "script|load"), when the answer or the script's line names it. */
+  readonly command?: string;
+  /** The script that sent it ("acquire"), when it is one of Lockwarden's. */
+  readonly script?: string;
+  /** The line of the script the server named. */
+  readonly line?: number;
+  /** What the server said, without its code and the script's location. */
+  readonly said: string;
+}
+
+/**
+ * A refusal of a script, with the command its line sends (core/redis/script-error.ts): what the
+ * Redis adapters throw in place of the server's error, which stays its `cause`. Never thrown
+ * to a caller by itself: it is the cause of a LockBackendError.
+ */
+export class RedisRefusalError extends Error {
+  constructor(
+    readonly refusal: Refusal,
+    cause: unknown,
+  ) {
+    super(refusalText(refusal), { cause });
+    this.name = 'RedisRefusalError';
+  }
+}
+
+const ACL_KEY = /can't access at least one of the keys|no permissions to access (?:one of the keys|a key)/i;
+const ACL_CHANNEL = /can't publish to the channel|no permissions to access (?:one of the channels|a channel)/i;
+/** Redis 7 names no command from a script ("can't run this command"); Valkey and every server from a command do. */
+const ACL_COMMAND = /can't run this command or subcommand|no permissions to run the '([^']+)' command/i;
+/** Any other ACL answer: Redis's code, GLIDE's name for it, Valkey's words from a script. */
+const ACL_OTHER = /\bNOPERM\b|\bPermissionDenied\b|ACL failure/;
+const MEMORY = /\bOOM\b:? command not allowed/;
+const UNKNOWN_COMMAND = /unknown (?:redis )?command(?: '([^']*)')?|unknown subcommand/i;
+const WRONG_TYPE = /\bWRONGTYPE\b/;
+/** A Lua error of the script itself ("user_script:12: attempt to compare nil with number"), not the "@user_script:12" that places any error. */
+const LUA_ERROR = /(?<![@\w])user_script:\d+: /;
+
+/**
+ * The refusal `err` is or carries (through its `cause`s), or undefined for any other failure:
+ * a connection's, a timeout, or a transient answer (module comment above).
+ */
+export function refusalOf(err: unknown): Refusal | undefined {
+  let deepest: unknown = err;
+  let e: unknown = err;
+  for (let depth = 0; depth < 5 && typeof e === 'object' && e !== null; depth++) {
+    if (e instanceof RedisRefusalError) return e.refusal;
+    deepest = e;
+    e = (e as { cause?: unknown }).cause;
+  }
+  // The server's own error is the deepest: what wraps it repeats it in other words.
+  const message = typeof deepest === 'string' ? deepest : (deepest as { message?: unknown } | null)?.message;
+  return typeof message === 'string' ? refusalIn(message) : undefined;
+}
+
+function refusalIn(message: string): Refusal | undefined {
+  let kind: RefusalKind;
+  let command: string | undefined;
+  let m: RegExpExecArray | null;
+  if (ACL_KEY.test(message)) kind = 'key';
+  else if (ACL_CHANNEL.test(message)) kind = 'channel';
+  else if ((m = ACL_COMMAND.exec(message)) || ACL_OTHER.test(message)) {
+    kind = 'command';
+    command = m?.[1];
+  } else if (MEMORY.test(message)) kind = 'memory';
+  else if ((m = UNKNOWN_COMMAND.exec(message))) {
+    kind = 'unknown-command';
+    command = m[1] || undefined;
+  } else if (WRONG_TYPE.test(message)) kind = 'wrong-type';
+  else if (LUA_ERROR.test(message)) kind = 'script';
+  else return undefined;
+  const line = scriptPlace(message)?.line;
+  return {
+    kind,
+    ...(command === undefined ? {} : { command: command.toLowerCase() }),
+    ...(line === undefined ? {} : { line }),
+    said: saidOnly(message),
+  };
+}
+
+/**
+ * Where in which script an error happened, as the server says it: the script's SHA-1 and the
+ * line ("script: <sha>, on @user_script:64." from Redis 7 and Valkey, "f_<sha>): @user_script:1:"
+ * from earlier servers). Undefined for an error that is not a script's.
+ */
+export function scriptPlace(message: string): { sha: string | undefined; line: number } | undefined {
+  const line = /@user_script: ?(\d+)/.exec(message) ?? /(?<![@\w])user_script:(\d+): /.exec(message);
+  if (!line) return undefined;
+  const sha = /script: ([0-9a-f]{40})/.exec(message) ?? /\bf_([0-9a-f]{40})/.exec(message);
+  return { sha: sha?.[1], line: Number(line[1]) };
+}
+
+/** The server's words alone: no GLIDE preamble, error code, script location or final period. */
+function saidOnly(message: string): string {
+  return message
+    .replace(/^An error was signalled by the server:? (?:- )?\w+: /, '')
+    .replace(/ script: [0-9a-f]{40}, on @user_script:\d+\.?$/, '')
+    .replace(/^(?:ERR|NOPERM|OOM|WRONGTYPE):? /, '')
+    .replace(/\.+$/, '');
+}
+
+/** A command as a person reads it: "TIME", "SCRIPT LOAD". */
+function commandName(command: string): string {
+  return command.replace('|', ' ').toUpperCase();
+}
+
+/**
+ * A refusal as a clause that can follow "Redis failed while …: ", naming what was refused and
+ * the ACL rule (or the fix) that ends it. `<user>` stands for the user the app connects as.
+ */
+export function refusalText(r: Refusal): string {
+  const where = r.script === undefined ? '' : ` in script ${r.script}`;
+  const at = r.line === undefined ? '' : ` (line ${r.line})`;
+  switch (r.kind) {
+    case 'command':
+      return r.command === undefined
+        ? `Redis refused a command${where}${at} (ACL: ${r.said}). Allow every command Lockwarden needs ` +
+            '(docs/configuration.md lists the rule) with ACL SETUSER <user>'
+        : `Redis refused the command ${commandName(r.command)}${where} (ACL: the user may not run it). ` +
+            `Allow it with: ACL SETUSER <user> +${r.command}`;
+    case 'key':
+      return (
+        `Redis refused a key${where} (ACL: the user may not use it). Allow Lockwarden's keys, which all start ` +
+        'with its keyPrefix, with: ACL SETUSER <user> ~<keyPrefix>*'
+      );
+    case 'channel':
+      return (
+        `Redis refused a channel${where} (ACL: the user may not use it). Allow Lockwarden's channels, which all ` +
+        'start with its keyPrefix, with: ACL SETUSER <user> &<keyPrefix>*'
+      );
+    case 'memory':
+      return (
+        `Redis refused a write${where}: it is out of memory (over maxmemory, and its eviction policy frees ` +
+        'nothing it may). Raise maxmemory or free memory'
+      );
+    case 'unknown-command':
+      return (
+        `Redis does not know the command${r.command === undefined ? '' : ` ${commandName(r.command)}`}${where} ` +
+        `(${r.said}): it is renamed or disabled on the server, or the server is too old`
+      );
+    case 'wrong-type':
+      return (
+        `a key${where} holds another type of value than Lockwarden keeps there (${r.said}): something else ` +
+        "writes under Lockwarden's keyPrefix; give Lockwarden a keyPrefix of its own"
+      );
+    case 'script':
+      return `Lockwarden's script${r.script === undefined ? '' : ` ${r.script}`} failed${at}: ${r.said}`;
+  }
+}
+
+function refusalShort(r: Refusal): string {
+  switch (r.kind) {
+    case 'command':
+      return r.command === undefined ? 'ACL refused a command' : `ACL refused ${commandName(r.command)}`;
+    case 'key':
+      return 'ACL refused a key';
+    case 'channel':
+      return 'ACL refused a channel';
+    case 'memory':
+      return 'out of memory';
+    case 'unknown-command':
+      return r.command === undefined ? 'unknown command' : `unknown command ${commandName(r.command)}`;
+    case 'wrong-type':
+      return 'a key of another type';
+    case 'script':
+      return 'script error';
+  }
 }

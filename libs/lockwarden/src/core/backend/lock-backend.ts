@@ -3,7 +3,18 @@ import type { LockSurvey, SurveyOptions } from './lock-survey';
 import type { TermLogs } from './term-log';
 import type { WakeBus } from './wake-bus';
 import type { LockStore } from './lock-store';
+import type { ServerEviction } from './server-eviction';
 import type { TickStore } from './tick-store';
+
+/** Redis known to be unreachable from this engine (Topology.connectionDown). */
+export interface ConnectionOutage {
+  /** When it was first known, on the `performance.now()` clock. */
+  readonly since: number;
+  /** Why: the connection error as the client raised it, or one in the library's words where the client says none. */
+  readonly error: Error;
+  /** What cannot be reached, for messages: "Redis at 10.0.0.5:6379", "2 of the quorum's 3 nodes". */
+  readonly server: string;
+}
 
 /** What one engine works on once its backend is open. */
 export interface Topology {
@@ -25,14 +36,21 @@ export interface Topology {
    * one) leaves the registry to keep its terms in this process.
    */
   termLogs?(): TermLogs;
-  /** Why Redis cannot be reached right now, when that is known (the last connection error). */
-  connectionDown?(): Error | undefined;
+  /**
+   * Since when, and why, Redis is known to be unreachable: the connection was refused, closed,
+   * or lost after it was once ready and not back yet (with a quorum, too many nodes for a
+   * majority). Undefined while it works, while it connects for the first time, or where the
+   * client cannot tell. Waiting acquires fail on it (wait/outage-sweep.ts).
+   */
+  connectionDown?(): ConnectionOutage | undefined;
   /**
    * `pending` until the engine's connection is first ready (or Redis first answered an
    * acquire); absent where there is nothing to connect (in memory) or each node is timed out
    * by itself (quorum).
    */
   readonly firstConnection?: { pending: boolean };
+  /** Which servers may evict lock keys, and when they did; absent where nothing evicts (in memory). */
+  readonly eviction?: ServerEviction;
   /** Closes what the backend opened for this engine (never a client the user gave). */
   close(): Promise<void>;
 }

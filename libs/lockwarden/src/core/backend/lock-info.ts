@@ -129,7 +129,20 @@ export interface LockHealthReport {
    * overloaded server, a partition). Absent when the failure was something else (an error reply).
    */
   failure?: ConnectionFailure;
+  /**
+   * Whether a server may evict lock keys (a `maxmemory` with a policy other than
+   * `noeviction`): a lock could then end under its holder. Reachable servers that may evict
+   * are still "up", with a warning. Always false in memory.
+   */
+  keysMayBeEvicted: boolean;
+  /** The policy of the first server that may evict (`volatile-lru`, `allkeys-lru`, …). */
+  evictionPolicy?: string;
+  /** Keys the servers that may evict evicted since this engine started (any key, not only locks). */
+  evictedKeys?: number;
 }
 
-/** What the store knows of its servers; the engine adds the watchdog's side. */
-export type ServerProbe = Omit<LockHealthReport, 'watchdogLagMs' | 'heldLocks'>;
+/** What the store knows of its servers; the engine adds the watchdog's side and eviction's. */
+export type ServerProbe = Omit<
+  LockHealthReport,
+  'watchdogLagMs' | 'heldLocks' | 'keysMayBeEvicted' | 'evictionPolicy' | 'evictedKeys'
+>;

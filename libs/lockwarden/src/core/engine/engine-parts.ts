@@ -5,6 +5,7 @@ import { otelLockTracer, otelMetricsListener } from '../observe/telemetry';
 import type { JobHost } from '../schedule/scheduled-job';
 import type { Topology } from '../backend/lock-backend';
 import { SETTLE_GRACE_MS } from '../wait/loop-context';
+import { OutageSweep } from '../wait/outage-sweep';
 import type { ResolvedEngineOptions } from '../options/engine-options';
 import { EngineShutdown } from './engine-shutdown';
 import { HeldLocks } from './held-locks';
@@ -13,6 +14,7 @@ import { LockedCalls } from './locked-call';
 import { LockAdmin } from './lock-admin';
 import { defaultLockName } from '../options/options';
 import { PermitGranter } from './permit-granter';
+import { evictionGate } from './eviction-gate';
 
 /** What a framework gives an engine it makes, once, at construction (the Nest layer). */
 export interface EngineHooks {
@@ -64,6 +66,7 @@ export function buildEngineParts(
     holderCallBudget(options.commandTimeoutMs, store.attemptMs),
   );
   const stop = new EngineShutdown(held, watchdog, topology, logger);
+  const outages = new OutageSweep(topology, options.commandTimeoutMs);
   const loop = {
     store,
     bus,
@@ -73,11 +76,17 @@ export function buildEngineParts(
     settleGraceMs: SETTLE_GRACE_MS + store.attemptMs,
     emit,
     logger,
-    connectionDown: () => topology.connectionDown?.(),
+    outages,
     firstConnection: topology.firstConnection,
   };
   const tracer = options.traces ? otelLockTracer() : undefined;
-  const granter = new LeaseGranter(options, store, held, context, loop, emit, tracer);
+  const admit = evictionGate(topology.eviction, options.onEvictingServer, options.commandTimeoutMs);
+  const granter = new LeaseGranter(options, store, held, context, loop, emit, tracer, admit);
+  // Evictions seen while locks are held: each held lease is looked at now, not at its next renewal.
+  topology.eviction?.watch(
+    () => held.size > 0,
+    (why) => void held.checkAll(`its key was evicted (${why})`),
+  );
   const admin = new LockAdmin(store, options.keyPrefix, watchdog, held, topology);
   const permits = new PermitGranter(options, store, granter, held);
   const calls = new LockedCalls(granter, permits, held, async (key, name) => {
@@ -92,6 +101,8 @@ export function buildEngineParts(
     emit,
     stopping: stop.signal,
     noticed: new Set(),
+    reachable: (key, action, call, late) => outages.bound(key, action, call, late),
+    admit,
     tryAcquire: (key, acquire) => granter.tryAcquire(key, acquire),
     acquire: (key, acquire) => granter.acquire(key, acquire),
     runLocked: (handle, fn) => held.runLocked([handle], fn),

@@ -58,6 +58,11 @@ export class HeldLocks implements LeaseHost {
     return this.leases.size;
   }
 
+  /** Looks at every held lease in Redis now (see Watchdog.check): those no longer ours are lost, for `reason`. */
+  checkAll(reason: string): Promise<void> {
+    return this.watchdog.check(this.leases, reason);
+  }
+
   /** Takes charge of a newly granted lease: watched by the watchdog until it ends. */
   add(lease: Lease): void {
     this.leases.add(lease);

@@ -1,5 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { LockLostError, LockTimeoutError, LockUpgradeError } from '../../errors';
+import { tellRefusal } from '../../errors/refusal-notice';
 import { Lease, LeaseHandle, safetyMarginFor } from '../lease/lease';
 import type { LeasedLock, LeaseHost } from '../lease/lease';
 import type { LockEvent } from '../observe/events';
@@ -9,7 +10,8 @@ import type { RwKeys, SemKeys } from '../backend/lock-keys';
 import { noFairQueue, noReadWrite, UNMINTED } from '../backend/lock-store';
 import type { LockKind, LockStore } from '../backend/lock-store';
 import { acquireLoop } from '../wait/acquire-loop';
-import type { LoopContext } from '../wait/loop-context';
+import type { AdmitAcquire } from './eviction-gate';
+import type { LoopContext, LoopResult } from '../wait/loop-context';
 import { mutexAttempt, permitAttempt, rwAttempt } from '../wait/attempts';
 import type { Attempt } from '../wait/attempts';
 import type { ResolvedEngineOptions } from '../options/engine-options';
@@ -40,6 +42,8 @@ export class LeaseGranter {
     private readonly emit: ((event: LockEvent) => void) | undefined,
     /** Spans of each acquisition and hold; undefined when traces are off or OpenTelemetry is absent. */
     private readonly tracer: LockTracer | undefined,
+    /** What refuses acquires on a server that may evict (onEvictingServer: 'refuse'); undefined otherwise. */
+    private readonly admit?: AdmitAcquire,
   ) {}
 
   /** A mutex: re-entered, or a new lease; LockTimeoutError when it stayed busy for the whole wait. */
@@ -197,7 +201,15 @@ export class LeaseGranter {
 
   private async lease(req: ResolvedAcquire, attempt: Attempt, lock: LeasedLock): Promise<LeaseHandle | number> {
     const started = performance.now();
-    const result = await acquireLoop(this.loop, attempt, req.waitMs, req.signal, req.leaseMs);
+    if (this.admit) await this.admit(req.key);
+    let result: LoopResult;
+    try {
+      result = await acquireLoop(this.loop, attempt, req.waitMs, req.signal, req.leaseMs);
+    } catch (err) {
+      // Redis said no (an ACL, OOM, a script's error): said at WARN once per cause, not per acquire.
+      tellRefusal(this.loop.logger, err);
+      throw err;
+    }
     if (!result.granted) return result.busyMs;
     // Quorum: the holder must stop before the validity Redlock promises, which allows for clock drift.
     const margin = safetyMarginFor(req.leaseMs, this.options.safetyMarginMs) + this.store.clockDriftMs(req.leaseMs);

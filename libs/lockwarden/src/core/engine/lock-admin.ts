@@ -3,6 +3,7 @@ import type { Watchdog } from '../lease/watchdog';
 import type { LockHealthReport } from '../backend/lock-info';
 import type { LockInfo } from '../backend/lock-info';
 import type { LockSurvey, SurveyOptions } from '../backend/lock-survey';
+import type { EvictionReport } from '../backend/server-eviction';
 import type { Topology } from '../backend/lock-backend';
 import type { LockStore } from '../backend/lock-store';
 import type { HeldLocks } from './held-locks';
@@ -16,7 +17,7 @@ export class LockAdmin {
     private readonly watchdog: Watchdog,
     private readonly held: HeldLocks,
     /** What surveys the locks; the in-memory backend does not. */
-    private readonly topology: Pick<Topology, 'survey'>,
+    private readonly topology: Pick<Topology, 'survey' | 'eviction'>,
   ) {}
 
   /**
@@ -64,11 +65,18 @@ export class LockAdmin {
 
   /** Reachability, script cache and watchdog lag, for health checks. Never throws. */
   async health(timeoutMs: number): Promise<LockHealthReport> {
+    const [probe, eviction] = await Promise.all([this.store.probe(timeoutMs), this.eviction(timeoutMs)]);
     return {
-      ...(await this.store.probe(timeoutMs)),
+      ...probe,
+      ...eviction,
       watchdogLagMs: Math.round(this.watchdog.lagMs),
       heldLocks: this.held.size,
     };
+  }
+
+  /** The eviction fields of the health report (none evicts in memory). Never throws. */
+  eviction(timeoutMs: number): Promise<EvictionReport> {
+    return this.topology.eviction?.report(timeoutMs) ?? Promise.resolve({ keysMayBeEvicted: false });
   }
 
   /** Who holds a lock that was skipped: the instance id stored beside it, never the owner token. */

@@ -8,6 +8,7 @@ import type { LockEventListener } from '../observe/events';
 import { EventHub } from '../observe/telemetry';
 import type { LockSurvey, SurveyOptions } from '../backend/lock-survey';
 import type { LockLogger } from '../observe/logger';
+import type { EvictionReport } from '../backend/server-eviction';
 import type { LockHealthReport, LockInfo } from '../backend/lock-info';
 import type { LockBackend, Topology } from '../backend/lock-backend';
 import type { RedisClient } from '../redis/redis-client';
@@ -279,6 +280,20 @@ export class LockEngine {
   /** Reachability, script cache and watchdog lag, for health checks. Never throws. */
   health(timeoutMs = 1_000): Promise<LockHealthReport> {
     return this.admin.health(timeoutMs);
+  }
+
+  /**
+   * Whether a server may evict lock keys, its policy, and the keys evicted since startup: the
+   * eviction fields of `health()`, without its PINGs. Never throws.
+   *
+   * @example
+   * ```ts
+   * const { keysMayBeEvicted, evictionPolicy } = await engine.eviction();
+   * if (keysMayBeEvicted) console.warn(`locks live on a Redis that evicts (${evictionPolicy})`);
+   * ```
+   */
+  eviction(timeoutMs = 1_000): Promise<EvictionReport> {
+    return this.admin.eviction(timeoutMs);
   }
 
   /**

@@ -2,6 +2,7 @@ import type { LockInfo } from '../backend/lock-info';
 import type { LockLogger } from '../observe/logger';
 import type { LeaderTerm, TermLog } from './term-log';
 import { redisReason } from '../../errors/redis-reason';
+import { tellRefusal } from '../../errors/refusal-notice';
 
 /**
  * One change of leader, as `Leadership.changes()` yields it: a term began, or the term
@@ -96,6 +97,8 @@ export async function* watchLeader(ctx: WatchContext, signal: AbortSignal | unde
         await wakeup.wait(waitMs);
       } catch (err) {
         failures++;
+        // A refusal (an ACL, say) would fail every retry: it is said once, at WARN, not only at debug.
+        tellRefusal(ctx.logger, err);
         ctx.logger.debug(`Watching a leadership failed (retrying): ${redisReason(err)}`);
         await wakeup.wait(Math.min(MAX_BACKOFF_MS, 50 * 2 ** failures));
       }

@@ -1,5 +1,6 @@
 import { quoteKey } from '../../errors/key-text';
 import { redisReason } from '../../errors/redis-reason';
+import { tellRefusal } from '../../errors/refusal-notice';
 import type { LockEvent } from '../observe/events';
 import type { Lease } from './lease';
 import type { LockLogger } from '../observe/logger';
@@ -165,6 +166,7 @@ export class Watchdog {
     try {
       results = await this.store.renew(items);
     } catch (err) {
+      tellRefusal(this.logger, err);
       this.logger.debug(`Could not look at ${asked.length} held lock(s) now (${redisReason(err)}); renewals go on.`);
       return;
     }
@@ -219,6 +221,10 @@ export class Watchdog {
             reason,
           });
         }
+        // A refusal (the ACL user may not run renew.lua's commands, OOM...) is no outage: it is
+        // said as what it is, once. The renewals still go on: they cannot prove the lease ours,
+        // and a lease is lost only when it runs out unrenewed, as through an outage.
+        tellRefusal(this.logger, err);
         this.logger.debug(`Lock renewal failed, retrying within the lease: ${reason}`);
         if (next < this.timerAt) this.arm(next);
       },

@@ -70,6 +70,12 @@ export interface LockEngineOptions {
    * settles by its `waitMs` + 250 ms whatever Redis does, or, before the engine's connection is
    * first ready, by this budget (connecting included, on top of what its attempts take by
    * design: replicaAck's waits, a quorum's nodes) when that is later. Default 2 000 ms.
+   *
+   * It is also how long an outage lasts before Lockwarden stops waiting on it: while Redis is
+   * known to be unreachable (the connection refused, closed, or lost and not back; with a quorum,
+   * too many nodes for a majority), an acquire and a scheduled tick's claim fail with
+   * LockBackendError once the outage has lasted this long, however long their `waitMs`, and
+   * those started after that fail at once. A Redis that answers, even slowly, is no outage.
    */
   commandTimeoutMs?: number;
   /**
@@ -125,6 +131,20 @@ export interface LockEngineOptions {
   maxHoldMs?: number;
   /** On shutdown, how long in-flight locked work may take to finish after its signal aborted. Default 10 000 ms. */
   shutdownGraceMs?: number;
+  /**
+   * What to do when a server may evict lock keys (a `maxmemory` with any policy but
+   * `noeviction`, as managed services ship: their `volatile-lru` evicts keys with a TTL, and
+   * every lock key has one, first). `'warn'` (the default) logs once per server at startup and
+   * tells holders whose keys were evicted within a second; `'refuse'` also fails every acquire
+   * with a LockConfigError naming the policy, before anything is written to Redis. With a
+   * Cluster, one evicting master is enough: slots move between masters.
+   *
+   * @example
+   * ```ts
+   * LockModule.forRoot({ redis: process.env.REDIS_URL!, onEvictingServer: 'refuse' });
+   * ```
+   */
+  onEvictingServer?: 'warn' | 'refuse';
 }
 
 /**
@@ -159,6 +179,7 @@ export interface ResolvedEngineOptions extends LockDefaults {
   metrics: boolean;
   traces: boolean;
   shutdownGraceMs: number;
+  onEvictingServer: 'warn' | 'refuse';
 }
 
 export const ENGINE_OPTION_NAMES: ReadonlySet<string> = new Set([
@@ -178,6 +199,7 @@ export const ENGINE_OPTION_NAMES: ReadonlySet<string> = new Set([
   'traces',
   'maxHoldMs',
   'shutdownGraceMs',
+  'onEvictingServer',
 ]);
 
 /**
@@ -267,5 +289,12 @@ export function resolveEngineOptions(
     traces: checkBoolean('traces', o.traces) ?? true,
     maxHoldMs: integerOr('maxHoldMs', o.maxHoldMs, undefined, MIN_LEASE_MS, MAX_MS),
     shutdownGraceMs: integerOr('shutdownGraceMs', o.shutdownGraceMs, 10_000, 0, MAX_MS),
+    onEvictingServer: checkOnEvictingServer(o.onEvictingServer),
   };
+}
+
+function checkOnEvictingServer(value: unknown): 'warn' | 'refuse' {
+  if (value === undefined) return 'warn';
+  if (value === 'warn' || value === 'refuse') return value;
+  throw new LockConfigError(`onEvictingServer must be 'warn' or 'refuse', got ${describe(value)}.`);
 }

@@ -40,4 +40,8 @@ export class CommandServer implements ServerConnection {
     const reply = (await this.send(['COMMAND', 'INFO', ...names])) as unknown[];
     return names.map((_, i) => commandKnown(reply[i]));
   }
+
+  async info(section: string): Promise<string> {
+    return String(await this.send(['INFO', section]));
+  }
 }

@@ -1,4 +1,5 @@
 import { connectionFailure, redisReasonShort } from '../../errors/redis-reason';
+import type { ConnectionOutage } from '../backend/lock-backend';
 import type { LockLogger } from '../observe/logger';
 import type { RedisConnection } from './connection';
 
@@ -15,6 +16,8 @@ const DEBUG_EVERY_MS = 30_000;
  */
 export class ConnectionWatch {
   private down = false;
+  /** When the outage began: the first error while not ready. */
+  private downSince = 0;
   private lastError: Error | undefined;
   /** Failed reconnections not yet told at debug, and when one last was. */
   private quiet = 0;
@@ -36,6 +39,12 @@ export class ConnectionWatch {
     return this.down ? this.lastError : undefined;
   }
 
+  /** Since when, and why, the connection is down, while it is (refused at startup included). */
+  get outage(): ConnectionOutage | undefined {
+    if (!this.down || !this.lastError) return undefined;
+    return { since: this.downSince, error: this.lastError, server: this.server };
+  }
+
   detach(): void {
     this.client.off('error', this.onError);
     this.client.off('ready', this.onReady);
@@ -50,6 +59,7 @@ export class ConnectionWatch {
     this.lastError = err;
     if (this.down) return;
     this.down = true;
+    this.downSince = performance.now();
     const verb = connectionFailure(err) === undefined ? 'cannot be used' : 'cannot be reached';
     this.logger.warn(
       `${this.server} ${verb} (${redisReasonShort(err)}): locks cannot be taken or renewed until it is back. ` +
@@ -85,4 +95,9 @@ export class ConnectionWatch {
 /** Why `client`'s connection is down, when Lockwarden watches it and it is. */
 export function connectionFailureOf(client: RedisConnection): Error | undefined {
   return watches.get(client)?.failure;
+}
+
+/** Since when, and why, `client`'s connection is down, when Lockwarden watches it and it is. */
+export function watchedOutageOf(client: RedisConnection): ConnectionOutage | undefined {
+  return watches.get(client)?.outage;
 }

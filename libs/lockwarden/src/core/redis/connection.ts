@@ -6,6 +6,8 @@
  * neither reads a client's private fields.
  */
 
+import type { ConnectionOutage } from '../backend/lock-backend';
+
 /**
  * Where a connection stands: usable; connecting for the first time (a command waits for it);
  * lost and between reconnection attempts (a command would wait or fail); closed for good.
@@ -40,6 +42,8 @@ export interface ServerConnection {
   dbsize(): Promise<number>;
   /** Whether the server has each command, by `COMMAND INFO`, in order. */
   commandsKnown(names: readonly string[]): Promise<boolean[]>;
+  /** `INFO section`, as the server wrote it (`name:value` lines). */
+  info(section: string): Promise<string>;
 }
 
 /**
@@ -119,6 +123,12 @@ export interface RedisConnection {
    */
   serversKnown?(): Promise<void>;
   state(): ConnectionState;
+  /**
+   * Since when, and why, the connection is down: lost after it was once ready, or closed, and
+   * not back yet. Undefined while it works, while it first connects, and where the client
+   * cannot tell (a node-redis Cluster).
+   */
+  outage(): ConnectionOutage | undefined;
   /** `ready` each time the connection is (again) usable; `error` for connection errors. */
   on(event: 'ready' | 'error', listener: (err: Error) => void): void;
   off(event: 'ready' | 'error', listener: (err: Error) => void): void;

@@ -9,6 +9,8 @@ import type {
   SubscriberConnection,
 } from './connection';
 import { ConnectionWatch } from './connection-watch';
+import type { ConnectionOutage } from '../backend/lock-backend';
+import { connectionOutageOf } from './connection-outage';
 
 /**
  * A client the application gave, as the engine's connection. The application closes that
@@ -89,6 +91,16 @@ export class GivenConnection implements RedisConnection {
   state(): ConnectionState {
     const state = this.given.state();
     return state === 'closed' && this.standIn ? this.standIn.state() : state;
+  }
+
+  /**
+   * The given client's outage while it is open; once it is closed, the stand-in's, or none
+   * until the next command opens one. Without a stand-in possible, closed is down.
+   */
+  outage(): ConnectionOutage | undefined {
+    if (this.given.state() !== 'closed') return this.given.outage();
+    if (this.standIn) return connectionOutageOf(this.standIn);
+    return this.noStandIn ? this.given.outage() : undefined;
   }
 
   on(event: 'ready' | 'error', listener: (err: Error) => void): void {

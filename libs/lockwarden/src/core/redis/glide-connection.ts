@@ -9,9 +9,12 @@ import type {
 } from './connection';
 import { compareDeleteArgs, hashReply, streamReply } from './connection';
 import { CommandServer } from './command-server';
+import { scriptError, scriptFailure } from './script-error';
 import { GlideClusterServers } from './glide-cluster-servers';
 import type { GlidePrimary } from './glide-cluster-servers';
 import { GlideSubscriber } from './glide-pubsub';
+import type { ConnectionOutage } from '../backend/lock-backend';
+import { GlideOutage } from './glide-outage';
 
 /**
  * What Lockwarden uses of a Valkey GLIDE client on one server (`@valkey/valkey-glide` 2.x,
@@ -94,9 +97,11 @@ export class GlideConnection implements RedisConnection {
   private closed = false;
   private readonly primaries: GlideClusterServers | undefined;
   private readonly readyListeners = new Set<(err: Error) => void>();
+  private readonly outages: GlideOutage;
 
   constructor(readonly client: AnyGlideClient) {
     this.cluster = isGlideClusterClient(client);
+    this.outages = new GlideOutage(client, () => this.describe());
     this.primaries = this.cluster
       ? new GlideClusterServers(
           (args, to) => this.sendTo(args, to === 'any' ? 'randomNode' : addressRoute(to)),
@@ -120,8 +125,9 @@ export class GlideConnection implements RedisConnection {
     try {
       return await this.send(keys[0], ['EVALSHA', script.sha, keys.length, ...keys, ...args]);
     } catch (err) {
-      if (!isGlideNoScript(err)) throw err;
-      return this.send(keys[0], ['EVAL', script.source, keys.length, ...keys, ...args]);
+      if (!isGlideNoScript(err)) throw scriptError(err, script, args);
+      const fallback = this.send(keys[0], ['EVAL', script.source, keys.length, ...keys, ...args]);
+      return fallback.catch(scriptFailure(script, args));
     }
   }
 
@@ -178,6 +184,11 @@ export class GlideConnection implements RedisConnection {
     if (this.closed) return 'closed';
     // Until the cluster said which primaries it has, scripts cannot be loaded on them.
     return this.primaries && !this.primaries.known ? 'connecting' : 'ready';
+  }
+
+  /** Known only when no GLIDE client of this process has a connection open: see glide-outage.ts. */
+  outage(): ConnectionOutage | undefined {
+    return this.closed ? undefined : this.outages.current();
   }
 
   /** GLIDE reconnects by itself and says nothing; `ready` is when a cluster's list of primaries changed. */

@@ -10,6 +10,9 @@ import type {
 } from './connection';
 import { commandKnown, compareDeleteArgs, isNoScript } from './connection';
 import type { CompareDelete } from './connection';
+import type { ConnectionOutage } from '../backend/lock-backend';
+import { errorsHeard, OutageClock } from './outage-clock';
+import { scriptError, scriptFailure } from './script-error';
 
 type IoClient = Redis | Cluster;
 
@@ -21,17 +24,25 @@ type IoClient = Redis | Cluster;
 export class IoRedisConnection implements RedisConnection {
   readonly kind = 'ioredis';
   readonly cluster: boolean;
+  private readonly clock: OutageClock;
 
   constructor(readonly client: IoClient) {
     this.cluster = client.isCluster;
+    // Its state changes, which any number may listen to; its errors only beside the application's own listener.
+    this.clock = new OutageClock(client.status === 'ready', () => this.describe());
+    client.on('ready', this.clock.up);
+    client.on('close', this.clock.lost);
+    client.on('reconnecting', this.clock.lost);
+    client.on('end', this.clock.closed);
+    if (errorsHeard(client)) client.on('error', this.clock.failed);
   }
 
   async run(script: ScriptSource, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
     try {
       return await this.client.evalsha(script.sha, keys.length, ...keys, ...args);
     } catch (err) {
-      if (!isNoScript(err)) throw err;
-      return this.client.eval(script.source, keys.length, ...keys, ...args);
+      if (!isNoScript(err)) throw scriptError(err, script, args);
+      return this.client.eval(script.source, keys.length, ...keys, ...args).catch(scriptFailure(script, args));
     }
   }
 
@@ -76,6 +87,10 @@ export class IoRedisConnection implements RedisConnection {
 
   state(): ConnectionState {
     return stateOf(this.client.status);
+  }
+
+  outage(): ConnectionOutage | undefined {
+    return this.clock.outage();
   }
 
   on(event: 'ready' | 'error', listener: (err: Error) => void): void {
@@ -163,6 +178,10 @@ class IoRedisServer implements ServerConnection {
   async commandsKnown(names: readonly string[]): Promise<boolean[]> {
     const reply = (await this.node.call('COMMAND', 'INFO', ...names)) as unknown[];
     return names.map((_, i) => commandKnown(reply[i]));
+  }
+
+  info(section: string): Promise<string> {
+    return this.node.info(section);
   }
 }
 

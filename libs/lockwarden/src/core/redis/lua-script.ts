@@ -45,6 +45,8 @@ export const SCRIPTS = {
   tickStart: new LuaScript('tick-start'),
   tickSettle: new LuaScript('tick-settle'),
   tickAdopt: new LuaScript('tick-adopt'),
+  // Loaded with the others at each connect, so the check that follows it (acl-probe.ts) finds it.
+  aclProbe: new LuaScript('acl-probe'),
 } as const;
 
 /**

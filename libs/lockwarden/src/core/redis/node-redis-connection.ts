@@ -8,9 +8,12 @@ import type {
 } from './connection';
 import { compareDeleteArgs, hashReply, isNoScript, streamReply } from './connection';
 import { CommandServer } from './command-server';
+import { scriptError, scriptFailure } from './script-error';
 import type { CompareDelete } from './connection';
 import type { AnyNodeRedis, NodeRedisClient, NodeRedisCluster, NodeRedisSentinel } from './node-redis-types';
 import { closeNodeClient, NodeRedisSubscriber, noop, SentinelOwnSubscriber } from './node-redis-subscriber';
+import type { ConnectionOutage } from '../backend/lock-backend';
+import { errorsHeard, OutageClock } from './outage-clock';
 
 type Shape = 'client' | 'cluster' | 'sentinel';
 
@@ -34,6 +37,12 @@ export class NodeRedisConnection implements RedisConnection {
   private readonly send: (firstKey: string | undefined, args: string[]) => Promise<unknown>;
   /** The event that says the client is (again) usable: a Cluster says it per node. */
   private readonly readyEvent: string;
+  /**
+   * A one-server client's outages, from its state changes. node-redis says "not ready" alike
+   * while it first connects and once it lost its connection: this tells the two apart. A
+   * Cluster or Sentinel client reports its nodes one by one, and has none.
+   */
+  private readonly clock: OutageClock | undefined;
 
   constructor(readonly client: AnyNodeRedis) {
     this.shape = shapeOf(client);
@@ -54,6 +63,12 @@ export class NodeRedisConnection implements RedisConnection {
     } else {
       const c = client as NodeRedisClient;
       this.send = (_key, args) => c.sendCommand(args);
+      this.clock = new OutageClock(c.isReady, () => this.describe());
+      c.on('ready', this.clock.up);
+      c.on('reconnecting', this.clock.lost);
+      c.on('end', this.clock.closed);
+      // Beside the application's listener only: without one, node-redis throws its errors, as it should.
+      if (errorsHeard(c)) c.on('error', this.clock.failed);
     }
   }
 
@@ -61,8 +76,8 @@ export class NodeRedisConnection implements RedisConnection {
     try {
       return await this.send(keys[0], scriptArgs('EVALSHA', script.sha, keys, args));
     } catch (err) {
-      if (!isNoScript(err)) throw err;
-      return this.send(keys[0], scriptArgs('EVAL', script.source, keys, args));
+      if (!isNoScript(err)) throw scriptError(err, script, args);
+      return this.send(keys[0], scriptArgs('EVAL', script.source, keys, args)).catch(scriptFailure(script, args));
     }
   }
 
@@ -124,7 +139,13 @@ export class NodeRedisConnection implements RedisConnection {
   state(): ConnectionState {
     if (!this.client.isOpen) return 'closed';
     if (this.shape === 'cluster') return (this.client as NodeRedisCluster).isReady === false ? 'connecting' : 'ready';
-    return (this.client as NodeRedisClient | NodeRedisSentinel).isReady ? 'ready' : 'reconnecting';
+    if ((this.client as NodeRedisClient | NodeRedisSentinel).isReady) return 'ready';
+    // Open and not ready: a one-server client that was never ready is still connecting.
+    return this.clock && !this.clock.wasReady ? 'connecting' : 'reconnecting';
+  }
+
+  outage(): ConnectionOutage | undefined {
+    return this.clock?.outage();
   }
 
   on(event: 'ready' | 'error', listener: (err: Error) => void): void {

@@ -15,6 +15,7 @@ interface NodeRedisCommon {
   destroy(): unknown;
   on(event: string, listener: Listener): unknown;
   off(event: string, listener: Listener): unknown;
+  listenerCount(event: string): number;
 }
 
 /**

@@ -22,6 +22,17 @@ export interface JobHost {
   readonly stopping: AbortSignal;
   /** What was said once already, per job ("ahead:<key>", "overrun:<key>"), so a WARN is not repeated every tick. */
   readonly noticed: Set<string>;
+  /**
+   * `call()`'s answer, unless Redis is known unreachable: it then fails at once, or once the
+   * outage has lasted `commandTimeoutMs` (LockBackendError). An answer that came after that
+   * goes to `late`. Absent where nothing can be unreachable.
+   */
+  readonly reachable?: <T>(key: string, action: string, call: () => Promise<T>, late: (value: T) => void) => Promise<T>;
+  /**
+   * Fails a tick before anything of it is written to Redis, where the engine refuses acquires
+   * (onEvictingServer: 'refuse' on a server that may evict); absent otherwise.
+   */
+  readonly admit?: (key: string) => Promise<void> | void;
   tryAcquire(key: string, options: AcquireOptions): Promise<LeaseHandle | null>;
   acquire(key: string, options: AcquireOptions): Promise<LeaseHandle>;
   /** Runs `fn` holding `handle`, then releases it (or keeps it to lockAtLeastMs). */

@@ -85,8 +85,8 @@ export class ScheduledJob {
   private async handleTick<T>(at: number, fn: () => Promise<T>): Promise<T | undefined> {
     const keepMs = this.keepMs(at);
     const wait = this.options.onOverrun === 'wait';
-    const claimTick = (): Promise<TickClaim> =>
-      askStore(this.job, 'decide a tick of', this.host.ticks.claim(this.job.keys, at, keepMs, wait));
+    if (this.host.admit) await this.host.admit(this.key);
+    const claimTick = (): Promise<TickClaim> => askStore(this.job, 'decide a tick of', this.claim(at, keepMs, wait));
     let claim = await claimTick();
     while (claim.state === 'early') {
       if (!(await this.waitForServer(at, claim.earlyMs, keepMs))) return undefined;
@@ -108,6 +108,19 @@ export class ScheduledJob {
     const handle = await this.take(at, claim.state === 'waiting', keepMs);
     if (!handle) return undefined;
     return this.host.runLocked(handle, () => this.runner.run(at, handle, keepMs, fn));
+  }
+
+  /**
+   * The tick's claim, which fails while Redis is known to be unreachable (JobHost.reachable):
+   * at once, or once the outage has lasted commandTimeoutMs. A claim that reached Redis after
+   * that, and took the tick, gives it back, so that the job's next holder runs it.
+   */
+  private claim(at: number, keepMs: number, wait: boolean): Promise<TickClaim> {
+    const send = (): Promise<TickClaim> => this.host.ticks.claim(this.job.keys, at, keepMs, wait);
+    if (!this.host.reachable) return send();
+    return this.host.reachable(this.key, 'decide a tick of', send, (late) => {
+      if (late.state === 'claimed' || late.state === 'waiting') void this.handOn.giveBackLate(at);
+    });
   }
 
   /** The job's lock for tick `at`, or null (the tick is then settled as an overrun). */

@@ -4,10 +4,10 @@ import type { TickNotices } from './tick-notices';
 
 /**
  * Ticks handed on at shutdown: a tick this instance claimed but will not run, because it
- * began to shut down, is given back; and the job's next holder, on any instance, runs a
- * tick given back so. Kept apart from the run of a tick, which only asks here before and
- * after its own: a given tick passes between instances by its own record in Redis, and
- * runs on another instance's lease.
+ * began to shut down (or because its claim reached Redis after it gave up on it), is given
+ * back; and the job's next holder, on any instance, runs a tick given back so. Kept apart
+ * from the run of a tick, which only asks here before and after its own: a given tick passes
+ * between instances by its own record in Redis, and runs on another instance's lease.
  */
 export class TickHandOn {
   constructor(
@@ -30,6 +30,24 @@ export class TickHandOn {
   }
 
   /**
+   * Gives back a tick whose claim reached Redis only after this instance gave up on it (Redis
+   * was unreachable, and the tick was said not to run): as at shutdown, the job's next holder
+   * runs it. Never throws.
+   */
+  async giveBackLate(at: number): Promise<void> {
+    const { host, key, keys } = this.job;
+    try {
+      await host.ticks.settle(keys, at, 'given');
+      host.logger.debug(`Tick ${iso(at)} of "${key}" was taken in Redis after this instance gave up on it: handed on.`);
+    } catch (err) {
+      host.logger.warn(
+        `Tick ${iso(at)} of "${key}" was taken in Redis after this instance gave up on it, and could not be ` +
+          `handed on (${message(err)}). It is probably lost.`,
+      );
+    }
+  }
+
+  /**
    * Runs a tick another instance gave back while shutting down, this instance holding the
    * job's lock for its own tick `at`: `older` ones before that tick, newer ones after it,
    * each through `run`. A tick an instance claimed since (its timer fired late) is left to
@@ -48,7 +66,9 @@ export class TickHandOn {
         this.notices.overrun(given, undefined, 'a later tick came while it waited, and runs instead');
         return;
       }
-      host.logger.debug(`"${key}" runs tick ${iso(given)}, which an instance gave back while shutting down.`);
+      host.logger.debug(
+        `"${key}" runs tick ${iso(given)}, which an instance gave back (it was shutting down, or had given up on it).`,
+      );
       await run(given);
     } catch (err) {
       host.logger.warn(`Running a tick of "${key}" that another instance handed on failed: ${message(err)}`);

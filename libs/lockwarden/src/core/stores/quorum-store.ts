@@ -197,8 +197,10 @@ export class QuorumLockStore implements LockStore {
   private unreachable(action: string, failures: Outcome<unknown>[]): Error {
     const first = failures.find((f): f is { ok: false; error: unknown } => !f.ok)?.error;
     const detail = first instanceof Error ? first.message : String(first);
+    // The first failure stays the cause: a refusal there (redis-reason.ts) is told as one.
     return new Error(
       `could not ${action} on a majority of the ${this.nodes.length} quorum nodes (${failures.length} failed; first: ${detail})`,
+      { cause: first },
     );
   }
 }

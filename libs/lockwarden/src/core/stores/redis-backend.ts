@@ -1,8 +1,10 @@
 import type { LockLogger } from '../observe/logger';
 import { loadScripts } from '../redis/lua-script';
+import { aclCheck } from '../redis/acl-probe';
 import type { LockBackend, Topology } from '../backend/lock-backend';
 import { QuorumLockStore } from './quorum-store';
-import { ConnectionWatch, connectionFailureOf } from '../redis/connection-watch';
+import { ConnectionWatch } from '../redis/connection-watch';
+import { topologyOutage } from '../redis/connection-outage';
 import { openConnection } from '../redis/redis-client';
 import type { RedisSpec, ResolvedQuorum } from '../redis/redis-client';
 import { RedisLockStore } from './redis-store';
@@ -13,12 +15,15 @@ import { WakeChannels } from '../wake/wake-channels';
 import { RedisWakeSubscriber } from '../redis/wake-subscriber';
 import { surveyLocks } from './redis-survey';
 import { redisTermLogs } from '../leader/redis-term-log';
+import { EvictionWatch } from '../redis/eviction-watch';
 
 /** The topology options of the Redis backend, checked. */
 export interface RedisBackendOptions {
   readonly redis: RedisSpec | undefined;
   readonly quorum: ResolvedQuorum | undefined;
   readonly replicaAck: ReplicaAckOptions | undefined;
+  /** The engine's key prefix, for the check of the Redis user's permissions (none without it). */
+  readonly keyPrefix?: string;
 }
 
 /**
@@ -30,7 +35,7 @@ export class RedisBackend implements LockBackend {
   constructor(private readonly options: RedisBackendOptions) {}
 
   open(instanceId: string, logger: LockLogger): Topology {
-    const { redis, quorum, replicaAck } = this.options;
+    const { redis, quorum, replicaAck, keyPrefix } = this.options;
     const leases = (quorum ? quorum.nodes : [redis as RedisSpec]).map((spec) => openConnection(spec, logger));
     // A client the user gave is theirs to watch: listening to its errors would silence the client's own report.
     const watches = leases.filter((c) => c.owned).map((c) => new ConnectionWatch(c.connection, logger));
@@ -39,10 +44,12 @@ export class RedisBackend implements LockBackend {
     // where each node is timed out by itself.
     const firstConnection = { pending: quorum === undefined && clients[0].state() !== 'ready' };
     const preloads = clients.map((client) => {
+      const checkAcl = keyPrefix === undefined ? undefined : aclCheck(client, keyPrefix, !!replicaAck, logger);
       const preload = (): void => {
         firstConnection.pending = false;
         // Best effort: a script missing from the cache still runs, through the EVAL fallback.
         void loadScripts(client).catch(() => undefined);
+        checkAcl?.();
       };
       client.on('ready', preload);
       if (client.state() === 'ready') preload();
@@ -59,6 +66,8 @@ export class RedisBackend implements LockBackend {
         ),
     );
     const bus = new WakeChannels((sink) => new RedisWakeSubscriber(clients, sink));
+    // Every node of a quorum: a key evicted on one of them weakens the majority that holds it.
+    const eviction = new EvictionWatch(clients, logger);
     return {
       store: quorum ? new QuorumLockStore(stores, quorum.nodeTimeoutMs) : stores[0],
       // With a quorum tick records live on the first node, as leadership terms do.
@@ -68,10 +77,12 @@ export class RedisBackend implements LockBackend {
       // With a quorum the survey and the leadership terms use the first node, as tick records do.
       survey: (prefix, options) => surveyLocks(clients[0], prefix, options),
       termLogs: () => redisTermLogs(clients[0], logger),
-      // With a quorum one node down is no outage: the quorum store times each node out by itself.
-      connectionDown: () => (quorum ? undefined : connectionFailureOf(clients[0])),
+      // With a quorum, only as many nodes down as leave no majority are an outage.
+      connectionDown: topologyOutage(clients),
       firstConnection,
+      eviction,
       close: async () => {
+        eviction.close();
         await bus.close();
         clients.forEach((client, i) => client.off('ready', preloads[i]));
         // A given client stays open: closing its connection closes only what was opened in its stead.

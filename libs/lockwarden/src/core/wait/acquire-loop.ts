@@ -1,9 +1,10 @@
-import { LockAbortedError, LockBackendError } from '../../errors';
 import { newWaiterId, send, wrapped } from './attempts';
 import type { Attempt } from './attempts';
 import { withdraw } from './withdraw';
 import { SETTLE_GRACE_MS } from './loop-context';
 import type { LoopContext, LoopResult } from './loop-context';
+import { AcquireGate } from './acquire-gate';
+import { afterTurn } from './outage-sweep';
 import type { Waiter } from '../wake/waiter';
 import {
   FAILED,
@@ -34,9 +35,13 @@ import {
  *   (LockTimeoutError), whatever its subscription, its next attempt or its withdrawal is doing:
  *   a slow subscriber is no reason to call a held lock a failing Redis. A retry that Redis
  *   answers with an error (TRYAGAIN while a slot moves) is tried again after a back-off.
+ * - While Redis is known to be unreachable (the connection refused, closed, or lost and not
+ *   back), an acquire fails with LockBackendError once that has lasted `commandTimeoutMs`,
+ *   busy or not, and one started after that fails at once (OutageSweep).
  *
  * A withdrawal not done by then goes on in the background (until Redis answers, or a grant it
- * made would be over), so a grant that lands late is not left held.
+ * made would be over), so a grant that lands late is not left held; while Redis is unreachable
+ * the caller does not wait for it at all.
  */
 export async function acquireLoop(
   ctx: LoopContext,
@@ -45,6 +50,9 @@ export async function acquireLoop(
   signal: AbortSignal | undefined,
   leaseMs: number,
 ): Promise<LoopResult> {
+  // Shutting down, it fails as cancelled (below), whatever Redis does.
+  const unreachable = ctx.stopping.aborted ? undefined : ctx.outages.failsNow(attempt.key, 'acquire');
+  if (unreachable) return afterTurn(unreachable);
   const started = performance.now();
   const deadline = started + waitMs;
   // Before the engine first connects, Redis gets commandTimeoutMs to answer, as any command
@@ -60,6 +68,7 @@ export async function acquireLoop(
   const gate = new AcquireGate(attempt.key, signal);
   if (ctx.stopping.aborted) gate.abort(ctx.stopping.reason);
   ctx.gates.add(gate);
+  ctx.outages.watch(gate);
   let waiter: Waiter | undefined;
   let sent = false;
   let parked = false;
@@ -106,7 +115,7 @@ export async function acquireLoop(
         if (!heardBusy) {
           // Bounded by what is left; its "no answer" names the whole budget the caller gave Redis.
           const [bound, said] = [Math.max(settleBy - sentAt, 0), Math.round(settleBy - started)];
-          reply = await gate.race(wrapped(attempt.key, 'acquire', work), bound, ctx.connectionDown, cold, said);
+          reply = await gate.race(wrapped(attempt.key, 'acquire', work), bound, ctx.outages, cold, said);
         } else {
           // After a "busy", an attempt still unanswered at the deadline ends the wait as busy.
           reply = await retry(ctx, gate, attempt.key, wrapped(attempt.key, 'acquire', work), deadline - sentAt);
@@ -114,7 +123,9 @@ export async function acquireLoop(
         }
         if (reply === FAILED) {
           // The lock was busy at the last answer: a retry that fails (a slot being moved, a
-          // connection being made again) ends nothing. Back off, and try again within the budget.
+          // connection being made again) ends nothing. Back off, and try again within the budget,
+          // unless Redis was found unreachable meanwhile.
+          gate.check();
           failures++;
           const now = performance.now();
           if (now >= deadline) return { granted: false, busyMs };
@@ -181,120 +192,14 @@ export async function acquireLoop(
     }
   } finally {
     ctx.gates.delete(gate);
+    ctx.outages.unwatch(gate);
     gate.dispose();
     if (waiter) ctx.bus.leave(waiter, granted);
     if (!granted && sent && !nothingLeft(attempt, queued, handedOff, lastBusy)) {
       // After a "busy", the caller hears it by the deadline: the withdrawal goes on behind it.
-      const waitFor = heardBusy ? deadline : settleBy;
+      // One that cannot reach Redis goes on behind the caller at once.
+      const waitFor = ctx.outages.current() ? -Infinity : heardBusy ? deadline : settleBy;
       await withdraw(ctx, attempt, waitFor, performance.now() + leaseMs + ctx.commandTimeoutMs);
     }
-  }
-}
-
-/**
- * What may cut one acquire short: the caller's AbortSignal, the engine
- * shutting down (`abort()`), or Redis not answering. A listener is added only
- * when the caller gave a signal.
- */
-export class AcquireGate {
-  private reason: unknown;
-  private aborted = false;
-  private onAbort: (() => void) | undefined;
-
-  constructor(
-    private readonly key: string,
-    private readonly signal: AbortSignal | undefined,
-  ) {
-    if (signal?.aborted) this.abort(signal.reason);
-    else signal?.addEventListener('abort', this.listener, { once: true });
-  }
-
-  private readonly listener = (): void => {
-    this.abort(this.signal?.reason);
-  };
-
-  abort(reason: unknown): void {
-    if (this.aborted) return;
-    this.aborted = true;
-    this.reason = reason;
-    this.onAbort?.();
-  }
-
-  /** Throws LockAbortedError once any signal has fired. */
-  check(): void {
-    if (this.aborted) throw new LockAbortedError(this.key, this.reason);
-  }
-
-  /** Calls `fn` when a signal fires (replacing any earlier callback). */
-  whenAborted(fn: (() => void) | undefined): void {
-    this.onAbort = fn;
-  }
-
-  /**
-   * The first attempt: settles with `work`, unless a signal fires first (LockAbortedError) or
-   * `timeoutMs` passes (LockBackendError, whose cause is what `down` knows of a connection that
-   * is down, else "did not answer within `saidMs`", connecting included when `cold`). The caller
-   * still owns `work`'s eventual result and must clean up after it.
-   */
-  race<T>(
-    work: Promise<T>,
-    timeoutMs: number,
-    down: (() => Error | undefined) | undefined,
-    cold: boolean,
-    saidMs: number,
-  ): Promise<T> {
-    return this.bounded(work, timeoutMs, (_resolve, reject) => {
-      const note = cold ? ', connecting included (the engine had not connected yet)' : '';
-      const cause = down?.() ?? new Error(`Redis did not answer within ${saidMs} ms${note}`);
-      reject(new LockBackendError(this.key, 'acquire', cause));
-    });
-  }
-
-  /**
-   * Settles with `work`, unless a signal fires first (LockAbortedError) or `timeoutMs` passes
-   * (LATE): an await after Redis said "busy", which the wait budget bounds.
-   */
-  orLate<T>(work: Promise<T>, timeoutMs: number): Promise<T | typeof LATE> {
-    return this.bounded<T | typeof LATE>(work, timeoutMs, (resolve) => resolve(LATE));
-  }
-
-  private bounded<T>(
-    work: Promise<T>,
-    timeoutMs: number,
-    expired: (resolve: (value: T) => void, reject: (err: unknown) => void) => void,
-  ): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      const timer = setTimeout(
-        () => {
-          this.whenAborted(undefined);
-          expired(resolve, reject);
-        },
-        // Node fires a longer delay at once: a budget this long is a wait without end.
-        Math.min(Math.max(timeoutMs, 0), 2 ** 31 - 1),
-      );
-      // The pending Redis call keeps the process alive while it matters; this timer never should.
-      timer.unref();
-      this.whenAborted(() => {
-        clearTimeout(timer);
-        reject(new LockAbortedError(this.key, this.reason));
-      });
-      work.then(
-        (value) => {
-          clearTimeout(timer);
-          this.whenAborted(undefined);
-          resolve(value);
-        },
-        (err: unknown) => {
-          clearTimeout(timer);
-          this.whenAborted(undefined);
-          reject(err);
-        },
-      );
-    });
-  }
-
-  dispose(): void {
-    this.onAbort = undefined;
-    this.signal?.removeEventListener('abort', this.listener);
   }
 }

@@ -1,6 +1,7 @@
 import { LockBackendError } from '../../errors';
 import { quoteKey } from '../../errors/key-text';
-import { redisReason } from '../../errors/redis-reason';
+import { redisReason, refusalOf } from '../../errors/redis-reason';
+import { tellRefusal } from '../../errors/refusal-notice';
 import type { LockLogger } from '../observe/logger';
 import type { Attempt } from './attempts';
 import { Waiter } from '../wake/waiter';
@@ -21,7 +22,9 @@ export function retryPauseMs(failures: number): number {
 /**
  * One attempt after a "busy" answer (its failure already in the library's words): its reply,
  * LATE when the budget ran out first, or FAILED when Redis answered with an error (said at
- * debug: the wait goes on).
+ * debug: the wait goes on). A refusal (a command the ACL user may not run, OOM, a script's
+ * error: redis-reason.ts) is thrown instead: every later try would get it too, and waiting it
+ * out would have the caller hear "busy" when Redis said no.
  */
 export async function retry(
   ctx: { readonly logger: LockLogger },
@@ -33,7 +36,7 @@ export async function retry(
   try {
     return await gate.orLate(work, budgetMs);
   } catch (err) {
-    if (!(err instanceof LockBackendError)) throw err;
+    if (!(err instanceof LockBackendError) || refusalOf(err)) throw err;
     ctx.logger.debug(
       `A retry for ${quoteKey(key)}, busy at the last answer, failed (${redisReason(err.cause)}); waiting on.`,
     );
@@ -54,6 +57,8 @@ export async function subscribed(
     await join;
     return true;
   } catch (err) {
+    // A channel the ACL user may not subscribe to is said once; the wait still works, by the lease.
+    tellRefusal(ctx.logger, err);
     ctx.logger.debug(
       `Waiting for ${quoteKey(key)} without release messages (the subscribe failed: ${redisReason(err)}); ` +
         `it checks back when the holder's lease would end.`,

@@ -2,6 +2,7 @@ import type { LockEvent } from '../observe/events';
 import type { LockLogger } from '../observe/logger';
 import type { LockStore } from '../backend/lock-store';
 import type { WakeBus } from '../backend/wake-bus';
+import type { OutageSweep } from './outage-sweep';
 
 // What the wait loop (acquireLoop) is given by its engine, and what it gives back.
 
@@ -22,8 +23,8 @@ export interface LoopContext {
   readonly settleGraceMs: number;
   readonly emit: ((event: LockEvent) => void) | undefined;
   readonly logger: LockLogger;
-  /** Why Redis cannot be reached right now, when that is known. */
-  readonly connectionDown?: () => Error | undefined;
+  /** What Redis known to be unreachable fails, and when: the engine's one OutageSweep. */
+  readonly outages: OutageSweep;
   /** `pending` until the engine's connection is first ready, or Redis first answered an attempt. */
   readonly firstConnection?: { pending: boolean };
 }

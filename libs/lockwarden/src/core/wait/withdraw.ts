@@ -1,5 +1,5 @@
 import { quoteKey } from '../../errors/key-text';
-import { redisReason } from '../../errors/redis-reason';
+import { redisReason, refusalOf } from '../../errors/redis-reason';
 import type { LockStore } from '../backend/lock-store';
 import type { LockLogger } from '../observe/logger';
 import type { Attempt } from './attempts';
@@ -55,7 +55,8 @@ async function withdrawUntilAnswered(ctx: WithdrawContext, attempt: Attempt, giv
       await withdrawOnce(ctx.store, attempt);
       return;
     } catch (err) {
-      if (ctx.stopping.aborted || performance.now() + pause >= giveUpAt) {
+      // A refusal (redis-reason.ts) answers every try alike: the acquire's own error says it.
+      if (refusalOf(err) || ctx.stopping.aborted || performance.now() + pause >= giveUpAt) {
         // Said of an acquire that got nothing: it is no lock to give back, only an attempt that
         // may have reached Redis (a queued place, or a grant whose answer was lost).
         ctx.logger.debug(

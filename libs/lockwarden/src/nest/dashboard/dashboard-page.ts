@@ -27,6 +27,8 @@ td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 .mono { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 12.5px; }
 .empty { color: var(--muted); font-style: italic; padding: 6px 8px; }
 .error { color: var(--bad); font-weight: 600; }
+.warning { color: var(--warn); font-weight: 600; }
+.status.live.warned::before { color: var(--warn); }
 .tag { display: inline-block; padding: 0 6px; border-radius: 8px; background: var(--band); font-size: 12px; }
 .lost { color: var(--bad); }
 button { font: inherit; cursor: pointer; }
@@ -59,6 +61,7 @@ export function dashboardPage(settings: PageSettings): string {
 </header>
 <main>
   <div id="error" class="error" hidden></div>
+  <div id="evicting" class="warning" hidden></div>
   <section><h2>Held locks</h2><div id="locks"></div></section>
   <section><h2>Semaphores</h2><div id="semaphores"></div></section>
   <section><h2>Leaderships</h2><div id="leaderships"></div></section>

@@ -169,7 +169,20 @@ export const DASHBOARD_SCRIPT = String.raw`
     $('error').hidden = !state.error;
     $('error').textContent = state.error ? 'Redis: ' + state.error : '';
     if (state.error) { $('status').className = 'status down'; $('status').textContent = 'Redis unreachable'; }
-    else if (source.readyState === 1) { $('status').className = 'status live'; $('status').textContent = 'live'; }
+    else if (source.readyState === 1) live();
+    // A server that may evict still serves locks: live, with a warning, not down.
+    var ev = state.eviction;
+    $('evicting').hidden = !(ev && ev.keysMayBeEvicted);
+    $('evicting').textContent = ev && ev.keysMayBeEvicted
+      ? 'Redis may evict lock keys (maxmemory-policy ' + ev.evictionPolicy + ', ' + (ev.evictedKeys || 0) +
+        ' keys evicted since startup): set maxmemory-policy noeviction, or give the locks a Redis of their own.'
+      : '';
+  }
+
+  function live() {
+    var warned = !!(state && state.eviction && state.eviction.keysMayBeEvicted);
+    $('status').className = 'status live' + (warned ? ' warned' : '');
+    $('status').textContent = warned ? 'live, with a warning' : 'live';
   }
 
   // While Redis does not answer, the lists are unknown, not empty.
@@ -188,7 +201,7 @@ export const DASHBOARD_SCRIPT = String.raw`
   };
 
   var source = new EventSource(base + '/api/stream');
-  source.addEventListener('open', function () { $('status').className = 'status live'; $('status').textContent = 'live'; });
+  source.addEventListener('open', live);
   source.addEventListener('error', function () { $('status').className = 'status down'; $('status').textContent = 'reconnecting…'; });
   source.addEventListener('state', function (m) { state = JSON.parse(m.data); events = state.events; draw(); });
   source.addEventListener('event', function (m) {

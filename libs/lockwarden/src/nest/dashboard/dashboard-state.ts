@@ -1,4 +1,4 @@
-import type { LockEvent, LockSurvey, SurveyedLock } from '../../core';
+import type { EvictionReport, LockEvent, LockSurvey, SurveyedLock } from '../../core';
 
 /** A lock event of this instance, as the page shows it (events never carry owner tokens). */
 export interface DashboardEvent {
@@ -36,6 +36,8 @@ export interface DashboardState extends Omit<LockSurvey, 'locks'> {
   allowForceUnlock: boolean;
   /** Set when Redis did not answer this refresh (the lists are then empty). */
   error?: string;
+  /** Whether a server may evict lock keys, its policy and the keys it evicted since startup (as health()). */
+  eviction: EvictionReport;
 }
 
 /** A lock event as the page keeps it: a plain object, dates as ms. */

@@ -55,10 +55,12 @@ export class LockDashboard implements OnModuleInit, OnModuleDestroy, OnApplicati
   async state(cursor?: string): Promise<DashboardState> {
     const at = Date.now();
     // The events are copied after the survey: any sent on the stream meanwhile are in it.
-    const base = () => ({
+    const eviction = this.engine.eviction();
+    const base = async () => ({
       instanceId: this.engine.options.instanceId,
       events: [...this.events],
       allowForceUnlock: this.options.allowForceUnlock,
+      eviction: await eviction,
     });
     try {
       const { locks, ...survey } = await this.engine.survey({
@@ -66,10 +68,20 @@ export class LockDashboard implements OnModuleInit, OnModuleDestroy, OnApplicati
         limit: this.options.limit,
         scanBudget: this.options.scanBudget,
       });
-      return { ...base(), ...survey, locks: this.held.annotate(locks, Date.now(), cursor === undefined) };
+      return { ...(await base()), ...survey, locks: this.held.annotate(locks, Date.now(), cursor === undefined) };
     } catch (err) {
       const error = err instanceof Error ? err.message : String(err);
-      return { ...base(), at, locks: [], semaphores: [], leaderships: [], scanned: 0, keys: 0, cursor: null, error };
+      return {
+        ...(await base()),
+        at,
+        locks: [],
+        semaphores: [],
+        leaderships: [],
+        scanned: 0,
+        keys: 0,
+        cursor: null,
+        error,
+      };
     }
   }
 

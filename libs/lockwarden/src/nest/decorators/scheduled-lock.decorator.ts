@@ -1,5 +1,6 @@
 import { LockAbortedError, LockBackendError, LockConfigError, LockLostError } from '../../errors';
 import { redisReason } from '../../errors/redis-reason';
+import { tellRefusal } from '../../errors/refusal-notice';
 import { checkScheduledOptions } from '../../core';
 import type { CheckedScheduledOptions, ScheduledJobOptions, TickSchedule } from '../../core';
 import { compileKeySpec } from './key-template';
@@ -165,8 +166,11 @@ async function runScheduled(
     // the key; the scheduler's stack trace would only say it again.
     if (err instanceof LockLostError && err.workCompleted) return undefined;
     if (!(err instanceof LockBackendError)) throw err;
-    // Redis failed, not the method: one line per tick, not a stack trace per tick of an outage.
-    logger.warn(`Tick ${new Date(at).toISOString()} of "${job.key}" did not run: ${redisReason(err.cause)}.`);
+    // Redis failed, not the method: one line per tick, not a stack trace per tick of an outage. A
+    // refusal (an ACL, say) stops every tick alike: said once, with its fix, and each tick at debug.
+    const notRun = `Tick ${new Date(at).toISOString()} of "${job.key}" did not run: ${redisReason(err.cause)}.`;
+    if (tellRefusal(logger, err)) logger.debug(notRun);
+    else logger.warn(notRun);
     logger.debug(`${meta.where}: ${err.stack ?? err.message}`);
     return undefined;
   }

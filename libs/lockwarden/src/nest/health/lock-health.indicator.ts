@@ -16,8 +16,9 @@ export interface LockHealthOptions {
  * A @nestjs/terminus health indicator for the locks. It is down when Redis
  * does not answer PING (with a quorum: a majority of the nodes), or when the
  * watchdog runs so late that leases are at risk. The details carry the PING
- * round trip, whether the lock scripts are cached, the watchdog's lag and
- * the locks held; when Redis is down, `failure` tells a refused or lost
+ * round trip, whether the lock scripts are cached, the watchdog's lag,
+ * the locks held and whether a server may evict lock keys (then it is up,
+ * with a `warning` naming the policy); when Redis is down, `failure` tells a refused or lost
  * connection (`'refused'`) from a server that does not answer (`'no-answer'`).
  * Import it from `lockwarden/health`; the main entry never loads terminus,
  * which stays an optional peer.
@@ -58,6 +59,9 @@ export class LockHealthIndicator {
       scriptsLoaded: report.scriptsLoaded,
       watchdogLagMs: report.watchdogLagMs,
       heldLocks: report.heldLocks,
+      keysMayBeEvicted: report.keysMayBeEvicted,
+      ...(report.evictionPolicy !== undefined ? { evictionPolicy: report.evictionPolicy } : {}),
+      ...(report.evictedKeys !== undefined ? { evictedKeys: report.evictedKeys } : {}),
     };
     if (!report.reachable) {
       return indicator.down({
@@ -70,8 +74,18 @@ export class LockHealthIndicator {
     if (report.watchdogLagMs > maxLag) {
       return indicator.down({ ...details, message: `the lock watchdog runs ${report.watchdogLagMs} ms late` });
     }
+    // Locks still work on a server that may evict: up, with what an operator should fix.
+    if (report.keysMayBeEvicted) return indicator.up({ ...details, warning: evicting(report) });
     return indicator.up(details);
   }
+}
+
+/** The warning of a server whose policy may evict lock keys. */
+function evicting(report: LockHealthReport): string {
+  return (
+    `Redis may evict lock keys (maxmemory-policy ${report.evictionPolicy ?? 'unknown'}): ` +
+    'set maxmemory-policy noeviction, or give the locks a Redis of their own'
+  );
 }
 
 /** "Redis is unreachable: …", saying whether it refused the connection or did not answer. */

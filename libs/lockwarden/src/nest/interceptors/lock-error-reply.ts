@@ -1,6 +1,7 @@
 import type { LoggerService } from '@nestjs/common';
 import { LockAbortedError, LockBackendError, LockConfigError, LockLostError, LockTimeoutError } from '../../errors';
 import type { LockError } from '../../errors';
+import { tellRefusal } from '../../errors/refusal-notice';
 
 /**
  * The Retry-After a busy handler answers with when nothing more specific was set. The lease
@@ -38,7 +39,7 @@ export interface LockErrorReply {
  * | LockTimeoutError | LOCK_BUSY, with `retryAfterMs` |
  * | LockLostError, the work stopped | LOCK_LOST |
  * | LockLostError, the work ran to its end (`workCompleted`) | LOCK_LOST_AFTER_WORK (no retry advice) |
- * | LockBackendError, LockAbortedError | LOCK_UNAVAILABLE (the message is logged as a warning) |
+ * | LockBackendError, LockAbortedError | LOCK_UNAVAILABLE (the message is logged as a warning; a refusal, once per cause) |
  * | LockConfigError, any other lock error | LOCK_ERROR (the message is logged as an error) |
  *
  * @example
@@ -75,7 +76,8 @@ export function lockErrorReply(err: LockError, logger: LoggerService, retryAfter
     };
   }
   if (err instanceof LockBackendError || err instanceof LockAbortedError) {
-    logger.warn?.(err.message);
+    // A refusal (an ACL, OOM) answers every request alike: said once, with its fix, not per request.
+    if (!tellRefusal(logger, err)) logger.warn?.(err.message);
     return { status: 'error', code: 'LOCK_UNAVAILABLE', message: 'Locking is unavailable right now. Retry later.' };
   }
   logger.error(err instanceof LockConfigError ? err.message : `Unexpected lock error: ${err.message}`);
