@@ -3,6 +3,7 @@ import { LockConfigError, LockEngine, LockError } from 'lockwarden';
 import type { LockHandle } from 'lockwarden';
 import { redisForFile, uniquePrefix } from '../harness/redis';
 import { closeNow } from '../harness/engines';
+import { Lines } from '../harness/lines';
 
 /**
  * Property tests of the public engine API against a real Redis: whatever the
@@ -14,10 +15,14 @@ import { closeNow } from '../harness/engines';
 const server = redisForFile({ own: true });
 let engines: LockEngine[];
 
-beforeAll(() => {
+beforeAll(async () => {
   const keyPrefix = uniquePrefix('fuzz');
-  engines = [0, 1].map(() => new LockEngine({ redis: server.redis.url, keyPrefix, leaseMs: 2_000, waitMs: 50 }));
+  const lines = new Lines();
+  engines = [0, 1].map(() => new LockEngine({ redis: server.redis.url, keyPrefix, leaseMs: 2_000, waitMs: 50 }, lines));
   server.atEnd(() => Promise.all(engines.map(closeNow)));
+  // Each engine checks its Redis user's permissions once connected, with a script: done before
+  // the script calls are counted.
+  await lines.until('debug', /may run every command Lockwarden needs/, 2);
 });
 
 /** Script calls the server has run so far. */
