@@ -3,8 +3,8 @@ import type { INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { LockEngine, LockModule, LockService, Locked, Semaphore } from 'lockwarden';
 import { runWorker } from '../harness/child';
-import { Subject } from 'rxjs';
-import type { Observable } from 'rxjs';
+import { Observable, Subject } from 'rxjs';
+
 import request from 'supertest';
 import { aborted, EventLog } from '../harness/event-log';
 import { freePort } from '../harness/free-port';
@@ -16,6 +16,8 @@ let prefix: string;
 let other: LockEngine;
 const events = new EventLog();
 const stream = new Subject<string>();
+/** Called once Nest subscribed to the route's Observable: values sent before that are not seen. */
+let onStreamSubscribed: (() => void) | undefined;
 let inside = 0;
 let maxInside = 0;
 
@@ -71,7 +73,11 @@ class RouteController {
   @Get('stream')
   @Locked('route:stream')
   async stream(): Promise<Observable<string>> {
-    return stream.asObservable();
+    return new Observable<string>((subscriber) => {
+      const subscription = stream.subscribe(subscriber);
+      onStreamSubscribed?.();
+      return subscription;
+    });
   }
 
   @Get('lost')
@@ -141,6 +147,7 @@ describe('@Locked controller routes over HTTP', () => {
     const res = await request(app.getHttpServer()).get('/r/strict');
     expect(res.status).toBe(409);
     expect(Number(res.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    expect(res.body).toMatchObject({ statusCode: 409, error: 'Conflict', code: 'LOCK_BUSY' });
     expect(JSON.stringify(res.body)).not.toContain('route:strict');
     await held.release();
     const ok = await request(app.getHttpServer()).get('/r/strict');
@@ -221,10 +228,14 @@ describe('@Locked controller routes over HTTP', () => {
 
   it('holds the lock until an Observable response completes', async () => {
     const acquired = events.next({ type: 'acquired', key: 'route:stream' });
+    const subscribed = new Promise<void>((resolve) => (onStreamSubscribed = resolve));
     const pending = request(app.getHttpServer())
       .get('/r/stream')
       .then((r) => r);
     await acquired;
+    // Nest subscribes once the handler's promise and the interceptors are through: a value sent
+    // to the Subject before that reaches nobody, and an Observable that completes empty is a 500.
+    await subscribed;
     expect(await other.tryAcquire('route:stream')).toBeNull();
     stream.next('first');
     await server.admin.ping();

@@ -96,6 +96,7 @@ describe('locked work that ran to its end after its lock was lost', () => {
     expect(res.headers['retry-after']).toBeUndefined();
     expect(res.body.message).toMatch(/The work ran/);
     expect(res.body.message).not.toMatch(/retry/i);
+    expect(res.body.code).toBe('LOCK_LOST_AFTER_WORK');
     expect(lines.of('error', /"order:7".*ran to its end after its lock was lost/)).toHaveLength(1);
     expect(events.count({ type: 'unprotected', key: 'order:7' })).toBe(1);
   });
@@ -106,6 +107,7 @@ describe('locked work that ran to its end after its lock was lost', () => {
     expect(res.status).toBe(409);
     expect(res.headers['retry-after']).toBeUndefined();
     expect(res.body.message).not.toMatch(/retry/i);
+    expect(res.body.code).toBe('LOCK_LOST_AFTER_WORK');
     expect(lines.of('error', /"slow:8"/)).toHaveLength(1);
   });
 

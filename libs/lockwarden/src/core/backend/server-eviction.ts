@@ -28,13 +28,17 @@ export interface ServerEviction {
   evicting(): EvictingServer | undefined | 'pending';
   /** Resolves once every server was first looked at, or after `ms`, whichever comes first. */
   checked(ms: number): Promise<void>;
-  /** The health report's fields, with the evictions counted since the engine started. Never throws. */
+  /**
+   * The health report's fields, with the evictions counted since the engine started; the
+   * policies are read again first. Never throws.
+   */
   report(timeoutMs: number): Promise<EvictionReport>;
   /**
-   * While `active()` says locks are held and some server evicts, looks for new evictions there
-   * a few times a second, and calls `evicted` with what it saw when there were some.
+   * While `active()` says locks are held: when some server that evicts did evict (looked for a
+   * few times a second), or a connection came back after it was lost, calls `check` with why
+   * every held lock should be looked at now (a clause: "its key was evicted (…)").
    */
-  watch(active: () => boolean, evicted: (why: string) => void): void;
+  watch(active: () => boolean, check: (reason: string) => void): void;
   close(): void;
 }
 

@@ -82,10 +82,11 @@ export function buildEngineParts(
   const tracer = options.traces ? otelLockTracer() : undefined;
   const admit = evictionGate(topology.eviction, options.onEvictingServer, options.commandTimeoutMs);
   const granter = new LeaseGranter(options, store, held, context, loop, emit, tracer, admit);
-  // Evictions seen while locks are held: each held lease is looked at now, not at its next renewal.
+  // Evictions seen, or a connection back, while locks are held: each held lease is looked at
+  // now, not at its next renewal.
   topology.eviction?.watch(
     () => held.size > 0,
-    (why) => void held.checkAll(`its key was evicted (${why})`),
+    (reason) => void held.checkAll(reason),
   );
   const admin = new LockAdmin(store, options.keyPrefix, watchdog, held, topology);
   const permits = new PermitGranter(options, store, granter, held);

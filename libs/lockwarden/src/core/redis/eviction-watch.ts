@@ -40,7 +40,9 @@ export class EvictionWatch implements ServerEviction {
   private readonly firstLook: Promise<void>;
   private firstLookDone!: () => void;
   private pending = true;
-  private watcher: { active: () => boolean; evicted: (why: string) => void } | undefined;
+  private watcher: { active: () => boolean; check: (reason: string) => void } | undefined;
+  /** Clients that were ready once: a later 'ready' is a reconnection. */
+  private readonly seenReady = new Set<RedisConnection>();
   private timer: NodeJS.Timeout | undefined;
   private polling = false;
   private closed = false;
@@ -49,11 +51,17 @@ export class EvictionWatch implements ServerEviction {
   constructor(
     private readonly clients: readonly RedisConnection[],
     private readonly logger: LockLogger,
+    /** onEvictingServer: 'refuse': the warning says that acquires are refused. */
+    private readonly refuse = false,
   ) {
     this.unchecked = new Set(clients);
     this.firstLook = new Promise((resolve) => (this.firstLookDone = resolve));
     this.listeners = clients.map((client) => {
-      const look = (): void => void this.look(client);
+      const look = (): void => {
+        if (this.seenReady.has(client)) this.reconnected(client);
+        this.seenReady.add(client);
+        void this.look(client);
+      };
       client.on('ready', look);
       if (client.state() === 'ready') look();
       return look;
@@ -80,6 +88,12 @@ export class EvictionWatch implements ServerEviction {
   async report(timeoutMs: number): Promise<EvictionReport> {
     // Right after startup the first look may still be on its way: its answer is the report's.
     await this.checked(timeoutMs);
+    // A policy changed on the server since (fixed, say) shows at the next health check, not only
+    // at the next reconnection.
+    await bounded(
+      Promise.all(this.clients.filter((c) => c.state() === 'ready').map((c) => this.look(c))),
+      timeoutMs,
+    ).catch(() => undefined);
     const evicting = this.evictingStates();
     if (evicting.length === 0) return { keysMayBeEvicted: false };
     await this.readEvictions(evicting, timeoutMs);
@@ -90,9 +104,22 @@ export class EvictionWatch implements ServerEviction {
     };
   }
 
-  watch(active: () => boolean, evicted: (why: string) => void): void {
-    this.watcher = { active, evicted };
+  watch(active: () => boolean, check: (reason: string) => void): void {
+    this.watcher = { active, check };
     this.arm();
+  }
+
+  /**
+   * A connection that came back may find keys gone (a Redis restarted without persistence, a
+   * failover that lost writes): the held locks are looked at now, not at their next renewal.
+   */
+  private reconnected(client: RedisConnection): void {
+    const watcher = this.watcher;
+    if (!watcher || this.closed || !watcher.active()) return;
+    watcher.check(
+      `its key was gone from Redis when the connection to ${client.describe()} came back ` +
+        '(a restart without persistence, or a failover that lost it)',
+    );
   }
 
   close(): void {
@@ -143,7 +170,9 @@ export class EvictionWatch implements ServerEviction {
     const policy = memory.get('maxmemory_policy') ?? 'noeviction';
     const maxmemory = Number(memory.get('maxmemory') ?? 0);
     const name = `Redis at ${server.address}`;
-    const state = this.states.get(server.address) ?? { server, name, policy, maxmemory, counted: 0 };
+    const known = this.states.get(server.address);
+    const changed = !known || known.policy !== policy || known.maxmemory !== maxmemory;
+    const state = known ?? { server, name, policy, maxmemory, counted: 0 };
     Object.assign(state, { server, policy, maxmemory });
     this.states.set(server.address, state);
     if (isEvicting(maxmemory, policy)) {
@@ -151,7 +180,10 @@ export class EvictionWatch implements ServerEviction {
       if (state.last === undefined) await this.readEvictions([state], Infinity);
       this.warnOnce(state);
     }
-    this.logger.debug(`Looked at ${name}: maxmemory-policy ${policy}, maxmemory ${megabytes(maxmemory)}.`);
+    if (changed) {
+      const limit = maxmemory > 0 ? megabytes(maxmemory) : 'none';
+      this.logger.debug(`Looked at ${name}: maxmemory-policy ${policy}, maxmemory ${limit}.`);
+    }
   }
 
   private warnOnce({ server, name, policy, maxmemory }: ServerState): void {
@@ -160,8 +192,12 @@ export class EvictionWatch implements ServerEviction {
     this.logger.warn(
       `${name} may evict lock keys (maxmemory-policy ${policy}, maxmemory ${megabytes(maxmemory)}): ` +
         'a lock key can be evicted while its holder still works under it, and another instance can then take ' +
-        'the lock. Set maxmemory-policy noeviction there, or give the locks a Redis of their own. Until then ' +
-        'Lockwarden looks for evictions while it holds locks and aborts the signals of the holders that lost theirs.',
+        'the lock. Set maxmemory-policy noeviction there, or give the locks a Redis of their own. ' +
+        (this.refuse
+          ? "Until then every acquire is refused (onEvictingServer: 'refuse'); the policy is read again at each " +
+            'health check and reconnection.'
+          : 'Until then Lockwarden looks for evictions while it holds locks and aborts the signals of the holders ' +
+            'that lost theirs.'),
     );
   }
 
@@ -208,7 +244,7 @@ export class EvictionWatch implements ServerEviction {
     this.polling = true;
     try {
       const grown = await this.readEvictions(this.evictingStates(), POLL_MS * 4);
-      if (grown.length > 0 && !this.closed) watcher.evicted(grown.join('; '));
+      if (grown.length > 0 && !this.closed) watcher.check(`its key was evicted (${grown.join('; ')})`);
     } finally {
       this.polling = false;
     }

@@ -24,6 +24,8 @@ export interface RedisBackendOptions {
   readonly replicaAck: ReplicaAckOptions | undefined;
   /** The engine's key prefix, for the check of the Redis user's permissions (none without it). */
   readonly keyPrefix?: string;
+  /** Whether acquires are refused on a server that may evict (its warning says so). */
+  readonly onEvictingServer?: 'warn' | 'refuse';
 }
 
 /**
@@ -67,7 +69,7 @@ export class RedisBackend implements LockBackend {
     );
     const bus = new WakeChannels((sink) => new RedisWakeSubscriber(clients, sink));
     // Every node of a quorum: a key evicted on one of them weakens the majority that holds it.
-    const eviction = new EvictionWatch(clients, logger);
+    const eviction = new EvictionWatch(clients, logger, this.options.onEvictingServer === 'refuse');
     return {
       store: quorum ? new QuorumLockStore(stores, quorum.nodeTimeoutMs) : stores[0],
       // With a quorum tick records live on the first node, as leadership terms do.

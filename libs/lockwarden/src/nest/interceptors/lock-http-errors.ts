@@ -22,6 +22,9 @@ interface HeaderTarget {
  * | LockBackendError, LockAbortedError | 503, with the same Retry-After |
  * | LockConfigError, any other lock error | 500 (the message is logged) |
  *
+ * A 409 or 503 body is Nest's (`statusCode`, `error`, `message`) with the reply's `code`
+ * (`LOCK_BUSY`, `LOCK_LOST`, `LOCK_LOST_AFTER_WORK`, `LOCK_UNAVAILABLE`).
+ *
  * Which error is which, and what is logged, is lockErrorReply's.
  */
 export function toHttpError(
@@ -32,18 +35,21 @@ export function toHttpError(
 ): unknown {
   if (host.getType() !== 'http' || !(err instanceof LockError)) return err;
   const reply = lockErrorReply(err, logger, retryAfterMs);
+  // Nest's usual body, with the code: a client tells "busy, retry" from "the work ran, check it"
+  // by the code, not by reading the message.
+  const body = (statusCode: number, error: string) => ({ statusCode, error, message: reply.message, code: reply.code });
   switch (reply.code) {
     case 'LOCK_BUSY':
       retryAfter(host, retryAfterMs);
-      return new ConflictException(reply.message);
+      return new ConflictException(body(409, 'Conflict'));
     case 'LOCK_LOST':
     case 'LOCK_LOST_AFTER_WORK':
-      return new ConflictException(reply.message);
+      return new ConflictException(body(409, 'Conflict'));
     case 'LOCK_UNAVAILABLE':
       // Redis unreachable, or this instance shutting down: worth trying again, as HTTP lets a
       // 503 say when (a load balancer's retry then finds another instance, or Redis back).
       retryAfter(host, retryAfterMs);
-      return new ServiceUnavailableException(reply.message);
+      return new ServiceUnavailableException(body(503, 'Service Unavailable'));
     default:
       return new InternalServerErrorException();
   }
