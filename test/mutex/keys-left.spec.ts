@@ -42,12 +42,13 @@ it('leaves nothing without a TTL of a minute or less, per 1 000 names of each ki
     // The same for read/write locks: a reader and a writer queued behind a writer, and a writer that gave up.
     await each('rw-queued', async (k) => {
       const held = await engine.acquireWrite(k);
-      const reading = other.acquireRead(k, { waitMs: 30_000 });
-      const writing = other.acquireWrite(k, { waitMs: 30_000 });
+      // Each releases as soon as it has the lock: which of the two queued first is the race of
+      // their subscriptions, and the one granted first must not wait for the other.
+      const reading = other.acquireRead(k, { waitMs: 30_000 }).then((h) => h.release());
+      const writing = other.acquireWrite(k, { waitMs: 30_000 }).then((h) => h.release());
       await other.acquireWrite(k, { waitMs: 5 }).catch(() => undefined);
       await held.release();
-      await (await reading).release();
-      await (await writing).release();
+      await Promise.all([reading, writing]);
     });
 
     const keys = await keysOf(keyPrefix);
