@@ -113,7 +113,8 @@ describe('leases', () => {
   it('a holder whose renewals stop gives its permits back within a lease, and a waiter gets them', async () => {
     const events = new EventLog();
     const [a, b] = pair({}, events);
-    const held = await a.semaphore('lapse', { limit: 2 }).acquire({ permits: 2, leaseMs: 500 });
+    // Long enough that its token is read while it is still held, on a loaded machine too.
+    const held = await a.semaphore('lapse', { limit: 2 }).acquire({ permits: 2, leaseMs: 3_000 });
     const heldToken = await held.fencingToken();
     a.watchdog.stop();
     const next = await b.semaphore('lapse', { limit: 2 }).acquire({ permits: 2, waitMs: 30_000 });
