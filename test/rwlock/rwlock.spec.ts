@@ -54,10 +54,16 @@ describe('randomized read/write concurrency', () => {
 
 describe('writer preference', () => {
   it('keeps a steady stream of new readers from starving a waiting writer', async () => {
-    const events = new EventLog();
+    // One log per engine: the writer's "waiting" is told apart from a stream read's (a read
+    // that comes right after the writer's first attempt waits too, and may say so first).
+    const [writerEvents, events] = [new EventLog(), new EventLog()];
     // The writer's place is sized so that only a stall of this process over 7 s could lapse it
     // (at the default 1 s, a 700 ms stall could, and a read would then rightly get in first).
-    const [a, b] = pair({ placeMs: 10_000 }, events);
+    const keyPrefix = uniquePrefix('rwpref');
+    const [a, b] = [
+      engine({ keyPrefix, placeMs: 10_000 }, writerEvents),
+      engine({ keyPrefix, placeMs: 10_000 }, events),
+    ];
     let seq = 0;
     let stop = false;
     let writerWaitingAt = Infinity;
@@ -74,7 +80,7 @@ describe('writer preference', () => {
       }
     })();
     await events.next({ type: 'acquired', key: 'doc' }, 5);
-    const waiting = events.next({ type: 'waiting', key: 'doc' });
+    const waiting = writerEvents.next({ type: 'waiting', key: 'doc' });
     const writing = a.acquireWrite('doc', { waitMs: 60_000 }).then((lock) => {
       writerGrantedAt = ++seq;
       return lock;

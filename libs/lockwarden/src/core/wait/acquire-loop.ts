@@ -63,7 +63,8 @@ export async function acquireLoop(
   const settleBy = cold
     ? Math.max(deadline + ctx.settleGraceMs, started + ctx.commandTimeoutMs + byDesign)
     : deadline + ctx.settleGraceMs;
-  let queued = attempt.fair;
+  // A single try (waitMs 0) takes no place: it would only have to withdraw it.
+  let queued = attempt.fair || (attempt.queuesAtOnce && waitMs > 0);
   let waiterId = queued ? newWaiterId() : '';
   const gate = new AcquireGate(attempt.key, signal);
   if (ctx.stopping.aborted) gate.abort(ctx.stopping.reason);

@@ -32,6 +32,13 @@ interface WaitShape {
   readonly channel: string;
   /** Grants arrive by waiter id from the first attempt (a fair mutex) instead of as wake-ups. */
   readonly fair: boolean;
+  /**
+   * Takes its place in the lock's queue with its first attempt, when it may wait at all: a
+   * writer. Its first "busy" answer holds new readers back at once; a queue place taken only
+   * with its second attempt (after it subscribed) would date from then, behind the readers it
+   * held back meanwhile, who would then be handed the lock before it.
+   */
+  readonly queuesAtOnce: boolean;
   /** How often a waiter that always holds a place on the server (a waiting writer) checks back. */
   readonly refreshMs: number | undefined;
   /** How often a waiter checks back once it is queued, so its place does not lapse. */
@@ -79,6 +86,7 @@ export function mutexAttempt(
     name: req.name,
     channel: keys.channel,
     fair: req.fair,
+    queuesAtOnce: false,
     refreshMs: undefined,
     queueRefreshMs: refreshFor(placeMs),
     handoffMs,
@@ -117,6 +125,7 @@ export function rwAttempt(
     name: req.name,
     channel: keys.channel,
     fair: false,
+    queuesAtOnce: queues && kind === 'write',
     refreshMs: kind === 'write' ? refreshFor(placeMs) : undefined,
     queueRefreshMs: queues ? refreshFor(placeMs) : undefined,
     handoffMs: queues ? handoffMs : Infinity,
@@ -163,6 +172,7 @@ export function permitAttempt(
     name: req.name,
     channel: keys.channel,
     fair: false,
+    queuesAtOnce: false,
     refreshMs: undefined,
     queueRefreshMs: queues ? refreshFor(placeMs) : undefined,
     handoffMs: queues ? handoffMs : Infinity,
