@@ -16,7 +16,8 @@ import { lockwardenPermits, multiProcessPermits, peerPermits } from './semaphore
 import type { PermitsResult } from './semaphores';
 import { decoratorOverhead, lockwardenScale, readWrite, semaphoreScale } from './scale';
 import { median } from './stats';
-import { valkey9Binary, valkey9Cycles } from './valkey9';
+import { nativeCycles, nativeServers } from './native-release';
+import type { NativeServer } from './native-release';
 
 const quick = process.argv.includes('--quick');
 const CFG = quick
@@ -95,8 +96,8 @@ async function main(): Promise<void> {
   const tokenReader = makeAdapter('lockwarden token', url);
   const fencedReader = makeAdapter('lockwarden fenced', url);
   const nodeRedis = makeAdapter('lockwarden node-redis', url);
-  const v9 = valkey9Binary();
-  steps = CFG.rounds * (MAIN.length * 5 + 8 + (v9 ? 8 : 0)) + MULTI.length + 9;
+  const natives = nativeServers();
+  steps = CFG.rounds * (MAIN.length * 5 + 8 + natives.length * 11) + MULTI.length + 9;
   const admin = new Redis(url);
   try {
     for (let round = 0; round < CFG.rounds; round++) {
@@ -195,10 +196,17 @@ async function main(): Promise<void> {
       progress(`permits across ${CFG.mpProcs} processes, held 2 ms · ${lib}`);
       recordPermits(await multiProcessPermits(url, lib, CFG.mpMs, CFG.mpProcs, 2, 1), lib, 's10mph');
     }
-    if (v9) {
-      for (let round = 0; round < CFG.rounds; round++) await valkey9Cycles(v9, CFG, record, progress);
-    } else {
-      console.log('\nValkey 9: not built here, so scenario 12 is skipped (tools/valkey9.sh builds it).');
+    // Rounds outermost: each round meets both servers, so neither always runs on a warmer machine.
+    for (let round = 0; round < CFG.rounds; round++) {
+      for (const server of natives) await nativeCycles(server, CFG, record, progress);
+    }
+    for (const [name, script] of [
+      ['Valkey 9', 'tools/valkey9.sh'],
+      ['Redis 8.6', 'tools/redis8.sh'],
+    ] as const) {
+      if (!natives.some((n) => n.name === name)) {
+        console.log(`\n${name}: not built here, so its rows of scenario 12 are skipped (${script} builds it).`);
+      }
     }
     progress('leader failover');
     for (let round = 0; round < CFG.rounds; round++) {
@@ -333,23 +341,28 @@ const ROWS: Row[] = [
     higherIsBetter: false,
     unit: 'ms',
   },
-  ...valkey9Rows(),
+  ...nativeRows('Valkey 9', 's12'),
+  ...nativeRows('Redis 8.6', 's12r'),
 ];
 
-/** Scenario 12's rows: each run on Valkey 9, its figures beside the peers' on the same server. */
-function valkey9Rows(): Row[] {
-  const runs: [metric: string, what: string][] = [
-    ['s12', 'native release'],
-    ['s12lua', 'script release'],
-    ['s12n', 'node-redis, native release'],
-    ['s12nlua', 'node-redis, script release'],
-    ['s12g', 'GLIDE, native release'],
-    ['s12glua', 'GLIDE, script release'],
+/**
+ * Scenario 12's rows on one server with its own compare-and-delete (`name`, its metric ids
+ * starting with `m`, see bench/native-release.ts): each run's figures beside the peers' on the
+ * same server.
+ */
+function nativeRows(name: NativeServer['name'], m: string): Row[] {
+  const runs: [metric: string, scenario: string, what: string][] = [
+    [m, '12', 'native release'],
+    [`${m}lua`, '12', 'script release'],
+    [`${m}n`, '12n', 'node-redis, native release'],
+    [`${m}nlua`, '12n', 'node-redis, script release'],
+    [`${m}g`, '12g', 'GLIDE, native release'],
+    [`${m}glua`, '12g', 'GLIDE, script release'],
   ];
   return runs
-    .flatMap(([metric, what]): Row[] => {
-      const label = `${metric.startsWith('s12n') ? '12n' : metric.startsWith('s12g') ? '12g' : '12'} Valkey 9, ${what}`;
-      const peers = (figure: string): string | undefined => (metric === 's12' ? undefined : `s12.${figure}`);
+    .flatMap(([metric, scenario, what]): Row[] => {
+      const label = `${scenario} ${name}, ${what}`;
+      const peers = (figure: string): string | undefined => (metric === m ? undefined : `${m}.${figure}`);
       return [
         {
           label: `${label}: Redis CPU per cycle, µs`,
@@ -378,19 +391,19 @@ function valkey9Rows(): Row[] {
     .concat(
       (
         [
-          ['s12b', 'ioredis'],
-          ['s12nb', 'node-redis'],
-          ['s12gb', 'GLIDE'],
+          [`${m}b`, 'ioredis'],
+          [`${m}nb`, 'node-redis'],
+          [`${m}gb`, 'GLIDE'],
         ] as const
       ).flatMap(([metric, client]): Row[] => [
         {
-          label: `12 Valkey 9, a bare ${client} SET, no lock: serial`,
+          label: `12 ${name}, a bare ${client} SET, no lock: serial`,
           metric: `${metric}.ops`,
           higherIsBetter: true,
           unit: 'k/s',
         },
         {
-          label: `12 Valkey 9, a bare ${client} SET, no lock: client CPU per command, µs`,
+          label: `12 ${name}, a bare ${client} SET, no lock: client CPU per command, µs`,
           metric: `${metric}.cpu`,
           higherIsBetter: false,
           unit: 'µs',
@@ -519,27 +532,35 @@ function checkTargets(): { text: string; ok: boolean }[] {
       text: `9: a crashed leader is replaced within its lease and a little (${ours('s9.crash').toFixed(0)} ms, lease ${LEADER_LEASE_MS} ms)`,
       ok: ours('s9.crash') <= LEADER_LEASE_MS * 1.05,
     },
-    ...valkey9Targets(ours),
+    ...nativeTargets(ours, 'Valkey 9', 's12'),
+    ...nativeTargets(ours, 'Redis 8.6', 's12r'),
   ];
 }
 
-/** On Valkey 9, when it was built: the native release against redis-semaphore, and against the script release. */
-function valkey9Targets(ours: (m: string) => number): { text: string; ok: boolean }[] {
-  if (med('s12.redisUs', 'lockwarden') === undefined) return [];
-  const us = ours('s12.redisUs') / (med('s12.redisUs', 'semaphore') ?? NaN);
+/**
+ * On a server with its own compare-and-delete, when it was built: the native release against
+ * redis-semaphore, and against the script release.
+ */
+function nativeTargets(
+  ours: (m: string) => number,
+  name: NativeServer['name'],
+  m: string,
+): { text: string; ok: boolean }[] {
+  if (med(`${m}.redisUs`, 'lockwarden') === undefined) return [];
+  const us = ours(`${m}.redisUs`) / (med(`${m}.redisUs`, 'semaphore') ?? NaN);
   const pairs: [string, string, string][] = [
-    ['serial', 's12.ops', 's12lua.ops'],
-    ['64 flows', 's12.flows', 's12lua.flows'],
-    ['serial through node-redis', 's12n.ops', 's12nlua.ops'],
-    ['64 flows through node-redis', 's12n.flows', 's12nlua.flows'],
-    ['serial through GLIDE', 's12g.ops', 's12glua.ops'],
-    ['64 flows through GLIDE', 's12g.flows', 's12glua.flows'],
+    ['serial', `${m}.ops`, `${m}lua.ops`],
+    ['64 flows', `${m}.flows`, `${m}lua.flows`],
+    ['serial through node-redis', `${m}n.ops`, `${m}nlua.ops`],
+    ['64 flows through node-redis', `${m}n.flows`, `${m}nlua.flows`],
+    ['serial through GLIDE', `${m}g.ops`, `${m}glua.ops`],
+    ['64 flows through GLIDE', `${m}g.flows`, `${m}glua.flows`],
   ];
   return [
-    { text: `12: Redis CPU per cycle on Valkey 9 ≤ 0.5× redis-semaphore's (${us.toFixed(2)}×)`, ok: us <= 0.5 },
+    { text: `12: Redis CPU per cycle on ${name} ≤ 0.5× redis-semaphore's (${us.toFixed(2)}×)`, ok: us <= 0.5 },
     ...pairs.map(([what, native, lua]) => {
       const r = ours(native) / ours(lua);
-      return { text: `12: ${what} on Valkey 9, native release ≥ 1.0× the script's (${r.toFixed(2)}×)`, ok: r >= 1 };
+      return { text: `12: ${what} on ${name}, native release ≥ 1.0× the script's (${r.toFixed(2)}×)`, ok: r >= 1 };
     }),
   ];
 }

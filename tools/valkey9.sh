@@ -9,45 +9,21 @@
 #
 # Needs apt-get source (root, to add a deb-src entry for sid once), a C compiler and make.
 set -euo pipefail
+# shellcheck source=tools/debian-source.sh
+. "$(dirname "$0")/debian-source.sh"
 
 cache="${VALKEY9_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/lockwarden/valkey9}"
 bin="$cache/valkey-server"
 
-is_nine() { [ -x "$1" ] && "$1" --version 2>/dev/null | grep -q ' v=9\.'; }
+is_nine() { [ -x "$1" ] && "$1" --version 2>/dev/null | grep ' v=9\.' >/dev/null; }
 
 if is_nine "$bin"; then
   echo "$bin"
   exit 0
 fi
 
-for tool in apt-get dpkg-source make cc; do
-  command -v "$tool" >/dev/null || { echo "valkey9.sh: $tool is missing (apt-get install build-essential dpkg-dev)" >&2; exit 1; }
-done
-
-# One deb-src entry for sid, in a list of its own, and an update of that list alone.
-list=/etc/apt/sources.list.d/lockwarden-sid-src.sources
-if [ ! -f "$list" ]; then
-  if [ "$(id -u)" != 0 ]; then
-    echo "valkey9.sh: run as root once, to add the deb-src entry for sid ($list)" >&2
-    exit 1
-  fi
-  cat > "$list" <<'SOURCES'
-Types: deb-src
-URIs: http://deb.debian.org/debian
-Suites: sid
-Components: main
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-SOURCES
-fi
-apt-get update -qq -o Dir::Etc::sourcelist="$list" -o Dir::Etc::sourceparts=- -o APT::Get::List-Cleanup=0
-
-work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
-cd "$work"
-echo "valkey9.sh: fetching Debian's valkey source package ..." >&2
-apt-get source -qq valkey >&2
-src="$(find . -maxdepth 1 -type d -name 'valkey-*' | head -1)"
-[ -n "$src" ] || { echo "valkey9.sh: apt-get source valkey unpacked nothing" >&2; exit 1; }
+need_build_tools valkey9.sh
+fetch_debian_source valkey9.sh sid valkey
 echo "valkey9.sh: building $src (a minute or two) ..." >&2
 # The server alone, without TLS or systemd, with the allocator and Lua bundled in the source.
 make -C "$src" -j"$(nproc)" BUILD_TLS=no USE_SYSTEMD=no valkey-server >"$work/build.log" 2>&1 \

@@ -138,7 +138,9 @@ describe.each(KINDS)('on a Cluster, through %s', (_name, kind, setup) => {
 
   it('aborts a holder cut off by a partition before its lease can end; the next holder never overlaps it', async () => {
     const keyPrefix = uniquePrefix(`cl-partition-${kind}`);
-    const cutOff = engine(await on.throughProxies(kind), { keyPrefix, leaseMs: 1_500 });
+    // A lease short enough to end well within the next holder's wait, and long enough that a
+    // stall of this process on a loaded machine does not end it before the test reads its token.
+    const cutOff = engine(await on.throughProxies(kind), { keyPrefix, leaseMs: 3_000 });
     const healthy = engine(on.direct(), { keyPrefix });
     const first = await cutOff.acquire('p');
     const firstToken = await first.fencingToken();

@@ -4,7 +4,7 @@ import { checkHistory, type Section } from '../harness/history';
 import { RedisCluster } from '../harness/redis-cluster';
 import { CLIENT_KINDS } from '../harness/clients';
 import type { AnyClientKind } from '../harness/clients';
-import { hasValkey, startRedis, uniquePrefix, valkey9 } from '../harness/redis';
+import { hasValkey, redisName, startRedis, uniquePrefix, valkey9 } from '../harness/redis';
 import type { ServerKind } from '../harness/redis';
 import { RedisProcess } from '../harness/redis-process';
 
@@ -70,7 +70,7 @@ const SINGLE: [string, ServerKind, AnyClientKind | undefined, boolean][] = [
 
 /** Runs on a 3-master Cluster: its title, its server binary (redis-server unless named), the workers' client. */
 const CLUSTERS: [string, string | undefined, AnyClientKind][] = [
-  ['on a 3-master Redis 7 Cluster, through a Valkey GLIDE cluster client', undefined, 'glide'],
+  [`on a 3-master ${redisName} Cluster, through a Valkey GLIDE cluster client`, undefined, 'glide'],
   ...(valkey9
     ? [
         ['on a 3-master Valkey 9 Cluster, through a Valkey GLIDE cluster client', valkey9, 'glide'] as [

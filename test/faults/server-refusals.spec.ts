@@ -1,10 +1,9 @@
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { Controller, Get } from '@nestjs/common';
 import type { INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { LeadershipRegistry, LockBackendError, LockEngine, LockModule, LockTimeoutError, Locked } from 'lockwarden';
 import request from 'supertest';
+import { documentedAclRule } from '../harness/acl-rule';
 import { EventLog } from '../harness/event-log';
 import { Lines } from '../harness/lines';
 import { redisForFile, uniquePrefix } from '../harness/redis';
@@ -24,15 +23,7 @@ const server = redisForFile({ own: true });
 const PASSWORD = 'refusals-test';
 
 /** The rule of docs/configuration.md's "The Redis user", as ACL SETUSER's arguments after the user name. */
-function documentedRule(): string[] {
-  const page = readFileSync(join(process.cwd(), 'docs', 'configuration.md'), 'utf8');
-  const line = page.split('\n').find((l) => l.startsWith('ACL SETUSER lockwarden '));
-  if (!line) throw new Error('docs/configuration.md gives no "ACL SETUSER lockwarden" rule');
-  return line
-    .split(/\s+/)
-    .slice(3)
-    .map((part) => (part.startsWith('>') ? `>${PASSWORD}` : part));
-}
+const documentedRule = (): string[] => documentedAclRule(PASSWORD);
 
 /** Adds `user` with `rule`, and gives the URL that connects as that user. */
 async function userWith(user: string, rule: string[]): Promise<string> {

@@ -2,6 +2,8 @@ import { GlideClient, Logger } from '@valkey/valkey-glide';
 import { Cluster } from 'ioredis';
 import { createClient, createCluster } from 'redis';
 import type { LockEngineOptions } from '../../libs/lockwarden/src/core/options/engine-options';
+import { glideTls, ioredisTarget, nodeRedisTls } from './tls-clients';
+import { redisScheme } from './tls';
 
 /**
  * Which Redis client the engine is given: ioredis (made by Lockwarden from a URL, the
@@ -41,16 +43,20 @@ export function clientMaker(kind: AnyClientKind): {
   const glides: GlideClient[] = [];
   const topology = (where: Where): Topology => {
     if (kind === 'glide') throw new Error('a GLIDE client connects before it is given: use connect()');
-    if (kind === 'ioredis') return { redis: where };
+    // Over TLS (the TLS matrix leg) each client is given the test CA in its own options.
+    if (kind === 'ioredis') return { redis: ioredisTarget(where) };
     if (typeof where === 'string') {
-      const client = createClient({ url: where });
+      const client = createClient({ url: where, ...nodeRedisTls() });
       // An application listens to its client's errors; node-redis throws them otherwise.
       client.on('error', () => undefined);
       client.connect().catch(() => undefined);
       made.push(client);
       return { client };
     }
-    const cluster = createCluster({ rootNodes: where.cluster.map((n) => ({ url: `redis://${n.host}:${n.port}` })) });
+    const cluster = createCluster({
+      rootNodes: where.cluster.map((n) => ({ url: `${redisScheme}://${n.host}:${n.port}` })),
+      ...(nodeRedisTls() && { defaults: nodeRedisTls() }),
+    });
     cluster.on('error', () => undefined);
     cluster.connect().catch(() => undefined);
     made.push(cluster);
@@ -70,6 +76,7 @@ export function clientMaker(kind: AnyClientKind): {
       const client = await GlideClient.createClient({
         addresses: [{ host: url.hostname, port: Number(url.port) }],
         requestTimeout: 10_000,
+        ...glideTls(),
       });
       glides.push(client);
       return { client };

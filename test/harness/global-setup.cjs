@@ -7,4 +7,10 @@ const path = require('node:path');
 
 module.exports = async function globalSetup() {
   process.env.LOCKWARDEN_TEST_PIDS = fs.mkdtempSync(path.join(os.tmpdir(), 'lockwarden-pids-'));
+  // The TLS leg of npm run test:matrix: one throwaway CA for the whole run, which the workers
+  // find through the environment (test/harness/tls.ts); the teardown removes it.
+  if (process.env.LOCKWARDEN_TEST_TLS === '1' && !process.env.LOCKWARDEN_TEST_TLS_DIR) {
+    process.env.LOCKWARDEN_TEST_TLS_DIR = require('./tls-ca.cjs').makeTestCa();
+    process.env.LOCKWARDEN_TEST_TLS_MADE = '1';
+  }
 };

@@ -3,6 +3,7 @@ import { promisify } from 'node:util';
 import { Cluster, Redis } from 'ioredis';
 import { startedForFile } from './for-file';
 import { RedisProcess } from './redis-process';
+import { adminOptions, redisCliTlsArgs } from './tls';
 
 const exec = promisify(execFile);
 
@@ -34,6 +35,7 @@ export class RedisCluster {
     const cluster = new RedisCluster(nodes);
     try {
       await exec('redis-cli', [
+        ...redisCliTlsArgs(),
         '--cluster',
         'create',
         ...nodes.map((n) => `${n.host}:${n.port}`),
@@ -56,7 +58,7 @@ export class RedisCluster {
 
   /** A new Cluster client; the caller closes it. */
   client(options: ConstructorParameters<typeof Cluster>[1] = {}): Cluster {
-    return new Cluster(this.startupNodes, options);
+    return new Cluster(this.startupNodes, { ...options, redisOptions: adminOptions(options.redisOptions) });
   }
 
   /** Resolves once every node sees the cluster as healthy and all slots served. */
@@ -65,7 +67,7 @@ export class RedisCluster {
     for (;;) {
       const states = await Promise.all(
         this.nodes.map(async (n) => {
-          const c = new Redis(n.port, n.host, { lazyConnect: true, maxRetriesPerRequest: 0 });
+          const c = new Redis(n.port, n.host, adminOptions({ lazyConnect: true, maxRetriesPerRequest: 0 }));
           try {
             await c.connect();
             return await c.call('CLUSTER', 'INFO');
@@ -93,8 +95,8 @@ export class RedisCluster {
     const from = masters.find((m) => m.slots.some(([a, b]) => slot >= a && slot <= b))!;
     const to = masters.find((m) => m.port === toPort)!;
     if (from.port === to.port) throw new Error(`slot ${slot} is already on :${toPort}`);
-    const source = new Redis(from.port, '127.0.0.1');
-    const target = new Redis(to.port, '127.0.0.1');
+    const source = new Redis(from.port, '127.0.0.1', adminOptions());
+    const target = new Redis(to.port, '127.0.0.1', adminOptions());
     try {
       await target.call('CLUSTER', 'SETSLOT', slot, 'IMPORTING', from.id);
       await source.call('CLUSTER', 'SETSLOT', slot, 'MIGRATING', to.id);
@@ -105,7 +107,7 @@ export class RedisCluster {
         await source.call('MIGRATE', '127.0.0.1', to.port, '', 0, 5_000, 'REPLACE', 'KEYS', ...keys);
       }
       for (const m of masters) {
-        const c = new Redis(m.port, '127.0.0.1');
+        const c = new Redis(m.port, '127.0.0.1', adminOptions());
         await c.call('CLUSTER', 'SETSLOT', slot, 'NODE', to.id).finally(() => c.disconnect());
       }
     } finally {
@@ -121,7 +123,7 @@ export class RedisCluster {
     for (;;) {
       const links = await Promise.all(
         this.nodes.map(async (n) => {
-          const c = new Redis(n.port, n.host);
+          const c = new Redis(n.port, n.host, adminOptions());
           try {
             return /role:slave[\s\S]*master_link_status:up/.test(String(await c.info('replication')));
           } finally {
@@ -142,7 +144,7 @@ export class RedisCluster {
       const live = this.nodes.filter((n) => n.child && n.child.exitCode === null && n.child.signalCode === null);
       const states = await Promise.all(
         live.map(async (n) => {
-          const c = new Redis(n.port, n.host);
+          const c = new Redis(n.port, n.host, adminOptions());
           try {
             return String(await c.call('CLUSTER', 'INFO'));
           } finally {
@@ -168,7 +170,7 @@ export class RedisCluster {
   async announce(ports: readonly number[]): Promise<void> {
     await Promise.all(
       this.nodes.map(async (n, i) => {
-        const c = new Redis(n.port, n.host);
+        const c = new Redis(n.port, n.host, adminOptions());
         try {
           await c.config('SET', 'cluster-announce-port', String(ports[i]));
         } finally {
@@ -179,7 +181,7 @@ export class RedisCluster {
     for (;;) {
       const views = await Promise.all(
         this.nodes.map(async (n) => {
-          const c = new Redis(n.port, n.host);
+          const c = new Redis(n.port, n.host, adminOptions());
           try {
             return String(await c.call('CLUSTER', 'NODES'));
           } finally {
@@ -209,7 +211,7 @@ export class RedisCluster {
   /** The masters with their node ids and slot ranges, as the cluster reports them. */
   async masters(): Promise<{ id: string; port: number; slots: [number, number][] }[]> {
     const live = this.nodes.find((n) => n.child && n.child.exitCode === null && n.child.signalCode === null)!;
-    const c = new Redis(live.port, live.host);
+    const c = new Redis(live.port, live.host, adminOptions());
     try {
       const text = String(await c.call('CLUSTER', 'NODES'));
       return text

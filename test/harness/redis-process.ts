@@ -3,13 +3,14 @@ import { mkdtempSync, rmSync, writeFileSync, unlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { freePort } from './free-port';
+import { serverPortArgs, testTls } from './tls';
 
 export interface RedisProcessOptions {
   /** Extra `--name value` settings, e.g. `['--cluster-enabled', 'yes']`. */
   args?: string[];
   /**
-   * 'redis-server' (default), 'redis-sentinel', 'valkey-server' (Valkey, from Debian's
-   * backports), or the path of a server binary (Valkey 9, which tools/valkey9.sh builds).
+   * 'redis-server' (default: see defaultServer), 'redis-sentinel', 'valkey-server' (Valkey, from
+   * Debian's backports), or the path of a server binary (Valkey 9, which tools/valkey9.sh builds).
    */
   binary?: string;
   /** Lines of a config file, for settings that must come from a file (Sentinel needs one it can rewrite). */
@@ -17,6 +18,13 @@ export interface RedisProcessOptions {
   /** A fixed port (restarts reuse theirs); otherwise a free one is picked. */
   port?: number;
 }
+
+/**
+ * The server a test gets wherever it asks for plain Redis (no `binary`): redis-server, or the
+ * binary LOCKWARDEN_TEST_SERVER names. A leg of `npm run test:matrix` sets it, so that spec
+ * files written for Redis run again, unchanged, on another server (Redis 8.6).
+ */
+export const defaultServer: string = process.env.LOCKWARDEN_TEST_SERVER || 'redis-server';
 
 const live = new Set<RedisProcess>();
 let exitHookInstalled = false;
@@ -48,7 +56,12 @@ export class RedisProcess {
   ) {}
 
   get url(): string {
-    return `redis://${this.host}:${this.port}`;
+    return `${this.tls ? 'rediss' : 'redis'}://${this.host}:${this.port}`;
+  }
+
+  /** Whether it listens for TLS alone (the TLS matrix leg: tls.ts); Sentinels stay plain. */
+  get tls(): boolean {
+    return testTls !== undefined && !(this.options.binary ?? '').includes('sentinel');
   }
 
   get pid(): number | undefined {
@@ -80,7 +93,7 @@ export class RedisProcess {
   }
 
   private launch(): Promise<void> {
-    const binary = this.options.binary ?? 'redis-server';
+    const binary = this.options.binary ?? defaultServer;
     const args: string[] = [];
     if (this.options.configLines) {
       const file = join(this.dir, `${basename(binary)}.conf`);
@@ -88,8 +101,9 @@ export class RedisProcess {
       args.push(file);
     }
     args.push(
-      '--port',
-      String(this.port),
+      ...(this.tls
+        ? serverPortArgs(this.port, (this.options.args ?? []).includes('--cluster-enabled'))
+        : ['--port', String(this.port)]),
       '--bind',
       this.host,
       '--dir',

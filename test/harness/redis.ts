@@ -1,7 +1,8 @@
 import { spawnSync } from 'node:child_process';
 import { Redis } from 'ioredis';
 import { startedForFile } from './for-file';
-import { RedisProcess } from './redis-process';
+import { defaultServer, RedisProcess } from './redis-process';
+import { adminOptions } from './tls';
 
 /**
  * Which server a test runs against: Redis (always), Valkey 8 where it is installed, or
@@ -9,8 +10,27 @@ import { RedisProcess } from './redis-process';
  */
 export type ServerKind = 'redis' | 'valkey' | 'valkey9';
 
+/**
+ * The server a plain-Redis test runs on, as its titles name it: "Redis 7" for the redis-server
+ * installed here, or "Redis 8.6" when a matrix leg put another one in its place
+ * (LOCKWARDEN_TEST_SERVER, see defaultServer).
+ */
+export const redisName: string = ((): string => {
+  const [, major, minor] =
+    / v=(\d+)\.(\d+)/.exec(spawnSync(defaultServer, ['--version'], { encoding: 'utf8' }).stdout ?? '') ?? [];
+  if (!major) return 'Redis';
+  return process.env.LOCKWARDEN_TEST_SERVER ? `Redis ${major}.${minor}` : `Redis ${major}`;
+})();
+
+/**
+ * Whether a matrix leg runs spec files again on another server (LOCKWARDEN_TEST_SERVER): their
+ * plain-Redis rows are what it is for, so their Valkey and Valkey 9 rows, which npm test has
+ * run already, are skipped there.
+ */
+const rerun = Boolean(process.env.LOCKWARDEN_TEST_SERVER);
+
 /** Whether `valkey-server` is installed here: the Valkey tests run only then (npm test says so). */
-export const hasValkey: boolean = spawnSync('valkey-server', ['--version']).status === 0;
+export const hasValkey: boolean = !rerun && spawnSync('valkey-server', ['--version']).status === 0;
 
 /** `describe` where Valkey is installed, `describe.skip` where it is not. */
 export const describeOnValkey: typeof describe = hasValkey ? describe : describe.skip;
@@ -19,7 +39,7 @@ export const describeOnValkey: typeof describe = hasValkey ? describe : describe
  * The Valkey 9 server tools/valkey9.sh built, if it did (npm test finds it and passes its path
  * as VALKEY9_SERVER): its tests run only then, and npm test says so.
  */
-export const valkey9: string | undefined = process.env.VALKEY9_SERVER || undefined;
+export const valkey9: string | undefined = (!rerun && process.env.VALKEY9_SERVER) || undefined;
 
 /** `describe` where Valkey 9 was built, `describe.skip` where it was not. */
 export const describeOnValkey9: typeof describe = valkey9 ? describe : describe.skip;
@@ -44,7 +64,8 @@ export interface RedisTarget {
 export async function startRedis(options: { own?: boolean; server?: ServerKind } = {}): Promise<RedisTarget> {
   const external = process.env.REDIS_URL;
   const server = options.server ?? 'redis';
-  if (external && !options.own && server === 'redis') {
+  // A matrix leg's server is the one it names, never an outside REDIS_URL.
+  if (external && !options.own && server === 'redis' && !rerun) {
     return {
       url: external,
       external: true,
@@ -60,7 +81,7 @@ export async function startRedis(options: { own?: boolean; server?: ServerKind }
     url: proc.url,
     external: false,
     process: proc,
-    client: () => new Redis(proc.url),
+    client: () => new Redis(proc.url, adminOptions()),
     stop: () => proc.destroy(),
   };
 }

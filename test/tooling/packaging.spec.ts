@@ -22,7 +22,8 @@ import { redisForFile } from '../harness/redis';
  * library types checked, boots, takes a real lock, runs the README's whole-app test recipe in
  * its own Jest, and releases its lock on SIGTERM. The two Nest 11 apps differ only in their
  * tsconfig, so they sit side by side on one install (Node and TypeScript find its
- * node_modules one folder up, as in a monorepo).
+ * node_modules one folder up, as in a monorepo). Where Node can require an ES module, a
+ * CommonJS app on the Nest 12 install boots and locks too, and runs its Jest test where Jest can.
  */
 const root = resolve('.');
 const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc');
@@ -287,6 +288,69 @@ const NODENEXT: AppKind = {
 const ESM: AppKind = { name: 'esm', install: NEST12, module: 'nodenext', moduleResolution: 'nodenext', entries: false };
 let apps: Promise<string[]>;
 
+/**
+ * Node 20.19+ and 22.12+ load an ES module through require() (`process.features.require_module`;
+ * 22.11 throws ERR_REQUIRE_ESM): a CommonJS app can then run Nest 12, and `require('lockwarden')`
+ * gives it the CommonJS build over that same Nest. Asked of a plain node: read in this file,
+ * through Jest's own `process`, it was not true on Node 24, where a plain node says true.
+ */
+const requireEsm =
+  execFileSync(process.execPath, ['-p', 'process.features.require_module'], { encoding: 'utf8' }).trim() === 'true';
+const [nodeMajor, nodeMinor] = process.versions.node.split('.').map(Number);
+/**
+ * Jest's own loader does the same in a CommonJS test from Node 24.9 on (its own threshold), in
+ * its vm-modules mode only: on Node 20 and 22, and without --experimental-vm-modules, it throws
+ * "Must use import to load ES Module" at `require('@nestjs/testing')`.
+ */
+const jestRequireEsm = nodeMajor > 24 || (nodeMajor === 24 && nodeMinor >= 9);
+
+/** A CommonJS app on Nest 12, written without a compile: decorators applied as plain calls. */
+const CJS_APP = `require('reflect-metadata');
+const { Module } = require('@nestjs/common');
+const { NestFactory } = require('@nestjs/core');
+const { LockModule, LockService } = require('lockwarden');
+class AppModule {}
+Module({ imports: [LockModule.forRoot({ redis: process.env.REDIS_URL, keyPrefix: process.env.KEY_PREFIX })] })(AppModule);
+(async () => {
+  const app = await NestFactory.createApplicationContext(AppModule, { logger: false });
+  const token = await app.get(LockService).withLock('k', (lock) => lock.fencingToken());
+  await app.close();
+  console.log(JSON.stringify({ build: require.resolve('lockwarden'), token }));
+})();
+`;
+
+/** The README's whole-app recipe as a CommonJS test of that app. */
+const CJS_TEST = `require('reflect-metadata');
+const { Module } = require('@nestjs/common');
+const { Test } = require('@nestjs/testing');
+const { LOCK_BACKEND, LockModule, LockService } = require('lockwarden');
+const { MemoryLockBackend } = require('lockwarden/testing');
+class AppModule {}
+Module({ imports: [LockModule.forRoot({ redis: 'redis://127.0.0.1:1', isGlobal: true })] })(AppModule);
+test('the CommonJS app runs on the in-memory backend', async () => {
+  const moduleRef = await Test.createTestingModule({ imports: [AppModule] })
+    .overrideProvider(LOCK_BACKEND)
+    .useValue(new MemoryLockBackend())
+    .compile();
+  const app = await moduleRef.init();
+  const locks = app.get(LockService);
+  const held = await locks.acquire('k');
+  expect(await locks.tryAcquire('k')).toBeNull();
+  await held.release();
+  await app.close();
+});
+`;
+
+/** A CommonJS folder inside the Nest 12 install (its own package.json says so); its path. */
+function cjsApp(nest12: string): string {
+  const dir = join(nest12, 'cjs');
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, 'package.json'), JSON.stringify({ type: 'commonjs' }));
+  writeFileSync(join(dir, 'main.js'), CJS_APP);
+  writeFileSync(join(dir, 'app.test.js'), CJS_TEST);
+  return dir;
+}
+
 describe('the packed library', () => {
   beforeAll(() => {
     const nest11 = createApps(install(NEST11), [
@@ -390,4 +454,38 @@ describe('the packed library', () => {
       ),
     ).toBe('function\n');
   }, 600_000);
+
+  (requireEsm ? it : it.skip)(
+    `works in a CommonJS app on Nest 12 through require(esm)${requireEsm ? '' : ' (skipped: this Node cannot require an ES module)'}`,
+    async () => {
+      const dir = cjsApp(join((await apps)[2], '..'));
+      const prefix = `pack:cjs:${process.pid}:`;
+      const out = run(process.execPath, ['main.js'], dir, {
+        ...process.env,
+        REDIS_URL: server.redis.url,
+        KEY_PREFIX: prefix,
+      });
+      const result = JSON.parse(out) as { build: string; token: number };
+      expect(result.build).toMatch(/\/lockwarden\/dist\/index\.js$/); // the CommonJS build, over Nest 12's ES modules
+      expect(result.token).toBeGreaterThan(0);
+    },
+    120_000,
+  );
+
+  (jestRequireEsm ? it : it.skip)(
+    `runs a CommonJS app's Jest test on Nest 12${jestRequireEsm ? '' : ' (skipped: Jest requires an ES module from Node 24.9 on)'}`,
+    async () => {
+      const dir = cjsApp(join((await apps)[2], '..'));
+      const env: NodeJS.ProcessEnv = { ...process.env, NODE_OPTIONS: '--experimental-vm-modules' };
+      delete env.JEST_WORKER_ID; // the user's Jest is not one of our workers
+      const jest = join(dir, '..', 'node_modules', 'jest', 'bin', 'jest.js');
+      await runAsync(
+        process.execPath,
+        [jest, '--rootDir', dir, '--ci', '--config', '{"transform":{}}', 'app.test.js'],
+        dir,
+        env,
+      );
+    },
+    120_000,
+  );
 });

@@ -1,5 +1,8 @@
 // Valkey GLIDE as a third client: the shared behaviour suite through GlideClient on one
-// server and through GlideClusterClient on a 3-master Cluster, Redis 7 and (where built) Valkey 9.
+// server and through GlideClusterClient on a 3-master Cluster, Redis (7 here; 8.6 in its
+// test:matrix leg) and (where built) Valkey 9. Every GLIDE client here is made with glideTls():
+// in the TLS leg, which runs the two behaviour suites of this file, that hands it the run's
+// test CA (as an application with a private CA would); elsewhere it adds nothing.
 import { GlideClient, GlideClusterClient, Logger } from '@valkey/valkey-glide';
 import { Redis } from 'ioredis';
 import { LeadershipRegistry, LockBackendError, LockEngine, LockModule } from 'lockwarden';
@@ -8,9 +11,11 @@ import { describeLockBehaviour } from '../behaviour/lock-behaviour';
 import { connectionOf } from '../../libs/lockwarden/src/core/redis/redis-client';
 import { closeNow, engineFactory } from '../harness/engines';
 import { expectServedAfterFailover } from '../harness/shard-failover';
-import { redisForFile, uniquePrefix, valkey9 } from '../harness/redis';
+import { redisForFile, redisName, uniquePrefix, valkey9 } from '../harness/redis';
 import type { ServerKind } from '../harness/redis';
 import { clusterForFile, RedisCluster } from '../harness/redis-cluster';
+import { adminOptions } from '../harness/tls';
+import { glideTls } from '../harness/tls-clients';
 
 // GLIDE's Rust core logs a MOVED reply or a reconnection as a warning; here they are caused on purpose.
 beforeAll(() => Logger.setLoggerConfig('error'));
@@ -46,7 +51,7 @@ function glideEngines<C extends GlideClient | GlideClusterClient>(
 }
 
 const SERVERS: [string, ServerKind][] = [
-  ['Redis 7', 'redis'],
+  [redisName, 'redis'],
   ...(valkey9 ? [['Valkey 9', 'valkey9'] as [string, ServerKind]] : []),
 ];
 
@@ -54,7 +59,11 @@ describe.each(SERVERS)('through a GLIDE client, on %s', (name, server) => {
   const file = redisForFile({ own: true, server });
   const { clients, engine, pair } = glideEngines(
     file,
-    () => GlideClient.createClient({ addresses: [{ host: file.redis.process!.host, port: file.redis.process!.port }] }),
+    () =>
+      GlideClient.createClient({
+        addresses: [{ host: file.redis.process!.host, port: file.redis.process!.port }],
+        ...glideTls(),
+      }),
     `glide-${server}`,
   );
 
@@ -153,9 +162,9 @@ describe.each(SERVERS)('through a GLIDE client, on %s', (name, server) => {
   }));
 });
 
-/** Redis 7 Cluster always; Valkey 9 Cluster where Valkey 9 was built. */
+/** A Redis Cluster always; Valkey 9 Cluster where Valkey 9 was built. */
 const CLUSTERS: [string, string | undefined][] = [
-  ['Redis 7', undefined],
+  [redisName, undefined],
   ...(valkey9 ? [['Valkey 9', valkey9] as [string, string]] : []),
 ];
 
@@ -163,7 +172,7 @@ describe.each(CLUSTERS)('through a GLIDE cluster client, on a 3-master %s Cluste
   const nodes = clusterForFile({ masters: 3, binary });
   const { clients, pair } = glideEngines(
     nodes,
-    () => GlideClusterClient.createClient({ addresses: nodes.cluster.startupNodes }),
+    () => GlideClusterClient.createClient({ addresses: nodes.cluster.startupNodes, ...glideTls() }),
     `glide-cluster-${name}`,
   );
 
@@ -199,7 +208,7 @@ describe.each(CLUSTERS)('through a GLIDE cluster client, on a 3-master %s Cluste
   });
 
   it('names the fix when a one-server GLIDE client is given a Cluster node', async () => {
-    const single = await GlideClient.createClient({ addresses: [nodes.cluster.startupNodes[0]] });
+    const single = await GlideClient.createClient({ addresses: [nodes.cluster.startupNodes[0]], ...glideTls() });
     const e = new LockEngine({ client: single, keyPrefix: uniquePrefix('glide-single-on-cluster') });
     try {
       // Keys spread over the three masters: those on another node's slots are refused with MOVED.
@@ -225,7 +234,7 @@ describe.each(CLUSTERS)('through a GLIDE cluster client, on a 3-master %s Cluste
 
   (binary ? it : it.skip)("releases with each master's own DELIFEQ on Valkey 9, found per primary", async () => {
     const [a] = pair();
-    const masters = nodes.cluster.startupNodes.map((n) => new Redis(n.port, n.host));
+    const masters = nodes.cluster.startupNodes.map((n) => new Redis(n.port, n.host, adminOptions()));
     const perMaster = async (): Promise<number[]> =>
       Promise.all(
         masters.map(async (m) => Number(/cmdstat_delifeq:calls=(\d+)/.exec(await m.info('commandstats'))?.[1] ?? 0)),
@@ -255,7 +264,7 @@ describe.each(CLUSTERS)('through a GLIDE cluster client, on a 3-master %s Cluste
 describe('a GLIDE cluster client through a shard failover (3 masters + 3 replicas)', () => {
   it('keeps serving locks on the failed shard, and finds the promoted replica among the primaries', async () => {
     const replicated = await RedisCluster.start({ masters: 3, replicas: 1 });
-    const client = await GlideClusterClient.createClient({ addresses: replicated.startupNodes });
+    const client = await GlideClusterClient.createClient({ addresses: replicated.startupNodes, ...glideTls() });
     const e = new LockEngine({ client, keyPrefix: uniquePrefix('glide-fail'), leaseMs: 3_000 });
     try {
       await expectServedAfterFailover(replicated, e);

@@ -8,6 +8,8 @@ import { Cluster, Redis } from 'ioredis';
 import { createClient, createCluster } from 'redis';
 import type { LockEngineOptions } from '../../libs/lockwarden/src/core/options/engine-options';
 import type { RedisTarget } from '../../libs/lockwarden/src/core/redis/redis-client';
+import { adminOptions, redisScheme } from '../harness/tls';
+import { glideTls, ioredisTarget, nodeRedisTls } from '../harness/tls-clients';
 
 function clusterNodes(): { host: string; port: number }[] | undefined {
   return process.env.CLUSTER?.split(',').map((hp) => {
@@ -22,7 +24,8 @@ function quorumNodes(): string[] | undefined {
 
 export function lockRedis(): RedisTarget {
   const nodes = clusterNodes();
-  return nodes ? { cluster: nodes } : process.env.REDIS!;
+  // Over TLS (the TLS matrix leg), with the test CA in Lockwarden's own options.
+  return ioredisTarget(nodes ? { cluster: nodes } : process.env.REDIS!);
 }
 
 /** The node-redis client lockTopology made, if any: the worker closes it after its engine. */
@@ -45,21 +48,29 @@ export async function lockTopology(): Promise<Pick<LockEngineOptions, 'redis' | 
   if (process.env.CLIENT === 'glide') {
     const nodes = clusterNodes();
     if (nodes) {
-      glide = await GlideClusterClient.createClient({ addresses: nodes, requestTimeout: GLIDE_REQUEST_TIMEOUT_MS });
+      glide = await GlideClusterClient.createClient({
+        addresses: nodes,
+        requestTimeout: GLIDE_REQUEST_TIMEOUT_MS,
+        ...glideTls(),
+      });
       return { client: glide };
     }
     const url = new URL(process.env.REDIS!);
     glide = await GlideClient.createClient({
       addresses: [{ host: url.hostname, port: Number(url.port) }],
       requestTimeout: GLIDE_REQUEST_TIMEOUT_MS,
+      ...glideTls(),
     });
     return { client: glide };
   }
   if (process.env.CLIENT !== 'node-redis') return { redis: lockRedis() };
   const nodes = clusterNodes();
   const client = nodes
-    ? createCluster({ rootNodes: nodes.map((n) => ({ url: `redis://${n.host}:${n.port}` })) })
-    : createClient({ url: process.env.REDIS! });
+    ? createCluster({
+        rootNodes: nodes.map((n) => ({ url: `${redisScheme}://${n.host}:${n.port}` })),
+        ...(nodeRedisTls() && { defaults: nodeRedisTls() }),
+      })
+    : createClient({ url: process.env.REDIS!, ...nodeRedisTls() });
   client.on('error', () => undefined);
   await client.connect();
   made = client;
@@ -75,8 +86,8 @@ export async function closeTopology(): Promise<void> {
 /** A client for data and server time: the cluster, the first quorum node, or the one server. */
 export function dataClient(): Redis | Cluster {
   const nodes = clusterNodes();
-  if (nodes) return new Cluster(nodes);
-  return new Redis(quorumNodes()?.[0] ?? process.env.REDIS!);
+  if (nodes) return new Cluster(nodes, { redisOptions: adminOptions() });
+  return new Redis(quorumNodes()?.[0] ?? process.env.REDIS!, adminOptions());
 }
 
 /**
@@ -87,6 +98,6 @@ export function dataClient(): Redis | Cluster {
  */
 export function clockClient(): Redis {
   const first = clusterNodes()?.[0];
-  if (first) return new Redis(first.port, first.host);
-  return new Redis(quorumNodes()?.[0] ?? process.env.REDIS!);
+  if (first) return new Redis(first.port, first.host, adminOptions());
+  return new Redis(quorumNodes()?.[0] ?? process.env.REDIS!, adminOptions());
 }

@@ -15,7 +15,7 @@ export type { AcquireOptions } from './core/options/options';
 export type { RwAcquireOptions } from './core/rwlock/rw-options';
 export type { LockEngineOptions, QuorumOptions } from './core/options/engine-options';
 export type { ReplicaAckOptions } from './core/redis/replica-ack';
-export type { RedisClient, RedisSpec, RedisTarget, ClusterSpec } from './core/redis/redis-client';
+export type { RedisClient, RedisSpec, RedisTarget, RedisUrlSpec, ClusterSpec } from './core/redis/redis-client';
 export type { NodeRedisClient, NodeRedisCluster, NodeRedisSentinel } from './core/redis/node-redis-types';
 export type { GlideClientLike, GlideClusterClientLike, GlideRoute } from './core/redis/glide-connection';
 export { LockEngine } from './core/engine/lock-engine';

@@ -3,7 +3,7 @@ export type { LockEngineOptions } from './options/engine-options';
 export type { LockHandle } from './lease/lock-handle';
 export type { AcquireOptions } from './options/options';
 export type { LockLogger } from './observe/logger';
-export type { RedisClient, RedisSpec, RedisTarget } from './redis/redis-client';
+export type { RedisClient, RedisSpec, RedisTarget, RedisUrlSpec } from './redis/redis-client';
 export { connectionOf } from './redis/redis-client';
 export type { NodeRedisClient, NodeRedisCluster, NodeRedisSentinel } from './redis/node-redis-types';
 export type { GlideClientLike, GlideClusterClientLike, GlideRoute } from './redis/glide-connection';

@@ -36,7 +36,42 @@ interface SystemErrorLike {
 
 const DOWN = 'the connection to Redis is down';
 
+/**
+ * Node's codes for a TLS connection that failed on the certificate ("SELF_SIGNED_CERT_IN_CHAIN",
+ * "UNABLE_TO_VERIFY_LEAF_SIGNATURE", "ERR_TLS_CERT_ALTNAME_INVALID", "CERT_HAS_EXPIRED") or
+ * in the handshake ("ERR_SSL_WRONG_VERSION_NUMBER": TLS spoken to a plain port).
+ */
+const TLS_CODE = /CERT|^ERR_SSL_|^ERR_TLS_/;
+
+/**
+ * A call the client dropped while its connection was down (ioredis's "Reached the max retries
+ * per request limit"), with the last error of that connection: the client's own error says
+ * nothing of why it is down, and a certificate it will never accept is not an outage to wait
+ * out. The connection that saw both makes it (core/redis/connection-watch.ts); `cause` is the
+ * client's error.
+ */
+export class RedisCallDroppedError extends Error {
+  constructor(
+    dropped: unknown,
+    /** Why the connection is down: its last error. */
+    readonly connectionError: Error,
+  ) {
+    super(`${say(connectionError).text}; the call was dropped while reconnecting`, { cause: dropped });
+    this.name = 'RedisCallDropped';
+  }
+}
+
+/** Whether `err` says only that the connection is down, not why: a call dropped, or refused while reconnecting. */
+export function saysOnlyDown(err: unknown): boolean {
+  return !(err instanceof RedisCallDroppedError) && say(err).text.startsWith(DOWN);
+}
+
 function say(err: unknown): Said {
+  if (err instanceof RedisCallDroppedError) {
+    const why = say(err.connectionError);
+    // "Redis 10.0.0.5:6379 refused the connection; …", "the TLS connection to Redis failed: …; …".
+    return { ...why, text: `${why.text}; the call was dropped while reconnecting`, refusal: undefined };
+  }
   const refusal = refusalOf(err);
   if (refusal) return { text: refusalText(refusal), short: refusalShort(refusal), failure: undefined, refusal };
   const e = (typeof err === 'object' && err !== null ? err : {}) as SystemErrorLike;
@@ -60,6 +95,16 @@ function say(err: unknown): Said {
       return { text: 'the connection to Redis was cut', short: 'connection cut', failure: 'refused' };
     default:
       break;
+  }
+  if (typeof e.code === 'string' && TLS_CODE.test(e.code)) {
+    // The certificate's failures are the ones a setting fixes; the client's words name which.
+    const fix = /CERT/.test(e.code) ? " (trust the CA that signed the server's certificate: the client's tls.ca)" : '';
+    return {
+      text: `the TLS connection to Redis${where} failed: ${message.replace(/\.+$/, '')}${fix}`,
+      short: message.replace(/\.+$/, ''),
+      failure: 'refused',
+      setup: true,
+    };
   }
   if (e.name === 'MaxRetriesPerRequestError') {
     return { text: `${DOWN}; the call was dropped while reconnecting`, short: 'connection down', failure: 'refused' };

@@ -3,6 +3,7 @@ import type { MutexKeys } from '../backend/lock-keys';
 import type { HeldRelease } from '../backend/lock-store';
 import { SCRIPTS } from '../redis/lua-script';
 import type { NativeCommands } from '../redis/native-commands';
+import { refusalOf } from '../../errors/redis-reason';
 
 /**
  * The releases of the mutex leases this process holds. Those nobody waited for go together:
@@ -74,11 +75,15 @@ export class HeldReleases {
         return [(await this.client.compareDelete(native, item.keys.lock, this.holderValue(item))) ? 1 : 2];
       } catch (err) {
         // A server without the command after all (a failover to an older one): the script,
-        // from now until the commands are looked up again. A slot being moved: the script,
-        // which follows it. Anything else is a failed release.
+        // from now until the commands are looked up again. A user the ACL does not let run it
+        // (the least-privilege rule of a Redis before 8.4 carried over): the script, which it
+        // may run. A slot being moved: the script, which follows it. Anything else is a failed
+        // release.
         const message = err instanceof Error ? err.message : '';
-        if (!/unknown command|^(MOVED|ASK) /i.test(message)) throw err;
-        if (/unknown command/i.test(message)) this.native?.refused();
+        const denied = refusalOf(err)?.kind === 'command';
+        if (!denied && !/unknown command|^(MOVED|ASK) /i.test(message)) throw err;
+        if (denied) this.native?.denied();
+        else if (/unknown command/i.test(message)) this.native?.refused();
       }
     }
     // One lock answers a number, several a list (release-plain.lua).

@@ -3,6 +3,7 @@ import { checkInteger, checkKnownNames, checkOptionsObject, describe, integerOr,
 import type { RedisSpec, ResolvedQuorum } from '../redis/redis-client';
 import { isRedisClient } from '../redis/client-kind';
 import type { ReplicaAckOptions } from '../redis/replica-ack';
+import { checkTls, checkUrlSpec } from './tls-options';
 
 // The checks of where the engine finds Redis: the `redis` option, a quorum's nodes, and
 // replica acknowledgement. The engine's other options are checked in engine-options.ts.
@@ -44,8 +45,9 @@ export function resolveQuorum(raw: unknown): ResolvedQuorum {
 
 /**
  * Where to find Redis (the `redis` option, a quorum node): a client the caller owns (anything
- * with `duplicate` and `evalsha`), a redis:// or rediss:// URL, `{ cluster: [nodes] }` with
- * at least one node, or a client options object. `what` names the option in the error.
+ * with `duplicate` and `evalsha`), a redis:// or rediss:// URL, `{ url, ...options }`,
+ * `{ cluster: [nodes] }` with at least one node, or a client options object; TLS settings
+ * (`tls`) are checked in each. `what` names the option in the error.
  */
 export function checkRedisSpec(spec: unknown, what: string): void {
   if (typeof spec === 'string') {
@@ -61,10 +63,22 @@ export function checkRedisSpec(spec: unknown, what: string): void {
   }
   // A client of the caller's own is theirs to have set up.
   if (isRedisClient(spec)) return;
+  const fields = spec as Record<string, unknown>;
   if ('cluster' in spec) {
-    const nodes = (spec as { cluster: unknown }).cluster;
+    const nodes = fields.cluster;
     if (!Array.isArray(nodes) || nodes.length === 0) {
       throw new LockConfigError(`${what}.cluster must be a non-empty list of cluster nodes, e.g. [{ host, port }].`);
     }
+    const options = fields.clusterOptions;
+    if (options === undefined) return;
+    const { redisOptions } = checkOptionsObject(`${what}.clusterOptions`, options);
+    if (redisOptions === undefined) return;
+    checkTls(
+      checkOptionsObject(`${what}.clusterOptions.redisOptions`, redisOptions).tls,
+      `${what}.clusterOptions.redisOptions.tls`,
+    );
+    return;
   }
+  if ('url' in spec) checkUrlSpec(fields, what);
+  else checkTls(fields.tls, `${what}.tls`);
 }

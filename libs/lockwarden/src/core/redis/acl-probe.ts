@@ -57,6 +57,8 @@ const CALL_COMMANDS: readonly (readonly [string, string])[] = [
   ['command|info', 'command info get'],
   ['info', 'info memory'],
 ];
+/** Of CALL_COMMANDS, those that only stand in for a script: a user without them loses nothing. */
+const NATIVE_ONLY: ReadonlySet<string> = new Set(['delifeq', 'delex']);
 /** The wake-up bus: scripts publish, a subscriber of Lockwarden's own listens. */
 const BUS_COMMANDS: readonly (readonly [string, string])[] = [
   ['publish', 'publish $c probe'],
@@ -144,7 +146,19 @@ export function aclCheck(
     probing = true;
     void aclGaps(client, keyPrefix, replicaAck)
       .then((gaps) => {
-        const items = [...gaps.commands, ...(gaps.keys ? ['~'] : []), ...(gaps.channels ? ['&'] : [])];
+        // The server's own compare-and-delete only saves a script: without it, releases run the
+        // script (held-releases.ts falls back), so lacking it is said, not warned of.
+        const optional = gaps.commands.filter((c) => NATIVE_ONLY.has(c));
+        if (optional.length > 0 && !told.has(optional.join())) {
+          told.add(optional.join());
+          logger.debug(
+            `The user Lockwarden connects to ${client.describe()} as may not run ` +
+              `${optional.map((c) => c.toUpperCase()).join(', ')}: releases nobody waits for run a script ` +
+              `instead (+${optional.join(' +')} would save it).`,
+          );
+        }
+        const needed = { ...gaps, commands: gaps.commands.filter((c) => !NATIVE_ONLY.has(c)) };
+        const items = [...needed.commands, ...(gaps.keys ? ['~'] : []), ...(gaps.channels ? ['&'] : [])];
         if (items.length === 0) {
           logger.debug(
             `The user Lockwarden connects to ${client.describe()} as may run every command Lockwarden needs.`,
@@ -153,7 +167,7 @@ export function aclCheck(
         }
         if (items.every((item) => told.has(item))) return;
         for (const item of items) told.add(item);
-        logger.warn(gapsText(client.describe(), gaps, keyPrefix));
+        logger.warn(gapsText(client.describe(), needed, keyPrefix));
       })
       .catch((err: unknown) => {
         logger.debug(

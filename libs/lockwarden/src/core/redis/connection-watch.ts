@@ -1,4 +1,4 @@
-import { connectionFailure, redisReasonShort } from '../../errors/redis-reason';
+import { connectionFailure, RedisCallDroppedError, redisReasonShort, saysOnlyDown } from '../../errors/redis-reason';
 import type { ConnectionOutage } from '../backend/lock-backend';
 import type { LockLogger } from '../observe/logger';
 import type { RedisConnection } from './connection';
@@ -100,4 +100,16 @@ export function connectionFailureOf(client: RedisConnection): Error | undefined 
 /** Since when, and why, `client`'s connection is down, when Lockwarden watches it and it is. */
 export function watchedOutageOf(client: RedisConnection): ConnectionOutage | undefined {
   return watches.get(client)?.outage;
+}
+
+/**
+ * `err`, a call's failure on `client`, with why the connection is down when `err` says only
+ * that it is ("the call was dropped while reconnecting") and Lockwarden watches it: an acquire
+ * on a server whose certificate is not trusted then names the certificate, as the log and
+ * `health()` do.
+ */
+export function withDownReason(err: unknown, client: RedisConnection): unknown {
+  if (!saysOnlyDown(err)) return err;
+  const why = watches.get(client)?.failure;
+  return why ? new RedisCallDroppedError(err, why) : err;
 }

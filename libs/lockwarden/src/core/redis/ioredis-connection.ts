@@ -13,6 +13,7 @@ import type { CompareDelete } from './connection';
 import type { ConnectionOutage } from '../backend/lock-backend';
 import { errorsHeard, OutageClock } from './outage-clock';
 import { scriptError, scriptFailure } from './script-error';
+import { withDownReason } from './connection-watch';
 
 type IoClient = Redis | Cluster;
 
@@ -41,44 +42,55 @@ export class IoRedisConnection implements RedisConnection {
     try {
       return await this.client.evalsha(script.sha, keys.length, ...keys, ...args);
     } catch (err) {
-      if (!isNoScript(err)) throw scriptError(err, script, args);
-      return this.client.eval(script.source, keys.length, ...keys, ...args).catch(scriptFailure(script, args));
+      if (!isNoScript(err)) throw scriptError(withDownReason(err, this), script, args);
+      return this.client
+        .eval(script.source, keys.length, ...keys, ...args)
+        .catch(this.told)
+        .catch(scriptFailure(script, args));
     }
   }
 
   async setNxPx(key: string, value: string, ms: number): Promise<boolean> {
-    return (await this.client.set(key, value, 'PX', ms, 'NX')) === 'OK';
+    return (await this.client.set(key, value, 'PX', ms, 'NX').catch(this.told)) === 'OK';
   }
 
   async compareDelete(name: CompareDelete, key: string, value: string): Promise<boolean> {
     // On a Cluster, to the master of the key's slot; a slot that moved answers MOVED, and the
     // caller falls back to its script.
-    return Number(await this.nodeFor(key).call(name, ...compareDeleteArgs(name, key, value))) === 1;
+    const reply = await this.nodeFor(key)
+      .call(name, ...compareDeleteArgs(name, key, value))
+      .catch(this.told);
+    return Number(reply) === 1;
   }
 
   get(key: string): Promise<string | null> {
-    return this.client.get(key);
+    return this.client.get(key).catch(this.told);
   }
 
   hgetall(key: string): Promise<Record<string, string>> {
-    return this.client.hgetall(key);
+    return this.client.hgetall(key).catch(this.told);
   }
 
   exists(key: string): Promise<number> {
-    return this.client.exists(key);
+    return this.client.exists(key).catch(this.told);
   }
 
   xrange(key: string, start: string, end: string, count: number): Promise<StreamEntry[]> {
-    return this.client.xrange(key, start, end, 'COUNT', count);
+    return this.client.xrange(key, start, end, 'COUNT', count).catch(this.told);
   }
 
   xrevrange(key: string, end: string, start: string, count: number): Promise<StreamEntry[]> {
-    return this.client.xrevrange(key, end, start, 'COUNT', count);
+    return this.client.xrevrange(key, end, start, 'COUNT', count).catch(this.told);
   }
 
   async waitReplicas(key: string, replicas: number, timeoutMs: number): Promise<number> {
-    return Number(await this.nodeFor(key).wait(replicas, timeoutMs));
+    return Number(await this.nodeFor(key).wait(replicas, timeoutMs).catch(this.told));
   }
+
+  /** Rethrows a call's failure with why the connection is down, when it says only that it is. */
+  private readonly told = (err: unknown): never => {
+    throw withDownReason(err, this);
+  };
 
   servers(): ServerConnection[] {
     const nodes = this.cluster ? (this.client as Cluster).nodes('master') : [this.client as Redis];

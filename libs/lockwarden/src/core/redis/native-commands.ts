@@ -26,6 +26,14 @@ export class NativeCommands {
     this.probe();
   }
 
+  /**
+   * The ACL user may not run the command: scripts from now on. Looked at again only when the
+   * connection comes back (an ACL change is rare; a retry per release would cost a round trip).
+   */
+  denied(): void {
+    this.compareDelete = undefined;
+  }
+
   private probe(): void {
     if (this.probing) return;
     this.probing = true;

@@ -7,15 +7,24 @@ import { isGlide, isIoRedis, isRedisClient } from './client-kind';
 import { GlideConnection } from './glide-connection';
 import type { AnyGlideClient } from './glide-connection';
 import { GivenConnection } from './given-connection';
+import { guardedConnector } from './guarded-connector';
 import type { LockLogger } from '../observe/logger';
 import type { AnyNodeRedis } from './node-redis-types';
 
 /**
- * A Redis Cluster Lockwarden connects to (and closes) itself.
+ * A Redis Cluster Lockwarden connects to (and closes) itself. Over TLS, each node's connection
+ * takes its settings from `clusterOptions.redisOptions.tls` (the CA of a private one as `ca`).
  *
  * @example
  * ```ts
  * LockModule.forRoot({ redis: { cluster: [{ host: '10.0.0.1', port: 7000 }], clusterOptions: { scaleReads: 'master' } } });
+ * // over TLS, with a private CA:
+ * LockModule.forRoot({
+ *   redis: {
+ *     cluster: [{ host: '10.0.0.1', port: 7000 }],
+ *     clusterOptions: { redisOptions: { tls: { ca: readFileSync('/etc/redis/ca.crt') } } },
+ *   },
+ * });
  * ```
  */
 export interface ClusterSpec {
@@ -23,8 +32,29 @@ export interface ClusterSpec {
   clusterOptions?: ClusterOptions;
 }
 
-/** Where Lockwarden connects to Redis itself (with ioredis): a URL, ioredis options (Sentinel included), or cluster nodes. */
-export type RedisTarget = string | RedisOptions | ClusterSpec;
+/**
+ * A redis:// or rediss:// URL with ioredis options beside it: the URL says where (host, port,
+ * user, password, database), the options say how, e.g. `tls: { ca }` to trust a private CA.
+ * Settings the URL already makes (host, port, path, Sentinel) are not given beside it.
+ *
+ * @example
+ * ```ts
+ * import { readFileSync } from 'node:fs';
+ * LockModule.forRoot({
+ *   redis: { url: 'rediss://lockwarden:secret@redis.internal:6380', tls: { ca: readFileSync('/etc/redis/ca.crt') } },
+ * });
+ * ```
+ */
+export interface RedisUrlSpec extends Omit<RedisOptions, 'host' | 'port' | 'path' | 'sentinels'> {
+  /** `redis://[user:password@]host[:port][/db]`, or `rediss://…` for TLS. */
+  url: string;
+}
+
+/**
+ * Where Lockwarden connects to Redis itself (with ioredis): a URL, a URL with ioredis options
+ * (RedisUrlSpec: TLS with a private CA), ioredis options (Sentinel included), or cluster nodes.
+ */
+export type RedisTarget = string | RedisUrlSpec | RedisOptions | ClusterSpec;
 
 /**
  * A client the application made, connected, and closes: ioredis (`Redis`, `Cluster`),
@@ -61,6 +91,14 @@ export const OWNED_DEFAULTS: RedisOptions = {
   maxRetriesPerRequest: 2,
   connectTimeout: 5_000,
   disconnectTimeout: 0,
+  // No INFO before "ready": an ACL user without INFO (the least privilege docs/configuration.md
+  // gives) would make ioredis print "Skipping the ready check" at every connect. Nothing of ours
+  // needs it: a server still loading its data answers LOADING, which is no refusal
+  // (errors/redis-reason.ts), so the call fails as Redis being unavailable and is retried or told.
+  enableReadyCheck: false,
+  // No CLIENT SETINFO at connect (ioredis 5.4+ sends one on Redis 7.2+): the least-privilege
+  // user may not run it, and each connection would leave refusals in the server's ACL LOG.
+  disableClientInfo: true,
   // ioredis backs off to 2 s between reconnects; locks want to be usable again soon after Redis is.
   retryStrategy: (times: number) => Math.min(times * 50, 500),
 };
@@ -92,14 +130,22 @@ export function openConnection(spec: RedisSpec, logger: LockLogger): ConnectionL
   const io = ownRequire()('ioredis') as typeof import('ioredis');
   // The spec was checked with the engine's options (checkRedisSpec).
   let client: Redis | Cluster;
-  if (typeof spec === 'string') client = new io.Redis(spec, OWNED_DEFAULTS);
-  else if ('cluster' in spec) {
+  // Each socket listens for errors for its whole life (guarded-connector.ts); not with
+  // Sentinel, whose own connector finds the master.
+  const Connector = guardedConnector();
+  const owned: RedisOptions = Connector ? { ...OWNED_DEFAULTS, Connector } : OWNED_DEFAULTS;
+  if (typeof spec === 'string') client = new io.Redis(spec, owned);
+  else if ('url' in spec) {
+    // ioredis reads the URL first and the options after, each filling only what is not set yet.
+    const { url, ...options } = spec;
+    client = new io.Redis(url, { ...owned, ...options });
+  } else if ('cluster' in spec) {
     const options = spec.clusterOptions ?? {};
     client = new io.Cluster(spec.cluster, {
       ...options,
-      redisOptions: { ...OWNED_DEFAULTS, ...options.redisOptions },
+      redisOptions: { ...owned, ...options.redisOptions },
     });
-  } else client = new io.Redis({ ...OWNED_DEFAULTS, ...spec });
+  } else client = new io.Redis({ ...('sentinels' in spec ? OWNED_DEFAULTS : owned), ...spec });
   return { connection: connectionOf(client), owned: true };
 }
 

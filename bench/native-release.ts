@@ -8,45 +8,75 @@ import { RedisProcess } from '../test/harness/redis-process';
 import { makeAdapter } from './adapters';
 import { distinct, serial, serverMicros } from './scenarios';
 
-/** The Valkey 9 server tools/valkey9.sh built (at $VALKEY9_SERVER, or in its cache folder), if any. */
-export function valkey9Binary(): string | undefined {
-  const cache =
-    process.env.VALKEY9_CACHE ?? join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'lockwarden', 'valkey9');
-  const bin = process.env.VALKEY9_SERVER || join(cache, 'valkey-server');
-  const version = spawnSync(bin, ['--version'], { encoding: 'utf8' });
-  return version.status === 0 && / v=9\./.test(version.stdout) ? bin : undefined;
+/** A server with its own compare-and-delete, which scenario 12 measures. */
+export interface NativeServer {
+  /** As its rows name it. */
+  readonly name: 'Valkey 9' | 'Redis 8.6';
+  /** The server binary its build script made. */
+  readonly bin: string;
+  /** Its compare-and-delete: renamed away, the library finds none and releases with its script. */
+  readonly command: 'DELIFEQ' | 'DELEX';
+  /** The start of its metric ids: `s12` (Valkey 9, as before Redis 8 had rows), `s12r`. */
+  readonly metric: string;
 }
 
 /**
- * Scenario 12, on Valkey 9: the uncontended cycle where the release is the server's own
- * `DELIFEQ`, through each client (ioredis, node-redis, GLIDE), against the same server with that command renamed away (so
- * the library finds none, and releases with its script), and against redis-semaphore.
+ * The binary a build script left (at $<env>, or in its cache folder, as the script does), if it
+ * is there and of the version asked.
  */
-export async function valkey9Cycles(
-  bin: string,
+function built(env: string, cacheEnv: string, folder: string, file: string, version: RegExp): string | undefined {
+  const cache =
+    process.env[cacheEnv] ?? join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'lockwarden', folder);
+  const bin = process.env[env] || join(cache, file);
+  const run = spawnSync(bin, ['--version'], { encoding: 'utf8' });
+  return run.status === 0 && version.test(run.stdout) ? bin : undefined;
+}
+
+/**
+ * The servers scenario 12 runs on, those built here: Valkey 9 (tools/valkey9.sh, `DELIFEQ`) and
+ * Redis 8.6 (tools/redis8.sh, `DELEX … IFEQ`).
+ */
+export function nativeServers(): NativeServer[] {
+  const valkey9 = built('VALKEY9_SERVER', 'VALKEY9_CACHE', 'valkey9', 'valkey-server', / v=9\./);
+  const redis8 = built('REDIS8_SERVER', 'REDIS8_CACHE', 'redis8', 'redis-server', / v=8\.6\./);
+  return [
+    ...(valkey9 ? [{ name: 'Valkey 9', bin: valkey9, command: 'DELIFEQ', metric: 's12' } as const] : []),
+    ...(redis8 ? [{ name: 'Redis 8.6', bin: redis8, command: 'DELEX', metric: 's12r' } as const] : []),
+  ];
+}
+
+/**
+ * Scenario 12, on one server with its own compare-and-delete: the uncontended cycle where the
+ * release is that command, through each client (ioredis, node-redis, GLIDE), against the same
+ * server with the command renamed away (so the library finds none, and releases with its
+ * script), and against redis-semaphore.
+ */
+export async function nativeCycles(
+  server: NativeServer,
   cfg: { serialMs: number; distinctMs: number },
   record: (metric: string, lib: string, value: number) => void,
   progress: (what: string) => void,
 ): Promise<void> {
-  const native = await RedisProcess.start({ binary: bin });
+  const m = server.metric;
+  const native = await RedisProcess.start({ binary: server.bin });
   // rename-command to "" removes the command: COMMAND INFO no longer knows it.
-  const scripted = await RedisProcess.start({ binary: bin, args: ['--rename-command', 'DELIFEQ', '""'] });
+  const scripted = await RedisProcess.start({ binary: server.bin, args: ['--rename-command', server.command, '""'] });
   // Each client's native and script runs back to back, so the pair meets the same machine load.
   const runs: [server: RedisProcess, lib: string, as: string, metric: string][] = [
-    [native, 'lockwarden', 'lockwarden', 's12'],
-    [scripted, 'lockwarden', 'lockwarden', 's12lua'],
-    [native, 'lockwarden node-redis', 'lockwarden', 's12n'],
-    [scripted, 'lockwarden node-redis', 'lockwarden', 's12nlua'],
-    [native, 'lockwarden glide', 'lockwarden', 's12g'],
-    [scripted, 'lockwarden glide', 'lockwarden', 's12glua'],
-    [native, 'semaphore', 'semaphore', 's12'],
-    [native, 'semaphore tuned', 'semaphore tuned', 's12'],
+    [native, 'lockwarden', 'lockwarden', m],
+    [scripted, 'lockwarden', 'lockwarden', `${m}lua`],
+    [native, 'lockwarden node-redis', 'lockwarden', `${m}n`],
+    [scripted, 'lockwarden node-redis', 'lockwarden', `${m}nlua`],
+    [native, 'lockwarden glide', 'lockwarden', `${m}g`],
+    [scripted, 'lockwarden glide', 'lockwarden', `${m}glua`],
+    [native, 'semaphore', 'semaphore', m],
+    [native, 'semaphore tuned', 'semaphore tuned', m],
   ];
   try {
-    for (const [server, lib, as, metric] of runs) {
-      progress(`Valkey 9 · serial and 64 flows · ${lib}${server === scripted ? ' (scripts)' : ''}`);
-      const admin = new Redis(server.url);
-      const adapter = makeAdapter(lib, server.url);
+    for (const [on, lib, as, metric] of runs) {
+      progress(`${server.name} · serial and 64 flows · ${lib}${on === scripted ? ' (scripts)' : ''}`);
+      const admin = new Redis(on.url);
+      const adapter = makeAdapter(lib, on.url);
       try {
         let cpu: NodeJS.CpuUsage | undefined;
         const s = await serial(adapter, cfg.serialMs, async () => {
@@ -66,11 +96,11 @@ export async function valkey9Cycles(
     }
     // What one bare command costs each client, no lock involved: an uncontended cycle is two.
     for (const [client, metric] of [
-      ['ioredis', 's12b'],
-      ['node-redis', 's12nb'],
-      ['glide', 's12gb'],
+      ['ioredis', `${m}b`],
+      ['node-redis', `${m}nb`],
+      ['glide', `${m}gb`],
     ] as const) {
-      progress(`Valkey 9 · a bare SET round trip · ${client}`);
+      progress(`${server.name} · a bare SET round trip · ${client}`);
       const bare = await bareRoundTrips(client, native, cfg.serialMs);
       record(`${metric}.ops`, 'lockwarden', bare.opsPerSec);
       record(`${metric}.cpu`, 'lockwarden', bare.cpuUs);
