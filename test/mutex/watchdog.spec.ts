@@ -123,10 +123,16 @@ describe('lost leases', () => {
       },
       logger,
     );
+    // Listened for before the locks are taken: the 200 ms lease can end before a slow second
+    // acquire returns, and a loss told before anyone listens would never be heard.
+    const bothLost = Promise.all([
+      events.next({ type: 'lost', key: 'fixed' }),
+      events.next({ type: 'lost', key: 'deleted' }),
+    ]);
     const fixed = await e.acquire('fixed', { leaseMs: 200, renew: false }); // never released
     const lost = await e.acquire('deleted', { leaseMs: 1_500 }); // renewed, and so found gone, within a second
     await server.admin.del(`${e.options.keyPrefix}{deleted}`);
-    await Promise.all([events.next({ type: 'lost', key: 'fixed' }), events.next({ type: 'lost', key: 'deleted' })]);
+    await bothLost;
     expect(fixed.isHeld()).toBe(false);
     expect(lost.isHeld()).toBe(false);
     expect(e.heldLocks).toBe(0);
