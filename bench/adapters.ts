@@ -4,7 +4,7 @@ import Redlock from 'redlock';
 import { Mutex } from 'redis-semaphore';
 import { createClient } from 'redis';
 import { GlideClient } from '@valkey/valkey-glide';
-import { LockEngine } from '../libs/lockwarden/src/core/engine/lock-engine';
+import { LockEngine } from '../libs/lockwarden/src/core';
 
 /** A held lock, whichever library took it. */
 export interface Held {

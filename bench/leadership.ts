@@ -1,6 +1,5 @@
 import type { Redis } from 'ioredis';
-import { LockEngine } from '../libs/lockwarden/src/core/engine/lock-engine';
-import { LeadershipRegistry } from '../libs/lockwarden/src/core/leader/leadership-registry';
+import { LeadershipRegistry, LockEngine } from '../libs/lockwarden/src/core';
 
 export interface FailoverResult {
   /** From the leader's resign() call to the standby leading, ms. */

@@ -334,7 +334,7 @@ const ROWS: Row[] = [
   },
   { label: '10 held 2 ms: wait p99', metric: 's10mph.waitP99', higherIsBetter: false, unit: 'ms' },
   { label: '10 held 2 ms: fairness between processes', metric: 's10mph.fair', higherIsBetter: true, unit: 'x' },
-  { label: '9 leader hand-over after resign()', metric: 's9.resign', higherIsBetter: false, unit: 'ms' },
+  { label: '9 leader hand-off after resign()', metric: 's9.resign', higherIsBetter: false, unit: 'ms' },
   {
     label: `9 leader failover after a crash (lease ${LEADER_LEASE_MS} ms)`,
     metric: 's9.crash',

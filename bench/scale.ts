@@ -3,8 +3,7 @@ import { Injectable, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { Redis } from 'ioredis';
 import { Mutex } from 'redis-semaphore';
-import { LockEngine } from '../libs/lockwarden/src/core/engine/lock-engine';
-import { Locked, LockModule, LockService } from '../libs/lockwarden/src';
+import { LockEngine, Locked, LockModule, LockService } from '../libs/lockwarden/src';
 import { median, percentile } from './stats';
 
 export interface ScaleResult {

@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis';
 import { Semaphore as PeerSemaphore } from 'redis-semaphore';
-import { LockEngine } from '../libs/lockwarden/src/core/engine/lock-engine';
+import { LockEngine } from '../libs/lockwarden/src/core';
 import { percentile } from './stats';
 import { runWorkerProcesses } from './worker-processes';
 

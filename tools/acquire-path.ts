@@ -1,160 +1,154 @@
-// npm run acquire-path: which library files run during one warm, uncontended @Locked call on a
-// never-seen name (grant, method and release), counted with V8's precise coverage around that
-// one call. docs/how-it-works.md lists the files it prints. Starts a throwaway Redis unless
-// REDIS_URL is set. `-- --no-otel` counts as an app without OpenTelemetry would run it: no
-// metrics, no traces (this repository has the OpenTelemetry API installed, so both are on).
-// It then counts the bounces of a second such call, on the way in and on the way out (grant,
-// method and release): a call from file B back into file A while A's call into B is still
-// under way (A → B → A), read from the call chains of that call (tools/call-tracer.cjs).
-import 'reflect-metadata';
-import { Injectable, Module } from '@nestjs/common';
-import { NestFactory } from '@nestjs/core';
-import { Session } from 'node:inspector/promises';
+// npm run acquire-path: the whole corridor of one decorated call, the files a newcomer walks
+// through to follow `@Locked` from the decorator to Redis and back. It prints:
+//
+// - The library files that run during one warm, uncontended call on a name never used before
+//   (grant, method and release), with the functions that ran in each, from V8's precise
+//   coverage around that one call, mapped to the TypeScript through the source maps. The files
+//   are in the order the call first enters them. Code the compiler writes (a re-export's
+//   getter in an index.ts) is none of the file's own and does not count. An anonymous function
+//   goes under the function it is written in, as "(closure in X)" when X did not run itself.
+// - The library files a reader must open to follow that call although none of their code
+//   runs. From the functions that ran, the TypeScript compiler API follows what a reader looks
+//   up, with what is looked up in each file:
+//   - a call through a field, to the field (`engine.lockAndRun`) and to where it was wired: what
+//     the constructor assigns it, each member named on the way (`parts.calls.run`), and, for a
+//     constructor parameter, where the class is made;
+//   - a call through an interface (`store.acquire`), to the interface and to the library's
+//     classes implementing it whose member ran, including one that inherits the member;
+//   - the types the parameters of the functions that ran are declared with, and those of the
+//     fields (`this.x`) they use;
+//   - the interfaces and base classes of the classes whose methods ran;
+//   - the decorator on the application's method.
+//   Only the code that ran is read, block by block (V8 counts them): a branch the call did not
+//   take is not followed, nor a call to a plain function that did not run.
+// - The release: what runs from the method's return until the call settles.
+// - Contended: a second caller waits while the first holds, then gets the lock; the files that
+//   run beyond the uncontended call, and those a reader opens for them.
+// - A watchdog renewal of a held lease.
+// - The same call without OpenTelemetry (no metrics, no traces): this repository has the API
+//   installed, so the call above runs with both.
+// - The bounces of the uncontended call on the way in and out (bounces.ts).
+//
+// docs/how-it-works.md shows the printout; `-- --write-docs` rewrites its block (file moves
+// change it), `-- --json` prints it with its parts as data, for the tests, and `-- --why` adds
+// to each declaration looked up the function that ran that led there first. Starts a
+// throwaway Redis unless REDIS_URL is set.
+import { readFileSync, writeFileSync } from 'node:fs';
 import { relative, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { Worker } from 'node:worker_threads';
-import { Locked, LockModule } from '../libs/lockwarden/src';
+import type { Node } from 'typescript';
 import { RedisProcess } from '../test/harness/redis-process';
+import { bounces, entryOrder, traceEntries } from './acquire-path/bounces';
+import type { Frame } from './acquire-path/bounces';
+import { Coverage, pathOf } from './acquire-path/coverage';
+import type { ScriptCoverage } from './acquire-path/coverage';
+import { DOC_FILE, withDocBlock } from './acquire-path/doc-block';
+import { inLibrary, LIB, Lines, render } from './acquire-path/printout';
+import type { Printout } from './acquire-path/printout';
+import { Reading, sourceFiles } from './acquire-path/reading';
+import type { Ran } from './acquire-path/reading';
 
-const LIB = resolve(__dirname, '../libs/lockwarden/src');
+const ROOT = resolve(__dirname, '..');
 
-@Injectable()
-class Draws {
-  @Locked('draw:{0}')
-  async run(id: string): Promise<string> {
-    return id;
-  }
+// Before the library loads: V8 counts the blocks (the branches taken) only of the functions it
+// compiles once coverage is on.
+const coverage = new Coverage();
+
+/** What the measures saw: the coverage of each, and the entries of a second uncontended call. */
+interface Measures {
+  readonly appFile: string;
+  readonly call: { readonly grant: ScriptCoverage[]; readonly release: ScriptCoverage[] };
+  readonly plain: { readonly grant: ScriptCoverage[]; readonly release: ScriptCoverage[] };
+  readonly renewed: ScriptCoverage[];
+  readonly contended: ScriptCoverage[];
+  readonly entries: Frame[][];
 }
 
-interface FunctionCoverage {
-  readonly functionName: string;
-  readonly ranges: readonly { readonly count: number; readonly startOffset: number }[];
-}
-interface ScriptCoverage {
-  readonly scriptId: string;
-  readonly url: string;
-  readonly functions: FunctionCoverage[];
-}
-type Frame = { readonly url: string; readonly name: string };
-
-function pathOf(url: string): string {
-  return url.startsWith('file:') ? fileURLToPath(url) : url;
-}
-
-/** The library file of a frame, 'app' for this file, undefined for anything else (Node, Nest). */
-function fileOf(frame: Frame): string | undefined {
-  const path = pathOf(frame.url);
-  if (path.startsWith(LIB)) return relative(LIB, path);
-  return path === __filename ? 'app' : undefined;
+async function measure(url: string): Promise<Measures> {
+  const app = await import('./acquire-path/app');
+  const on = await app.App.start(url, true);
+  const off = await app.App.start(url, false);
+  await on.warm();
+  await off.warm();
+  await app.quiet();
+  const call = await app.uncontended(on, coverage, 'never-seen');
+  const plain = await app.uncontended(off, coverage, 'never-seen');
+  const renewed = await app.renewal(on, coverage, 'never-seen');
+  const contended = await app.contended(on, coverage, 'never-seen');
+  // Last: with the debugger's breakpoints, V8 no longer counts the blocks of those functions.
+  const traced = [...call.grant, ...call.release].filter((s) => counts(pathOf(s.url), app.APP_FILE));
+  const entries = await traceEntries(traced, () => on.draws.run('never-seen-too'));
+  await on.context.close();
+  await off.context.close();
+  return { appFile: app.APP_FILE, call, plain, renewed, contended, entries };
 }
 
-/**
- * Runs `call` with a breakpoint on every function that ran in `scripts`, and returns the call
- * chain of each entry, innermost first.
- */
-async function traceEntries(scripts: ScriptCoverage[], call: () => Promise<unknown>): Promise<Frame[][]> {
-  const functions = scripts.flatMap((s) =>
-    s.functions
-      .filter((f) => f.ranges[0].count > 0 && f.ranges[0].startOffset > 0)
-      .map((f) => ({ scriptId: s.scriptId, startOffset: f.ranges[0].startOffset })),
-  );
-  const worker = new Worker(resolve(__dirname, 'call-tracer.cjs'));
-  const next = (): Promise<unknown> => new Promise((done) => worker.once('message', done));
-  worker.postMessage({ functions });
-  await next();
-  await call();
-  worker.postMessage('stop');
-  const { entries } = (await next()) as { entries: Frame[][] };
-  await worker.terminate();
-  return entries;
+/** Whether a script is the library's or the application's, whose functions the tool reads. */
+function counts(path: string, appFile: string): boolean {
+  return inLibrary(path) || path === appFile;
 }
 
-/**
- * The bounces: each distinct A → B → A, where a function of A is entered from B while A is
- * still further down the chain (synchronous or awaiting). Counted between library files, and
- * between the library's two layers (nest → core → nest: the engine calling back into the Nest
- * layer), the way a reader following the call would meet them. The method itself is the app's.
- */
-function bounces(entries: Frame[][]): string[] {
-  const bounces: string[] = [];
-  const note = (chain: Frame[], names: string[]): void => {
-    const [a, b] = names;
-    if (a === undefined || b === undefined || a === 'app' || b === 'app' || !names.slice(2).includes(a)) return;
-    const bounce = `${a} → ${b} → ${a}`;
-    if (!bounces.some((x) => x.startsWith(bounce + ' '))) bounces.push(`${bounce} (${chain[0].name || '(anonymous)'})`);
+/** The printout of what was measured; `why` adds to each declaration looked up the function that led there. */
+function corridor(m: Measures, why: boolean): Printout {
+  const reading = new Reading([...sourceFiles(LIB), m.appFile], inLibrary, resolve(ROOT, 'tsconfig.json'));
+  const nodes = (scripts: ScriptCoverage[]): Ran =>
+    reading.nodesOf(coverage.ranFunctions(scripts.filter((s) => counts(pathOf(s.url), m.appFile))));
+  const call = nodes([...m.call.grant, ...m.call.release]);
+  const contended = nodes(m.contended);
+  const renewal = nodes(m.renewed);
+  const fileOf = (frame: Frame): string | undefined => {
+    const path = pathOf(frame.url);
+    if (inLibrary(path)) return relative(LIB, path);
+    return path === m.appFile ? 'app' : undefined;
   };
-  for (const chain of entries) {
-    const files = collapse(chain.map(fileOf));
-    note(chain, files);
-    note(chain, collapse(files.map((f) => (f === 'app' ? f : f.split('/')[0]))));
-  }
-  return bounces;
-}
-
-/** The names in order, without the undefined ones, and each run of one name as one. */
-function collapse(names: (string | undefined)[]): string[] {
-  const out: string[] = [];
-  for (const name of names) if (name !== undefined && name !== out[out.length - 1]) out.push(name);
-  return out;
+  const order = entryOrder(m.entries, fileOf);
+  const ran = ({ nodes }: Ran): [Node, string][] => [...nodes].map((n) => [n, reading.ranName(n, nodes)]);
+  const lookups = (measured: Ran): [Node, string][] =>
+    [...reading.lookups(measured)].map(([n, from]) => [
+      n,
+      why ? `${reading.nameOf(n)} (from ${reading.ranName(from, measured.nodes)})` : reading.nameOf(n),
+    ]);
+  const lines = new Lines(reading);
+  const runs = lines.of(ran(call), order);
+  const opened = lines.of(lookups(call), [], lines.files(runs));
+  const contendedRuns = lines.of(ran(contended), [], lines.files(runs, opened));
+  const contendedOpened = lines.of(lookups(contended), [], lines.files(runs, opened, contendedRuns));
+  const renewalRuns = lines.of(ran(renewal));
+  const seen = lines.files(runs, opened, contendedRuns, contendedOpened, renewalRuns);
+  return {
+    runs,
+    opened,
+    release: lines.of(ran(nodes(m.call.release))),
+    contended: contendedRuns,
+    contendedOpened,
+    renewal: renewalRuns,
+    renewalOpened: lines.of(lookups(renewal), [], seen),
+    withoutOtel: lines.of(ran(nodes([...m.plain.grant, ...m.plain.release])), order),
+    bounces: bounces(m.entries, fileOf),
+  };
 }
 
 async function main(): Promise<void> {
   const own = process.env.REDIS_URL ? undefined : await RedisProcess.start();
-  const url = process.env.REDIS_URL ?? own!.url;
-  const otel = !process.argv.includes('--no-otel');
-  @Module({
-    imports: [
-      LockModule.forRoot({
-        redis: url,
-        keyPrefix: `acquire-path:${Date.now()}:`,
-        ...(otel ? {} : { metrics: false, traces: false }),
-      }),
-    ],
-    providers: [Draws],
-  })
-  class AppModule {}
-  const app = await NestFactory.createApplicationContext(AppModule, { logger: false });
-  const draws = app.get(Draws);
-  // Warm: every module loaded, the scripts cached, the connection up, a first grant made.
-  for (let i = 0; i < 50; i++) await draws.run(`warm-${i}`);
-  const session = new Session();
-  session.connect();
-  await session.post('Profiler.enable');
-  await session.post('Profiler.startPreciseCoverage', { callCount: true, detailed: false });
-  await session.post('Profiler.takePreciseCoverage'); // resets the counts
-  await draws.run('never-seen');
-  const { result } = (await session.post('Profiler.takePreciseCoverage')) as {
-    result: ScriptCoverage[];
-  };
-  await session.post('Profiler.stopPreciseCoverage');
-  session.disconnect();
-  const files = new Map<string, string[]>();
-  for (const script of result) {
-    const path = pathOf(script.url);
-    if (!path.startsWith(LIB)) continue;
-    const ran = script.functions.filter((f) => f.ranges[0].count > 0);
-    if (ran.length > 0)
-      files.set(
-        relative(LIB, path),
-        ran.map((f) => f.functionName || '(anonymous)'),
-      );
+  try {
+    const measures = await measure(process.env.REDIS_URL ?? own!.url);
+    const writeDocs = process.argv.includes('--write-docs');
+    const printout = corridor(measures, process.argv.includes('--why') && !writeDocs);
+    coverage.stop();
+    const text = render(printout);
+    if (process.argv.includes('--json')) console.log(JSON.stringify({ text, ...printout }));
+    else console.log(text);
+    if (writeDocs) {
+      const doc = resolve(ROOT, DOC_FILE);
+      writeFileSync(doc, withDocBlock(readFileSync(doc, 'utf8'), text));
+      console.error(`Wrote the printout into ${DOC_FILE}.`);
+    }
+  } finally {
+    await own?.stop();
   }
-  const sorted = [...files.keys()].sort();
-  for (const file of sorted)
-    console.log(`${file}  (${files.get(file)!.length}: ${files.get(file)!.slice(0, 8).join(', ')})`);
-  console.log(
-    `${sorted.length} library files ran during one warm, uncontended @Locked call` +
-      (otel ? ' (metrics and traces on)' : ' (no metrics, no traces)'),
-  );
-  const traced = result.filter((s) => pathOf(s.url).startsWith(LIB) || pathOf(s.url) === __filename);
-  const found = bounces(await traceEntries(traced, () => draws.run('never-seen-too')));
-  for (const bounce of found) console.log(`  bounce: ${bounce}`);
-  console.log(`${found.length} bounces on the way in and out (grant, method, release)`);
-  await app.close();
-  await own?.stop();
 }
 
 main().catch((err: unknown) => {
   console.error(err);
-  process.exitCode = 1;
+  // A measure that failed may leave an application open, with its connections.
+  process.exit(1);
 });

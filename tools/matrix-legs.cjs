@@ -28,6 +28,7 @@ function redis8Leg(here) {
     // The behaviour suite through GLIDE, on one server and on a Cluster.
     'test/topologies/glide.spec.ts',
     'test/faults/history.spec.ts',
+    'test/faults/history-cluster.spec.ts',
     'test/faults/faults.spec.ts',
     'test/faults/faults-cluster.spec.ts',
   ];
@@ -85,11 +86,36 @@ function tlsLeg() {
 }
 
 /**
+ * Every cell: the history, fault and behaviour checks in each server × client × topology cell
+ * that npm test leaves out (it runs each behaviour once per topology and per client:
+ * test/harness/cells.ts). LOCKWARDEN_TEST_CELLS=rest makes these files take only the cells
+ * npm test does not, and skip their other checks, which npm test has run.
+ */
+function everyCellLeg() {
+  return {
+    name: 'every cell',
+    what: 'history, fault and behaviour checks in the server × client × topology cells npm test leaves out',
+    available: () => ({ ok: true }),
+    env: { LOCKWARDEN_TEST_CELLS: 'rest' },
+    args: only([
+      'test/faults/history.spec.ts',
+      'test/faults/history-cluster.spec.ts',
+      'test/faults/faults.spec.ts',
+      'test/faults/faults-cluster.spec.ts',
+      'test/topologies/glide.spec.ts',
+      'test/topologies/behaviour-cluster.spec.ts',
+      'test/topologies/behaviour-valkey9.spec.ts',
+      'test/matrix/behaviour-valkey.spec.ts',
+    ]),
+  };
+}
+
+/**
  * @param {{ root: string, valkey9Path: string, redis8Path: string }} here
  * @returns {{ name: string, what: string, available(): { ok: boolean, why?: string }, env: Record<string, string>, args: string[] }[]}
  */
 function legs(here) {
-  return [redis8Leg(here), tlsLeg()];
+  return [everyCellLeg(), redis8Leg(here), tlsLeg()];
 }
 
 module.exports = { legs, only };

@@ -72,7 +72,7 @@ describe('a lock Redis dropped while its work ran is told at its release', () =>
     expect(await other.release()).toBe(true);
   });
 
-  it('the same for a lock handed over by the queue (released by the queue script), after forceUnlock', async () => {
+  it('the same for a lock handed off by the queue (released by the queue script), after forceUnlock', async () => {
     // `a` waits for it and is handed it: a contended lease, whose release goes through release.lua.
     const first = await b.acquire('force');
     const waiting = events.next({ type: 'waiting', key: 'force' });
@@ -153,8 +153,10 @@ describe('a lock Redis dropped while its work ran is told at its release', () =>
       .withLock(
         'watched',
         async (h) => {
+          // Listened for first: the watchdog may find the key gone before DEL's reply is read.
+          const lost = events.next({ type: 'lost', key: 'watched' });
           await server.admin.del(`${prefix}{watched}`);
-          await events.next({ type: 'lost', key: 'watched' });
+          await lost;
           expect(h.signal.aborted).toBe(true);
           return 'finished anyway';
         },
@@ -171,8 +173,9 @@ describe('a lock Redis dropped while its work ran is told at its release', () =>
       .withLock(
         'stopped',
         async (h) => {
+          const lost = events.next({ type: 'lost', key: 'stopped' });
           await server.admin.del(`${prefix}{stopped}`);
-          await events.next({ type: 'lost', key: 'stopped' });
+          await lost;
           h.signal.throwIfAborted();
           return 'unreachable';
         },

@@ -192,7 +192,7 @@ describe('@ScheduledLock through a given node-redis client', () => {
     }
   }
 
-  it('fails a tick fast while Redis is down, saying why, and hands on the claim that reaches Redis later', async () => {
+  it('fails a tick fast while Redis is down, saying why, and hands off the claim that reaches Redis later', async () => {
     // It queues commands while it reconnects, and reconnects soon after Redis is back, so the
     // claim it queued reaches Redis (node-redis fails a queued command after 5 s by default).
     const client = createClient({
@@ -228,13 +228,13 @@ describe('@ScheduledLock through a given node-redis client', () => {
       ),
     ]);
 
-    // Once Redis is back, the claim still queued takes the tick; it is given back for the job's next holder.
-    const handedOn = lines.line(/of "ff-job" was taken in Redis after this instance gave up on it: handed on/);
+    // Once Redis is back, the claim still queued takes the tick; it is handed off to the job's next holder.
+    const handedOff = lines.line(/of "ff-job" was taken in Redis after this instance gave up on it: handed off/);
     stopped.delete(target.redis.process!);
     await target.redis.process!.restart();
-    await handedOn;
+    await handedOff;
     const at = Date.parse(/^Tick (\S+) of/.exec(said[0])![1]);
-    expect(await target.admin.get(`${keyPrefix}{ff-job}:given`)).toBe(String(at));
+    expect(await target.admin.get(`${keyPrefix}{ff-job}:handed-off`)).toBe(String(at));
     expect(await target.admin.exists(`${keyPrefix}{ff-job}:tick:${at}`)).toBe(0);
   }, 30_000);
 });

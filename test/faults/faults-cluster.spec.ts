@@ -6,6 +6,7 @@ import { FaultProxy } from '../harness/fault-proxy';
 import { checkHistory, type Section } from '../harness/history';
 import { clusterForFile, RedisCluster } from '../harness/redis-cluster';
 import { uniquePrefix, valkey9 } from '../harness/redis';
+import { cells, describeCells, glideSuiteServer } from '../harness/cells';
 import { closeNow } from '../harness/engines';
 import { CLIENT_KINDS, clusterThroughProxies } from '../harness/clients';
 import type { AnyClientKind, ClientKind } from '../harness/clients';
@@ -130,75 +131,84 @@ const KINDS: [string, AnyClientKind, () => Promise<Setup>][] = [
     : []),
 ];
 
-describe.each(KINDS)('on a Cluster, through %s', (_name, kind, setup) => {
-  let on: Setup;
-  beforeAll(async () => {
-    on = await setup();
-  }, 60_000);
+/** npm test's cells: ioredis (an address map) and GLIDE (announced addresses), on Valkey 9 where it is built. */
+const inSuite = ([name]: (typeof KINDS)[number]): boolean =>
+  name === 'ioredis' || name === (glideSuiteServer(valkey9) === 'valkey9' ? 'glide, on Valkey 9' : 'glide');
 
-  it('aborts a holder cut off by a partition before its lease can end; the next holder never overlaps it', async () => {
-    const keyPrefix = uniquePrefix(`cl-partition-${kind}`);
-    // A lease short enough to end well within the next holder's wait, and long enough that a
-    // stall of this process on a loaded machine does not end it before the test reads its token.
-    const cutOff = engine(await on.throughProxies(kind), { keyPrefix, leaseMs: 3_000 });
-    const healthy = engine(on.direct(), { keyPrefix });
-    const first = await cutOff.acquire('p');
-    const firstToken = await first.fencingToken();
-    const firstEntry = await on.serverTime();
-    let abortedAt = Infinity;
-    first.signal.addEventListener('abort', () => (abortedAt = performance.now()));
+describeCells(
+  cells(KINDS, inSuite),
+  (name) => `on a Cluster, through ${name}`,
+  (_name, kind, setup) => {
+    let on: Setup;
+    beforeAll(async () => {
+      on = await setup();
+    }, 60_000);
 
-    for (const p of on.proxies) p.blackhole();
-    const next = await healthy.acquire('p', { waitMs: 10_000 });
-    const grantedAt = performance.now();
-    const nextEntry = await on.serverTime();
+    it('aborts a holder cut off by a partition before its lease can end; the next holder never overlaps it', async () => {
+      const keyPrefix = uniquePrefix(`cl-partition-${kind}`);
+      // A lease short enough to end well within the next holder's wait, and long enough that a
+      // stall of this process on a loaded machine does not end it before the test reads its token.
+      const cutOff = engine(await on.throughProxies(kind), { keyPrefix, leaseMs: 3_000 });
+      const healthy = engine(on.direct(), { keyPrefix });
+      const first = await cutOff.acquire('p');
+      // Listened for at once: an abort while the test still reads would otherwise go unrecorded.
+      let abortedAt = Infinity;
+      first.signal.addEventListener('abort', () => (abortedAt = performance.now()));
+      const firstToken = await first.fencingToken();
+      const firstEntry = await on.serverTime();
 
-    expect(first.signal.reason).toBeInstanceOf(LockLostError);
-    expect(abortedAt).toBeLessThan(grantedAt);
-    const sections: Section[] = [
-      { key: 'p', token: firstToken, entry: firstEntry, exit: firstEntry, aborted: true },
-      { key: 'p', token: await next.fencingToken(), entry: nextEntry, exit: await on.serverTime(), aborted: false },
-    ];
-    await next.release();
-    expect(checkHistory(sections)).toEqual([]);
-    expect(sections[1].token).toBeGreaterThan(firstToken);
-    await expect(first.fencingToken()).rejects.toBeInstanceOf(LockLostError);
-  });
+      for (const p of on.proxies) p.blackhole();
+      const next = await healthy.acquire('p', { waitMs: 10_000 });
+      const grantedAt = performance.now();
+      const nextEntry = await on.serverTime();
 
-  it('retries renewal within the lease over new connections after every one was reset, and keeps the lock', async () => {
-    const events = new EventLog();
-    const e = engine(
-      await on.throughProxies(kind),
-      { keyPrefix: uniquePrefix(`cl-reset-${kind}`), leaseMs: 6_000 },
-      events,
-    );
-    const lock = await e.acquire('kept');
-    // The engine's connections run through the proxies, so the reset reaches them.
-    expect(on.proxies.reduce((n, p) => n + p.connections, 0)).toBeGreaterThan(0);
-    for (const p of on.proxies) p.reset();
-    expect(on.proxies.reduce((n, p) => n + p.connections, 0)).toBe(0);
-    for (const p of on.proxies) p.pass();
-    await events.renewals('kept', 2);
-    expect(lock.isHeld()).toBe(true);
-    expect(lock.signal.aborted).toBe(false);
-    expect(await lock.release()).toBe(true);
-  });
+      expect(first.signal.reason).toBeInstanceOf(LockLostError);
+      expect(abortedAt).toBeLessThan(grantedAt);
+      const sections: Section[] = [
+        { key: 'p', token: firstToken, entry: firstEntry, exit: firstEntry, aborted: true },
+        { key: 'p', token: await next.fencingToken(), entry: nextEntry, exit: await on.serverTime(), aborted: false },
+      ];
+      await next.release();
+      expect(checkHistory(sections)).toEqual([]);
+      expect(sections[1].token).toBeGreaterThan(firstToken);
+      await expect(first.fencingToken()).rejects.toBeInstanceOf(LockLostError);
+    });
 
-  it('a waiter on the far side of a partition is told nothing false: it gets the lock only once it is free', async () => {
-    const keyPrefix = uniquePrefix(`cl-waiter-${kind}`);
-    const holder = engine(on.direct(), { keyPrefix });
-    const waiterSide = engine(await on.throughProxies(kind), { keyPrefix });
-    const held = await holder.acquire('w');
-    const heldToken = await held.fencingToken();
-    const waiting = waiterSide.acquire('w', { waitMs: 10_000 });
-    for (const p of on.proxies) p.blackhole();
-    await held.release();
-    for (const p of on.proxies) p.pass();
-    // Heard or not (the release message may have been lost in the partition), the waiter
-    // takes the lock within its wait, and only after the holder gave it back.
-    const got = await waiting;
-    expect(await got.fencingToken()).toBeGreaterThan(heldToken);
-    expect(got.signal.aborted).toBe(false);
-    await got.release();
-  });
-});
+    it('retries renewal within the lease over new connections after every one was reset, and keeps the lock', async () => {
+      const events = new EventLog();
+      const e = engine(
+        await on.throughProxies(kind),
+        { keyPrefix: uniquePrefix(`cl-reset-${kind}`), leaseMs: 6_000 },
+        events,
+      );
+      const lock = await e.acquire('kept');
+      // The engine's connections run through the proxies, so the reset reaches them.
+      expect(on.proxies.reduce((n, p) => n + p.connections, 0)).toBeGreaterThan(0);
+      for (const p of on.proxies) p.reset();
+      expect(on.proxies.reduce((n, p) => n + p.connections, 0)).toBe(0);
+      for (const p of on.proxies) p.pass();
+      await events.renewals('kept', 2);
+      expect(lock.isHeld()).toBe(true);
+      expect(lock.signal.aborted).toBe(false);
+      expect(await lock.release()).toBe(true);
+    });
+
+    it('a waiter on the far side of a partition is told nothing false: it gets the lock only once it is free', async () => {
+      const keyPrefix = uniquePrefix(`cl-waiter-${kind}`);
+      const holder = engine(on.direct(), { keyPrefix });
+      const waiterSide = engine(await on.throughProxies(kind), { keyPrefix });
+      const held = await holder.acquire('w');
+      const heldToken = await held.fencingToken();
+      const waiting = waiterSide.acquire('w', { waitMs: 10_000 });
+      for (const p of on.proxies) p.blackhole();
+      await held.release();
+      for (const p of on.proxies) p.pass();
+      // Heard or not (the release message may have been lost in the partition), the waiter
+      // takes the lock within its wait, and only after the holder gave it back.
+      const got = await waiting;
+      expect(await got.fencingToken()).toBeGreaterThan(heldToken);
+      expect(got.signal.aborted).toBe(false);
+      await got.release();
+    });
+  },
+);

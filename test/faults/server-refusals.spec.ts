@@ -16,7 +16,7 @@ import { everySchedule } from '../../libs/lockwarden/src/core/schedule/tick-sche
  * fails a contended acquire at once with LockBackendError naming the command and the rule, and
  * a route answers 503, never "busy" after the wait. The rule docs/configuration.md gives is
  * read from the page itself and proved enough: an engine connected as a user with exactly that
- * rule takes, waits for, hands on, extends and releases every kind of lock.
+ * rule takes, waits for, hands off, extends and releases every kind of lock.
  */
 // A server of its own: the test adds ACL users to it.
 const server = redisForFile({ own: true });
@@ -110,10 +110,10 @@ describe('a renewal the ACL refuses', () => {
     const events = new EventLog();
     const a = engineAs(url, prefixUnderRule('renewal'), lines, events);
     const held = await a.acquire('order:1', { leaseMs: 3_000 });
+    const lost = events.next({ type: 'lost', key: 'order:1' });
     // From now on renew.lua's PEXPIRE is refused: the lease cannot be kept, nor proved ours.
     await server.admin.call('ACL', 'SETUSER', 'renewals', '-pexpire');
-    const lost = await events.next({ type: 'lost', key: 'order:1' });
-    expect(lost).toMatchObject({ reason: expect.stringContaining('lease ran out before a renewal succeeded') });
+    expect(await lost).toMatchObject({ reason: expect.stringContaining('lease ran out before a renewal succeeded') });
     expect(held.signal.aborted).toBe(true);
     expect(events.count({ type: 'renewFailed', key: 'order:1' })).toBeGreaterThan(0);
     // Said as what it is, once for all the renewals it failed: never as Redis being unreachable.

@@ -1,5 +1,7 @@
 import type { LockEvent } from '../../libs/lockwarden/src/core/observe/events';
 
+type Match = Partial<LockEvent> | ((e: LockEvent) => boolean);
+
 interface Pending {
   match: (e: LockEvent) => boolean;
   count: number;
@@ -8,7 +10,9 @@ interface Pending {
 
 /**
  * Records lock events and lets a test wait for one to happen, so tests wait on
- * events rather than on sleeps.
+ * events rather than on sleeps. A wait must not miss an event that came before it began:
+ * either it is set up before the action that causes the event (`next`), or it looks back to
+ * a mark taken before that action (`since`).
  */
 export class EventLog {
   readonly events: LockEvent[] = [];
@@ -25,19 +29,44 @@ export class EventLog {
     });
   };
 
-  /** Resolves on the `count`-th future event matching (default: the next one). */
-  next(match: Partial<LockEvent> | ((e: LockEvent) => boolean), count = 1): Promise<LockEvent> {
-    const fn = typeof match === 'function' ? match : (e: LockEvent) => matches(e, match);
-    return new Promise((resolve) => this.pending.push({ match: fn, count, resolve }));
+  /** The log's position now, for `since`: take it before the action whose events a later wait needs. */
+  mark(): number {
+    return this.events.length;
   }
 
   /**
-   * Resolves on the `count`-th future renewal of `key`, and fails with the events seen if the
-   * lock is lost first: a lease lost on a busy machine then fails the test with what happened
-   * instead of leaving it waiting for renewals that cannot come.
+   * Resolves with the `count`-th event matching `match` from position `from` (a `mark()`) on,
+   * whether it is already in the log or still to come: a wait that begins late still sees it.
+   */
+  since(from: number, match: Match, count = 1): Promise<LockEvent> {
+    const fn = typeof match === 'function' ? match : (e: LockEvent) => matches(e, match);
+    let left = count;
+    for (const event of this.events.slice(from)) {
+      if (fn(event) && --left === 0) return Promise.resolve(event);
+    }
+    return new Promise((resolve) => this.pending.push({ match: fn, count: left, resolve }));
+  }
+
+  /**
+   * Resolves on the `count`-th matching event still to come (default: the next one). Call it
+   * before the action that causes the event; a wait that can only begin after the action uses
+   * `since` with a mark taken before it.
+   */
+  next(match: Match, count = 1): Promise<LockEvent> {
+    return this.since(this.mark(), match, count);
+  }
+
+  /**
+   * Resolves on the `count`-th future renewal of `key`, and fails with the events seen if `key` is
+   * lost first: a lease lost on a busy machine then fails the test with what happened instead of
+   * leaving it waiting for renewals that cannot come. A loss anywhere in the log counts, one before
+   * this wait began too, so use a key the log has not seen lost before.
    */
   async renewals(key: string, count: number): Promise<void> {
-    const first = await Promise.race([this.next({ type: 'renewed', key }, count), this.next({ type: 'lost', key })]);
+    const first = await Promise.race([
+      this.next({ type: 'renewed', key }, count),
+      this.since(0, { type: 'lost', key }),
+    ]);
     if (first.type === 'lost') {
       throw new Error(
         `"${key}" was lost before ${count} renewal(s): ${JSON.stringify(this.events.filter((e) => e.key === key))}`,

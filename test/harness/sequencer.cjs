@@ -15,6 +15,7 @@ const LONG = [
   'test/topologies/sentinel.spec.ts',
   'test/faults/invariant.spec.ts',
   'test/faults/history.spec.ts',
+  'test/faults/history-cluster.spec.ts',
   'test/topologies/quorum.spec.ts',
   'test/topologies/cluster.spec.ts',
   'test/tooling/lottery.spec.ts',

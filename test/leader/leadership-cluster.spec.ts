@@ -26,7 +26,7 @@ function leadership(prefix: string, instanceId: string): Leadership {
   return registry.leadership('jobs');
 }
 
-it('elects, hands over and announces terms on a cluster, with every key in the lock slot', async () => {
+it('elects, hands off and announces terms on a cluster, with every key in the lock slot', async () => {
   const prefix = uniquePrefix('lead-cluster');
   const [a, b, observer] = ['a', 'b', 'o'].map((id) => leadership(prefix, id));
   const seen: LeaderChange[] = [];

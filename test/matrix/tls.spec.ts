@@ -157,7 +157,7 @@ const CLIENTS: [string, (user: string) => Promise<Pick<LockEngineOptions, 'redis
 ];
 
 describe.each(CLIENTS)('over TLS, as an ACL user with exactly the documented rule, through %s', (_name, connect) => {
-  it('takes, waits for, hands on, fences and releases every kind of lock, with nothing refused', async () => {
+  it('takes, waits for, hands off, fences and releases every kind of lock, with nothing refused', async () => {
     const user = `lw-${uniquePrefix('u').replace(/\W/g, '')}`;
     await server.admin.call('ACL', 'SETUSER', user, 'reset', ...documentedAclRule(PASSWORD));
     // Under the rule's ~lock:* and &lock:*.

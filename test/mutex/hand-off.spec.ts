@@ -9,14 +9,14 @@ import { closersForFile } from '../harness/cleanup';
 import { callsOf } from '../harness/command-stats';
 import { engineFactory } from '../harness/engines';
 import { EventLog } from '../harness/event-log';
-import { handOvers } from '../harness/hand-over';
+import { handOffs } from '../harness/hand-off';
 import { redisForFile, uniquePrefix } from '../harness/redis';
 
 // Its own server: the command counts below are the lock's alone.
 const server = redisForFile({ own: true });
 const worker = workersForFile();
 const { engine } = engineFactory(() => server.redis.url, 'handoff');
-const { twoEngines, handOver } = handOvers(engine);
+const { twoEngines, handOff } = handOffs(engine);
 const closers = closersForFile();
 
 /** How many script calls (EVALSHA) the server has run so far, by its own count. */
@@ -94,7 +94,7 @@ describe('a release others wait for, between processes', () => {
       expect(j).toBe(i);
       expect(m[2]).toBe('true');
       // The new holder sent no call. The first releaser took its lock uncontended: its
-      // release-plain.lua found it waited for, then its release.lua handed it over. A holder
+      // release-plain.lua found it waited for, then its release.lua handed it off. A holder
       // that was handed its lock knows others wait, and sends release.lua at once.
       expect((await scriptCalls()) - before).toBe(i === 0 ? 2 : 1);
       tokens.push(Number(m[1]));
@@ -166,11 +166,11 @@ describe('a release others wait for, between processes', () => {
     }
   });
 
-  it("counts a handed-over lock's hold from when its holder had it, not from the attempt its lease is timed from", async () => {
+  it("counts a handed-off lock's hold from when its holder had it, not from the attempt its lease is timed from", async () => {
     // The waiter's last attempt went out before a 200 ms pause; its lease counts from then,
     // its hold from when the hand-off reached it.
     const pause = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, 200));
-    const { events, lock } = await handOver('handoff-held', 'h', {}, {}, pause);
+    const { events, lock } = await handOff('handoff-held', 'h', {}, {}, pause);
     const heldFrom = performance.now();
     await lock.release();
     const heldFor = performance.now() - heldFrom;
@@ -233,7 +233,7 @@ describe('a release others wait for, between processes', () => {
     await held.release();
     await (await first).release();
     await (await second).release();
-    // In line: the first got the permit from the queue, and passed it to the second.
+    // In line: the first got the permit from the queue, and handed it off to the second.
     expect(order).toEqual([1, 2]);
     expect(events.count({ type: 'acquired', key: 's', handedOff: true })).toBe(2);
   });
@@ -270,7 +270,7 @@ describe('a release others wait for, between processes', () => {
     expect(await server.admin.zcard(`${keyPrefix}{one}:sem:queue`)).toBe(1);
     await holder.release();
     await Promise.all(waiters);
-    // Each got its turn (within the engine, a pass goes to a parked waiter, so the order
+    // Each got its turn (within the engine, a hand-off goes to a parked waiter, so the order
     // there is not promised), and nothing is left queued.
     expect([...turns].sort()).toEqual([0, 1, 2]);
     expect(await server.admin.exists(`${keyPrefix}{one}:sem:queue`, `${keyPrefix}{one}:sem:waiters`)).toBe(0);

@@ -24,8 +24,9 @@ describe('inspect()', () => {
     const lockToken = await lock.fencingToken();
     const events = new EventLog();
     const [, c] = pair({ keyPrefix: a.options.keyPrefix, onEvent: events.listener });
+    const parked = events.next({ type: 'waiting' });
     const waiting = c.acquire('invoice', { fair: true, waitMs: 60_000 });
-    await events.next({ type: 'waiting' });
+    await parked;
     const info = await b.inspect('invoice');
     expect(info).toMatchObject({ held: true, kind: 'mutex', fencingToken: lockToken, waiters: 1 });
     expect(info.holders).toEqual([{ instanceId: 'billing-1', leaseLeftMs: expect.any(Number) }]);
@@ -71,8 +72,9 @@ describe('forceUnlock()', () => {
     const stuckToken = await stuck.fencingToken();
     const events = new EventLog();
     const [, c] = pair({ keyPrefix: a.options.keyPrefix, onEvent: events.listener });
+    const parked = events.next({ type: 'waiting' });
     const waiter = c.acquire('stuck', { waitMs: 120_000 });
-    await events.next({ type: 'waiting' });
+    await parked;
     expect(await b.forceUnlock('stuck')).toBe(true);
     const next = await waiter;
     expect(await next.fencingToken()).toBeGreaterThan(stuckToken);

@@ -1,6 +1,6 @@
 import { LockAbortedError, LockTimeoutError } from 'lockwarden';
 import type { LockHandle } from 'lockwarden';
-import type { LockRequest } from '../../libs/lockwarden/src/core';
+import type { LockSpec } from '../../libs/lockwarden/src/core';
 import { engineFactory } from '../harness/engines';
 import { redisForFile } from '../harness/redis';
 
@@ -12,7 +12,7 @@ const file = redisForFile();
 const admin = () => file.admin;
 const { engine, pair } = engineFactory(() => file.redis.url, 'locked-call');
 
-const MUTEX: LockRequest = { kind: 'mutex', options: Object.freeze({ waitMs: 0 }) };
+const MUTEX: LockSpec = { kind: 'mutex', options: Object.freeze({ waitMs: 0 }) };
 
 class Reports {
   readonly seen: number[] = [];

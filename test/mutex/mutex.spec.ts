@@ -205,7 +205,7 @@ describe('waiting', () => {
     const lock = await waiting;
     expect(await lock.fencingToken()).toBeGreaterThan(holderToken);
     expect(events.count({ type: 'waiting', key: 'handoff' })).toBe(1);
-    // Handed over by the release, in another engine, and used as told.
+    // Handed off by the release, in another engine, and used as told.
     expect(events.count({ type: 'acquired', key: 'handoff', handedOff: true })).toBe(1);
     await lock.release();
   });

@@ -8,14 +8,14 @@ import { Lease } from '../../libs/lockwarden/src/core/lease/lease';
 import { callsOf } from '../harness/command-stats';
 import { engineFactory } from '../harness/engines';
 import { aborted, EventLog } from '../harness/event-log';
-import { handOvers } from '../harness/hand-over';
+import { handOffs } from '../harness/hand-off';
 import { redisForFile, startRedis, uniquePrefix } from '../harness/redis';
 import type { RedisTarget } from '../harness/redis';
 
 // Its own server: the hand-off tests count the script calls Redis ran.
 const server = redisForFile({ own: true });
 const { engine, pair } = engineFactory(() => server.redis.url, 'watchdog');
-const { handOver } = handOvers(engine);
+const { handOff } = handOffs(engine);
 
 /** A server of the test's own, stopped after it: for tests that pause Redis or count all its calls. */
 const ownServers: RedisTarget[] = [];
@@ -254,7 +254,7 @@ describe('extend()', () => {
 
 describe('a hand-off lease', () => {
   it('is extended to the full lease once held past it, and the signal stays live', async () => {
-    const { keyPrefix, events, lock } = await handOver('handoff-extend', 'x', { leaseMs: 30_000 });
+    const { keyPrefix, events, lock } = await handOff('handoff-extend', 'x', { leaseMs: 30_000 });
     // The hand-off set 700 ms on the server; the first renewal sets the full 30 s.
     await events.renewals('x', 1);
     expect(await server.admin.pttl(`${keyPrefix}{x}`)).toBeGreaterThan(700);
@@ -262,10 +262,10 @@ describe('a hand-off lease', () => {
     await lock.release();
   });
 
-  it('keeps a handed-over lock whose holder blocks its event loop past the hand-off lease: the renewal went out first', async () => {
+  it('keeps a handed-off lock whose holder blocks its event loop past the hand-off lease: the renewal went out first', async () => {
     // Hand-off lease 1.4 s, so its local abort time is about 1.1 s after the grant; the
-    // server has that long to take the renewal sent as the lock was handed over.
-    const { keyPrefix, events, lock } = await handOver('handoff-block', 'x', { leaseMs: 30_000 }, { placeMs: 2_000 });
+    // server has that long to take the renewal sent as the lock was handed off.
+    const { keyPrefix, events, lock } = await handOff('handoff-block', 'x', { leaseMs: 30_000 }, { placeMs: 2_000 });
     // Synchronous work past the local abort time of the hand-off lease, as a CPU-bound
     // section or a long GC pause would be.
     const until = performance.now() + 1_500;
@@ -283,7 +283,7 @@ describe('a hand-off lease', () => {
 
   it('of a fixed lease (renew: false) is used with no call, extended once to the end it asked for', async () => {
     let before = 0;
-    const { keyPrefix, events, lock } = await handOver(
+    const { keyPrefix, events, lock } = await handOff(
       'handoff-fixed',
       'f',
       { leaseMs: 5_000, renew: false },
@@ -297,7 +297,7 @@ describe('a hand-off lease', () => {
     const ttl = await server.admin.pttl(`${keyPrefix}{f}`);
     expect(ttl).toBeGreaterThan(700);
     expect(ttl).toBeLessThanOrEqual(5_000);
-    // The release that handed it over and that extension: no call to confirm it.
+    // The release that handed it off and that extension: no call to confirm it.
     expect((await callsOf(server.admin, 'evalsha')) - before).toBe(3); // release-plain.lua, release.lua, renew.lua
     expect(lock.signal.aborted).toBe(false);
     await lock.release();

@@ -15,7 +15,7 @@ import {
 } from 'lockwarden';
 import type { LockKind } from 'lockwarden';
 // Decorator metadata is the Nest layer's own, not the main entry's.
-import { getLockedMetadata } from '../../libs/lockwarden/src/nest/decorators/locked-metadata.accessor';
+import { getLockedMetadata } from '../../libs/lockwarden/src/nest/locked-metadata.accessor';
 import { aborted, EventLog } from '../harness/event-log';
 import { redisForFile, uniquePrefix } from '../harness/redis';
 
@@ -305,8 +305,9 @@ describe('@ReadLocked and @WriteLocked', () => {
     const reads = [1, 2, 3].map(() => catalog.read('c1', gate, arrived));
     await allIn;
     expect(catalog.overlap.max.get('read')).toBe(3); // three readers inside at once
+    const parked = events.next({ type: 'waiting', key: 'catalog:c1' });
     const write = catalog.write('c1');
-    await events.next({ type: 'waiting', key: 'catalog:c1' });
+    await parked;
     expect(catalog.overlap.max.get('write')).toBeUndefined(); // the writer waits for the readers
     open();
     await Promise.all([...reads, write]);

@@ -174,10 +174,11 @@ describe('locks follow the HTTP request', () => {
       expect((reason as Error).message).toMatch(/client went away/);
 
       // A second request for the same order waits: the first one's work still runs.
+      const parked = events.next({ type: 'waiting', key });
       const second = request(app.getHttpServer())
         .get(`/job/${path}/${id}`)
         .then((r) => r.status);
-      await events.next({ type: 'waiting', key });
+      await parked;
       expect(await server.admin.exists(`${prefix}{${key}}`)).toBe(1);
       expect(events.count({ type: 'released', key })).toBe(0);
 

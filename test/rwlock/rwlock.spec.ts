@@ -71,6 +71,7 @@ describe('writer preference', () => {
     const lateReads: number[] = [];
     const inFlight = await a.acquireRead('doc'); // a read already in progress when the writer comes
     // A continuous stream of short reads, overlapping the one in progress.
+    const streamed = events.next({ type: 'acquired', key: 'doc' }, 5);
     const stream = (async () => {
       while (!stop) {
         const started = ++seq;
@@ -79,7 +80,7 @@ describe('writer preference', () => {
         await lock.release();
       }
     })();
-    await events.next({ type: 'acquired', key: 'doc' }, 5);
+    await streamed;
     const waiting = writerEvents.next({ type: 'waiting', key: 'doc' });
     const writing = a.acquireWrite('doc', { waitMs: 60_000 }).then((lock) => {
       writerGrantedAt = ++seq;

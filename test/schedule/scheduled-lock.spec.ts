@@ -157,8 +157,8 @@ describe('@ScheduledLock in one process', () => {
     expect(counter?.dataPoints.find((p) => p.attributes['lock.name'] === 'report')?.value).toBe(2);
   });
 
-  it("hands a tick it was waiting to run to the job's holder when it begins to shut down: the holder runs it once, after its own run", async () => {
-    const keyPrefix = uniquePrefix('give-back');
+  it("hands off a tick it was waiting to run to the job's holder when it begins to shut down: the holder runs it once, after its own run", async () => {
+    const keyPrefix = uniquePrefix('hand-off');
     const a = await boot([], keyPrefix, { instanceId: 'a' });
     const b = await boot([], keyPrefix, { instanceId: 'b' });
     const options = checkScheduledOptions({ onOverrun: 'wait' }, 'test');
@@ -174,18 +174,19 @@ describe('@ScheduledLock in one process', () => {
     };
     const first = jobOf(b.app).runTick(5_000, jobOfB);
     await inside.entered;
+    const parked = a.events.next({ type: 'waiting', key: 'sync' });
     const waiting = jobOf(a.app).runTick(6_000, async () => 'by a');
-    await a.events.next({ type: 'waiting', key: 'sync' });
+    await parked;
     await server.admin.exists(`${keyPrefix}{sync}:tick:6000`).then((n) => expect(n).toBe(1));
     const stopping = a.app.get(LockEngine).drain(1_000);
     await expect(waiting).resolves.toBeUndefined();
     await stopping;
-    // Handed on, not missed: its record is gone (so a late firing could still claim it), and
+    // Handed off, not missed: its record is gone (so a late firing could still claim it), and
     // the job's next holder will find it.
     expect(a.events.events.some((e) => e.type === 'missed')).toBe(false);
-    expect([...a.lines.warns, ...b.lines.warns].some((l) => l.includes('handed it on'))).toBe(true);
+    expect([...a.lines.warns, ...b.lines.warns].some((l) => l.includes('handed it off'))).toBe(true);
     expect(await server.admin.exists(`${keyPrefix}{sync}:tick:6000`)).toBe(0);
-    expect(await server.admin.get(`${keyPrefix}{sync}:given`)).toBe('6000');
+    expect(await server.admin.get(`${keyPrefix}{sync}:handed-off`)).toBe('6000');
     // A shutting-down instance takes no new tick at all, and touches nothing in Redis for it.
     await expect(jobOf(a.app).runTick(7_000, async () => 'by a')).resolves.toBeUndefined();
     expect(await server.admin.exists(`${keyPrefix}{sync}:tick:7000`)).toBe(0);
@@ -193,24 +194,24 @@ describe('@ScheduledLock in one process', () => {
     await expect(first).resolves.toBe('b');
     expect(ranByB).toEqual([5_000, 6_000]);
     expect(await server.admin.get(`${keyPrefix}{sync}:tick:6000`)).toBe('done|b');
-    expect(await server.admin.exists(`${keyPrefix}{sync}:given`)).toBe(0);
+    expect(await server.admin.exists(`${keyPrefix}{sync}:handed-off`)).toBe(0);
     // Once: a late firing of the tick finds it taken.
     await expect(jobOf(b.app).runTick(6_000, jobOfB)).resolves.toBeUndefined();
     expect(ranByB).toEqual([5_000, 6_000]);
   });
 
-  it('a tick handed on that an instance claimed since (its timer fired late) runs there, not again by the holder', async () => {
-    const keyPrefix = uniquePrefix('give-back-claimed');
+  it('a tick handed off that an instance claimed since (its timer fired late) runs there, not again by the holder', async () => {
+    const keyPrefix = uniquePrefix('hand-off-claimed');
     const b = await boot([], keyPrefix, { instanceId: 'b' });
     const job = b.app.get(LockEngine).scheduledJob('sync', everySchedule(1_000), checkScheduledOptions({}, 'test'));
     const ran: number[] = [];
     const fn = async (): Promise<void> => void ran.push(b.app.get(LockService).currentTick()!.at.getTime());
-    // As tick-settle.lua leaves a given-back tick 6000, then a late firing of 6000 runs it.
-    await server.admin.set(`${keyPrefix}{sync}:given`, '6000', 'PX', 60_000);
+    // As tick-settle.lua leaves a handed-off tick 6000, then a late firing of 6000 runs it.
+    await server.admin.set(`${keyPrefix}{sync}:handed-off`, '6000', 'PX', 60_000);
     await job.runTick(6_000, fn);
     await job.runTick(7_000, fn);
     expect(ran).toEqual([6_000, 7_000]);
-    expect(await server.admin.exists(`${keyPrefix}{sync}:given`)).toBe(0);
+    expect(await server.admin.exists(`${keyPrefix}{sync}:handed-off`)).toBe(0);
   });
 
   it.each([
@@ -257,7 +258,7 @@ describe('@ScheduledLock in one process', () => {
 });
 
 describe('@ScheduledLock on the in-memory backend', () => {
-  it('hands a given-back tick on in the in-memory backend too, as on Redis', async () => {
+  it('hands a tick off in the in-memory backend too, as on Redis', async () => {
     const backend = new MemoryLockBackend();
     const events = new EventLog();
     const a = new LockEngine({ instanceId: 'a', onEvent: events.listener }, undefined, backend);
@@ -276,8 +277,9 @@ describe('@ScheduledLock on the in-memory backend', () => {
     };
     const first = jobOf(b).runTick(5_000, jobOfB);
     await inside.entered;
+    const parked = events.next({ type: 'waiting', key: 'sync' });
     const waiting = jobOf(a).runTick(6_000, async () => undefined);
-    await events.next({ type: 'waiting', key: 'sync' });
+    await parked;
     await a.drain(1_000);
     await expect(waiting).resolves.toBeUndefined();
     expect(events.events.some((e) => e.type === 'missed')).toBe(false);

@@ -59,10 +59,10 @@ describe('@ScheduledLock on a 1 s cron, across processes, under faults', () => {
     expect(ranBySlow).toEqual([]);
   });
 
-  it("with onOverrun: 'wait', a tick whose waiting instance gets SIGTERM is handed on: the job's holder runs it, once", async () => {
-    const prefix = uniquePrefix('hand-on');
+  it("with onOverrun: 'wait', a tick whose waiting instance gets SIGTERM is handed off: the job's holder runs it, once", async () => {
+    const prefix = uniquePrefix('hand-off');
     // On a 6 s cron, the holder's first run lasts until the test ends it: the tick after it
-    // comes while it goes (and waits), and the waiter, stopped then, hands it on. The run ends
+    // comes while it goes (and waits), and the waiter, stopped then, hands it off. The run ends
     // once the waiter has exited, however long a loaded machine took for that, and before the
     // tick after (which would supersede the waiting one) unless the exit took seconds.
     const wait = { CRON: '*/6 * * * * *', JOB_MS: '9000', ON_OVERRUN: 'wait' };
@@ -82,14 +82,14 @@ describe('@ScheduledLock on a 1 s cron, across processes, under faults', () => {
     await waiter.exited;
     await observer().rpush('end-first-run', 'go');
 
-    // Nobody else fires that tick again: only the hand-on can run it, before the tick after it.
+    // Nobody else fires that tick again: only the hand-off can run it, before the tick after it.
     await holder.waitFor(new RegExp(`^started (${next}|${next + 6000})$`));
     const all = await runs();
     expect(all.filter((r) => r.at === next)).toEqual([expect.objectContaining({ instance: 'holder' })]);
     expect(all.filter((r) => r.instance === 'waiter')).toEqual([]);
     expect(Number(await observer().get('peak'))).toBe(1);
-    // Handed on before its process ended: shutdown waited for the give-back to reach Redis.
-    expect(waiter.lines.some((l) => l.includes('handed it on'))).toBe(true);
+    // Handed off before its process ended: shutdown waited for the hand-off to reach Redis.
+    expect(waiter.lines.some((l) => l.includes('handed it off'))).toBe(true);
     expect(waiter.lines.some((l) => l.startsWith('event missed'))).toBe(false);
   });
 });

@@ -101,8 +101,8 @@ async function release(s: SKeys, token: string): Promise<number> {
   return Number(reply[0]);
 }
 
-/** sem-release.lua passing on: releases `token` and grants `to` (asking `permits`) when it fits: [released, fence]. */
-async function pass(s: SKeys, token: string, to: string, permits = 1, lease = 30_000): Promise<[number, number]> {
+/** sem-release.lua handing off: releases `token` and grants `to` (asking `permits`) when it fits: [released, fence]. */
+async function handOff(s: SKeys, token: string, to: string, permits = 1, lease = 30_000): Promise<[number, number]> {
   const reply = (await run(
     SEM_RELEASE,
     [s.holders, s.permits, s.channel, s.limit, s.fence],
@@ -254,30 +254,30 @@ describe('sem-acquire.lua', () => {
   });
 });
 
-describe('sem-release.lua passing permits on', () => {
+describe('sem-release.lua handing permits off', () => {
   it('releases a holder and grants the waiter it names in one step, announcing only permits it did not take', async () => {
-    const s = fresh('pass');
+    const s = fresh('handoff-one');
     const l = await listen(s.channel);
     const a = await acquire(s, 'a', 2, 2);
-    const [released, fence] = await pass(s, 'a', 'w', 1);
+    const [released, fence] = await handOff(s, 'a', 'w', 1);
     expect(released).toBe(1);
     expect(Number(fence)).toBeGreaterThan(a);
     expect(await server.admin.zscore(s.holders, 'a')).toBeNull();
     expect(await server.admin.hget(s.permits, 'w')).toBe(`1|${fence}|i-w`);
     expect(await server.admin.hget(s.permits, '#used')).toBe('1');
     expect(await l.messages()).toEqual([WIRE.released]); // one of a's two permits was not taken
-    const [, second] = await pass(s, 'w', 'v', 1);
+    const [, second] = await handOff(s, 'w', 'v', 1);
     expect(second).toBeGreaterThan(Number(fence));
     expect(await l.messages()).toEqual([]);
   });
 
   it("grants nothing when the waiter's ask does not fit, or it holds already, or the releaser held nothing", async () => {
-    const s = fresh('passno');
+    const s = fresh('handoff-no');
     const l = await listen(s.channel);
     await acquire(s, 'a', 1, 3);
     await acquire(s, 'b', 1, 3);
     await setLimit(s, 1); // lowered under the holders
-    expect(await pass(s, 'a', 'w', 1)).toEqual([1, 0]);
+    expect(await handOff(s, 'a', 'w', 1)).toEqual([1, 0]);
     expect(await server.admin.zscore(s.holders, 'w')).toBeNull();
     expect(await server.admin.hget(s.permits, '#used')).toBe('1');
     expect(await l.messages()).toEqual([WIRE.released]);
@@ -285,16 +285,16 @@ describe('sem-release.lua passing permits on', () => {
     await l.messages();
     const held = Number(String(await server.admin.hget(s.permits, 'b')).split('|')[1]);
     await acquire(s, 'c', 1, 3);
-    expect(await pass(s, 'c', 'b', 1)).toEqual([1, 0]); // b holds already: no second grant
+    expect(await handOff(s, 'c', 'b', 1)).toEqual([1, 0]); // b holds already: no second grant
     expect(Number(String(await server.admin.hget(s.permits, 'b')).split('|')[1])).toBe(held);
-    expect(await pass(s, 'nobody', 'w', 1)).toEqual([0, 0]);
+    expect(await handOff(s, 'nobody', 'w', 1)).toEqual([0, 0]);
     expect(await server.admin.zscore(s.holders, 'w')).toBeNull();
   });
 
   it('a caller that holds already gets its grant back from sem-acquire with the lease restarted', async () => {
-    const s = fresh('passheld');
+    const s = fresh('handoff-held');
     await acquire(s, 'a', 1, 2);
-    const [, fence] = await pass(s, 'a', 'w', 1, 60);
+    const [, fence] = await handOff(s, 'a', 'w', 1, 60);
     const before = Number(await server.admin.zscore(s.holders, 'w'));
     expect(await acquire(s, 'w', 1, 2, 30_000)).toBe(fence);
     expect(Number(await server.admin.zscore(s.holders, 'w'))).toBeGreaterThanOrEqual(before + 29_000);
@@ -343,7 +343,7 @@ describe('sem-release.lua and sem-acquire.lua with the queue', () => {
     const deadline = Number(await server.admin.zscore(s.holders, 'b'));
     expect(deadline - (await serverMs())).toBeLessThanOrEqual(700);
     expect(await server.admin.exists(s.queue, s.waiters)).toBe(0);
-    expect(await everyone.messages()).toEqual([]); // every permit given back was handed on
+    expect(await everyone.messages()).toEqual([]); // every permit given back was handed off
     // Its next attempt finds it holding: the confirm of a hand-off too late to use as told.
     expect(await acquireQueued(s, 'b', 1, 1)).toBe(fence);
   });

@@ -15,7 +15,7 @@ import { MemoryLockBackend } from 'lockwarden/testing';
 import { Semaphore as SemaphoreObject } from '../../libs/lockwarden/src/core';
 import { semKeys } from '../../libs/lockwarden/src/core/backend/lock-keys';
 import { MAX_HANDOFFS } from '../../libs/lockwarden/src/core/semaphore/permit-release';
-import { checkSemaphoreDecoratorOptions } from '../../libs/lockwarden/src/core/semaphore/semaphore-decorator-options';
+import { checkSemaphoreDecoratorOptions } from '../../libs/lockwarden/src/nest/decorators/semaphore-decorator-options';
 import { workersForFile } from '../harness/child';
 import type { ChildScript } from '../harness/child';
 import { EventLog } from '../harness/event-log';
@@ -31,7 +31,7 @@ const engine: typeof factory.engine = (options = {}, events) =>
   factory.engine({ shutdownGraceMs: 1, ...options }, events);
 const pair: typeof factory.pair = (options = {}, events) => factory.pair({ shutdownGraceMs: 1, ...options }, events);
 
-/** Waits for the `waiting` event of `key`: the waiter has subscribed and parked. */
+/** Waits for the next `waiting` event of `key` (the waiter has subscribed and parked): call it before the acquire. */
 function parked(events: EventLog, key: string): Promise<unknown> {
   return events.next({ type: 'waiting', key });
 }
@@ -84,8 +84,9 @@ describe('permits', () => {
     const sem = e.semaphore('abort', { limit: 1 });
     const held = await sem.acquire();
     const controller = new AbortController();
+    const parking = parked(events, 'abort');
     const waiting = sem.acquire({ signal: controller.signal, waitMs: 30_000 });
-    await parked(events, 'abort');
+    await parking;
     controller.abort();
     await expect(waiting).rejects.toBeInstanceOf(LockAbortedError);
     await held.release();
@@ -129,8 +130,9 @@ describe('leases', () => {
     const [a, b] = pair({ leaseMs: 60_000 }, events);
     const held = await a.semaphore('wake', { limit: 1 }).acquire();
     const heldToken = await held.fencingToken();
+    const parking = parked(events, 'wake');
     const waiting = b.semaphore('wake', { limit: 1 }).acquire({ waitMs: 50_000 });
-    await parked(events, 'wake');
+    await parking;
     const releasedAt = performance.now();
     await held.release();
     const got = await waiting;
@@ -140,7 +142,7 @@ describe('leases', () => {
   });
 });
 
-describe('passing permits within a process', () => {
+describe('handing permits off within a process', () => {
   /** Counts what is published on a semaphore's wake-up channel, from a connection of the test's own. */
   async function channelLog(channel: string): Promise<{ messages: () => Promise<string[]>; close: () => void }> {
     const sub = server.redis.client();
@@ -167,17 +169,19 @@ describe('passing permits within a process', () => {
     try {
       let holder = await sem.acquire();
       for (let i = 0; i <= MAX_HANDOFFS; i++) {
+        const parking = parked(events, 'chain');
         const next = sem.acquire({ waitMs: 30_000 });
-        await parked(events, 'chain');
+        await parking;
         const holderToken = await holder.fencingToken();
         await holder.release();
         const got = await next;
         expect(await got.fencingToken()).toBeGreaterThan(holderToken);
         expect(holder.isHeld()).toBe(false);
         holder = got;
-        // Passed permits publish nothing on the semaphore's channel. The release after
-        // MAX_HANDOFFS passes hands the permit to the oldest queued waiter instead, on its
-        // engine's inbox: here the same waiter, whose place it took when it found no room.
+        // Permits handed off within the process publish nothing on the semaphore's channel.
+        // The release after MAX_HANDOFFS hand-offs hands the permit to the oldest queued waiter
+        // instead, on its engine's inbox: here the same waiter, whose place it took when it
+        // found no room.
         expect(await log.messages()).toEqual([]);
         if (i === MAX_HANDOFFS) expect(events.count({ type: 'acquired', key: 'chain', handedOff: true })).toBe(i + 1);
       }
@@ -188,17 +192,18 @@ describe('passing permits within a process', () => {
     }
   });
 
-  it('a waiter that gives up while permits are passed to it leaves nothing held', async () => {
+  it('a waiter that gives up while permits are handed off to it leaves nothing held', async () => {
     const events = new EventLog();
     const e = engine({}, events);
     const sem = e.semaphore('giveup', { limit: 2 });
     for (let round = 0; round < 20; round++) {
       const holder = await sem.acquire({ permits: 2 });
       const controller = new AbortController();
+      const parking = parked(events, 'giveup');
       const waiting = sem.acquire({ signal: controller.signal, waitMs: 30_000 });
-      await parked(events, 'giveup');
+      await parking;
       const released = holder.release();
-      // Gives up before the release, while the pass is on its way to Redis or back (measured:
+      // Gives up before the release, while the hand-off is on its way to Redis or back (measured:
       // most rounds of the microtask and setImmediate kinds), or after it was granted. Every
       // way must end with nothing held by it.
       const abort = (): void => controller.abort();
@@ -220,8 +225,9 @@ describe('setLimit', () => {
     const [a, b] = pair({ leaseMs: 60_000 }, events);
     const semA = a.semaphore('raise', { limit: 1 });
     const held = await semA.acquire();
+    const parking = parked(events, 'raise');
     const waiting = b.semaphore('raise', { limit: 1 }).acquire({ waitMs: 50_000 });
-    await parked(events, 'raise');
+    await parking;
     expect(await semA.setLimit(2)).toBe(1);
     const got = await waiting;
     expect(held.isHeld()).toBe(true); // so only the raised limit let it in
@@ -266,8 +272,9 @@ describe('setLimit', () => {
     await expect(c.semaphore('stored', { limit: 4 }).acquire({ permits: 6, waitMs: 1 })).rejects.toThrow(
       /more than its limit of 4 as this instance knows it; only a setLimit\(\) that raises the stored limit/,
     );
+    const parking = parked(events, 'stored');
     const six = c.semaphore('stored', { limit: 10 }).acquire({ permits: 6, waitMs: 30_000 });
-    await parked(events, 'stored');
+    await parking;
     await semA.setLimit(6);
     expect((await six).isHeld()).toBe(true);
   });
@@ -354,14 +361,16 @@ describe('memory backend', () => {
       expect(semA).toBeInstanceOf(SemaphoreObject);
       const two = await semA.acquire({ permits: 2 });
       expect(await semB.tryAcquire()).toBeNull();
+      const parking = parked(events, 'mem');
       const waiting = semB.acquire({ waitMs: 30_000 });
-      await parked(events, 'mem');
+      await parking;
       const twoToken = await two.fencingToken();
       await two.release();
       const one = await waiting;
       expect(await one.fencingToken()).toBeGreaterThan(twoToken);
+      const parkingTwo = parked(events, 'mem');
       const waitingTwo = semB.acquire({ permits: 2, waitMs: 30_000 });
-      await parked(events, 'mem');
+      await parkingTwo;
       await semA.setLimit(3);
       const three = await waitingTwo;
       expect(one.isHeld()).toBe(true);

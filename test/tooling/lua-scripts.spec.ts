@@ -1330,7 +1330,7 @@ describe('rw queue: places, and the hand-off in rw-release.lua', () => {
     expect(await server.admin.zrange(rw.queue, '0', '-1')).toEqual(['tok-w']);
   });
 
-  it('a read released while the write it was downgraded from is held hands nothing on', async () => {
+  it('a read released while the write it was downgraded from is held hands nothing off', async () => {
     const { rw } = fresh('rwq-downgrade');
     const inbox = await listen(`${rw.channel}:${INBOX}`);
     await writeLock(rw, 'tok-w');
@@ -1342,7 +1342,7 @@ describe('rw queue: places, and the hand-off in rw-release.lua', () => {
     expect(await server.admin.hget(rw.lock, 'w')).toBe('tok-w');
     expect(await server.admin.hexists(rw.lock, 'r:tok-r')).toBe(0);
     expect(await inbox.take()).toEqual([]);
-    // The writer's release hands it on.
+    // The writer's release hands it off.
     expect(await rwRelease(rw, 'tok-w', 'w')).toBe(1);
     expect(await server.admin.hexists(rw.lock, 'r:tok-r')).toBe(1);
     expect(await inbox.take()).toEqual([expect.stringMatching(/^gw-tok-r:\d+:250:1$/)]);

@@ -31,8 +31,9 @@ describe('the wake-up subscriber after its connection was cut', () => {
     const channel = mutexKeys(keyPrefix, 'k').channel;
     const holder = await holderEngine.acquire('k', { leaseMs: 60_000 });
     // A release heard by pub/sub is the only way in before this wait ends: the lease is longer.
+    const parked = events.next({ type: 'waiting', key: 'k' });
     const waiting = waiterEngine.acquire('k', { waitMs: 20_000 });
-    await events.next({ type: 'waiting', key: 'k' });
+    await parked;
     expect(await subscribers(channel)).toBe(1);
     await server.admin.call('CLIENT', 'KILL', 'TYPE', 'pubsub');
     // Back and subscribed again: a condition Redis reports, polled, not a time.

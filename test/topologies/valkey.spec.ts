@@ -1,6 +1,6 @@
-// Beside the behaviour suite (behaviour-valkey.spec.ts) and the history check (history.spec.ts),
+// Beside the behaviour suite and the history check on Valkey (cells of npm run test:matrix),
 // the contracts that lean hardest on the server's scripting and pub/sub, on Valkey: scheduled
-// ticks across processes, a semaphore's limit, and a leadership hand-over. Skipped where
+// ticks across processes, a semaphore's limit, and a leadership hand-off. Skipped where
 // valkey-server is not installed; npm test says so in one line.
 import { LeadershipRegistry, LockEngine } from 'lockwarden';
 import { engineFactory } from '../harness/engines';
@@ -34,7 +34,7 @@ describeOnValkey('on Valkey', () => {
       expect(peak).toBeGreaterThan(1);
     });
 
-    it('elects one leader at a time: a resign hands over to the waiting candidate, whose term is higher', async () => {
+    it('elects one leader at a time: a resign hands off to the waiting candidate, whose term is higher', async () => {
       const prefix = uniquePrefix('valkey-lead');
       const a = new LeadershipRegistry(engine(prefix, 'a')).leadership('jobs');
       const b = new LeadershipRegistry(engine(prefix, 'b')).leadership('jobs');

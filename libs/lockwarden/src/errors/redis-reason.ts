@@ -1,6 +1,6 @@
 // What went wrong between this process and Redis, in the library's words. The client's own
 // messages name its internals ("Reached the max retries per request limit … Refer to
-// "maxRetriesPerRequest" option", "Connection is closed.") rather than what happened; the
+// "maxRetriesPerRequest" option", "Connection is closed.") rather than what happened. The
 // original error stays available as the `cause` of whatever carries this text.
 
 /** How a connection failed, for health reports: turned away, or silence. */
@@ -47,7 +47,7 @@ const TLS_CODE = /CERT|^ERR_SSL_|^ERR_TLS_/;
  * A call the client dropped while its connection was down (ioredis's "Reached the max retries
  * per request limit"), with the last error of that connection: the client's own error says
  * nothing of why it is down, and a certificate it will never accept is not an outage to wait
- * out. The connection that saw both makes it (core/redis/connection-watch.ts); `cause` is the
+ * out. The connection that saw both makes it (core/redis/connection-watch.ts). `cause` is the
  * client's error.
  */
 export class RedisCallDroppedError extends Error {
@@ -97,7 +97,7 @@ function say(err: unknown): Said {
       break;
   }
   if (typeof e.code === 'string' && TLS_CODE.test(e.code)) {
-    // The certificate's failures are the ones a setting fixes; the client's words name which.
+    // The certificate's failures are the ones a setting fixes. The client's words name which.
     const fix = /CERT/.test(e.code) ? " (trust the CA that signed the server's certificate: the client's tls.ca)" : '';
     return {
       text: `the TLS connection to Redis${where} failed: ${message.replace(/\.+$/, '')}${fix}`,
@@ -174,20 +174,20 @@ export function redisAdvice(err: unknown): string {
     : 'Check that Redis is reachable; the lock state is unknown until it is.';
 }
 
-/** Whether `err` says the connection was turned away or went unanswered; undefined when it is about something else. */
-export function connectionFailure(err: unknown): ConnectionFailure | undefined {
+/** What kind of connection failure `err` is: turned away or unanswered. Undefined when it is about something else. */
+export function failureCategory(err: unknown): ConnectionFailure | undefined {
   return say(err).failure;
 }
 
 // ---- Refusals ----------------------------------------------------------------------------------
-// An answer no retry changes: the ACL user may not run a command, use a key or a channel; the
-// server is out of memory; it does not know a command; a key holds another type of value; one of
+// An answer no retry changes. The ACL user may not run a command, use a key or a channel. The
+// server is out of memory, or does not know a command. A key holds another type of value. One of
 // our scripts failed. Any other error Redis answers with (TRYAGAIN, CLUSTERDOWN, LOADING,
 // MASTERDOWN, BUSY, READONLY, MOVED, ASK, NOSCRIPT...) is no refusal: it passes, and whatever
 // waits goes on through it. The patterns cover Redis 7 and Valkey, whose words differ, from a
 // command and from inside a script, and Valkey GLIDE, which names the code its own way.
 
-/** Which "no": the ACL turned away a command, a key or a channel; memory; a command the server lacks; a key's type; a script's own error. */
+/** Which "no": the ACL turned away a command, a key or a channel, or memory, a command the server lacks, a key's type, a script's own error. */
 export type RefusalKind = 'command' | 'key' | 'channel' | 'memory' | 'unknown-command' | 'wrong-type' | 'script';
 
 /** An answer Redis gives to every try, with what is known of where it came from. */
@@ -220,7 +220,7 @@ export class RedisRefusalError extends Error {
 
 const ACL_KEY = /can't access at least one of the keys|no permissions to access (?:one of the keys|a key)/i;
 const ACL_CHANNEL = /can't publish to the channel|no permissions to access (?:one of the channels|a channel)/i;
-/** Redis 7 names no command from a script ("can't run this command"); Valkey and every server from a command do. */
+/** Redis 7 names no command from a script ("can't run this command"). Valkey does, and so does every server from a command. */
 const ACL_COMMAND = /can't run this command or subcommand|no permissions to run the '([^']+)' command/i;
 /** Any other ACL answer: Redis's code, GLIDE's name for it, Valkey's words from a script. */
 const ACL_OTHER = /\bNOPERM\b|\bPermissionDenied\b|ACL failure/;

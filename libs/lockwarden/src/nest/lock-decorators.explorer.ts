@@ -7,7 +7,7 @@ import { scheduleFromMetadata } from './decorators/schedule-of';
 import { noScheduleError } from './decorators/scheduled-lock.decorator';
 import { providerMethods } from './provider-methods';
 import { lockSignalParameter } from './decorators/lock-signal.decorator';
-import { getLockedMetadata } from './decorators/locked-metadata.accessor';
+import { getLockedMetadata } from './locked-metadata.accessor';
 import { className } from './decorators/lock-method';
 import type { ScheduledLockMetadata } from './decorators/scheduled-lock.decorator';
 

@@ -66,8 +66,8 @@ export class LockService {
 
   /**
    * One attempt: the handle when the lock was free, `null` when it is held. Rejects with
-   * `LockBackendError` when Redis has not answered within 250 ms (within `commandTimeoutMs`,
-   * connecting included, before the engine's connection is first ready).
+   * `LockBackendError` when Redis has not answered in time (see docs/locks.md, "When Redis does
+   * not answer").
    *
    * @example
    * ```ts
@@ -81,7 +81,7 @@ export class LockService {
 
   /**
    * Runs `fn` while holding the lock and releases it afterwards, also when
-   * `fn` throws; a release error never hides `fn`'s own error. Rejects with
+   * `fn` throws. A release error never hides `fn`'s own error. Rejects with
    * `LockLostError` when the lock was lost before `fn` settled.
    *
    * @example
@@ -127,7 +127,7 @@ export class LockService {
   }
 
   /**
-   * Runs `fn` under a read lease, like `withLock`. Reads re-enter reads; inside
+   * Runs `fn` under a read lease, like `withLock`. Reads re-enter reads. Inside
    * a write lease of the same key it takes a real read lease (a downgrade) that
    * stays after the write is released.
    *
@@ -156,7 +156,7 @@ export class LockService {
    * A counting semaphore across every instance: at most `permits` permits held at once.
    * Each holder (`acquire`, `tryAcquire`, `withPermit`) is a lease like a lock's, with its
    * own fencing token, renewed by the watchdog, and given back by a crash one lease later.
-   * The limit is stored in Redis on first use; `setLimit(n)` changes it for everyone.
+   * The limit is stored in Redis on first use, and `setLimit(n)` changes it for everyone.
    * Throws `LockConfigError` for a bad key or limit, and with a quorum, where a permit
    * count cannot be kept safe without a consensus protocol.
    *
@@ -187,7 +187,7 @@ export class LockService {
   }
   /**
    * The scheduled tick the calling async context runs, inside a `@ScheduledLock` method
-   * (and what it calls); undefined elsewhere.
+   * (and what it calls). Undefined elsewhere.
    *
    * @example
    * ```ts
@@ -253,7 +253,7 @@ export class LockService {
   }
 
   /**
-   * Whether Redis answers (every server, each Cluster master; a majority of a quorum), how
+   * Whether Redis answers (every server, each Cluster master, or a majority of a quorum), how
    * fast, whether the scripts are loaded, and how the watchdog keeps up. Never rejects: a
    * server that does not answer within `timeoutMs` is reported as down, with why. What
    * `LockHealthIndicator` reports to `@nestjs/terminus` (1 s unless given).

@@ -6,7 +6,7 @@ import type { LockStore } from './lock-store';
 import type { ServerEviction } from './server-eviction';
 import type { TickStore } from './tick-store';
 
-/** Redis known to be unreachable from this engine (Topology.connectionDown). */
+/** Redis known to be unreachable from this engine (OpenedBackend.outage). */
 export interface ConnectionOutage {
   /** When it was first known, on the `performance.now()` clock. */
   readonly since: number;
@@ -17,14 +17,14 @@ export interface ConnectionOutage {
 }
 
 /** What one engine works on once its backend is open. */
-export interface Topology {
+export interface OpenedBackend {
   /** The lock operations. */
   readonly store: LockStore;
   /** Scheduled jobs' tick records (with a quorum, on the first node). */
   readonly ticks: TickStore;
   /** How waiters hear of releases and hand-offs. */
   readonly bus: WakeBus;
-  /** The Redis client object, whichever client it is (with a quorum, the first node's); none in memory. */
+  /** The Redis client object, whichever client it is (with a quorum, the first node's). None in memory. */
   readonly client: object | undefined;
   /**
    * One bounded look at every lock, semaphore and leadership under `prefix`. A backend
@@ -42,14 +42,14 @@ export interface Topology {
    * majority). Undefined while it works, while it connects for the first time, or where the
    * client cannot tell. Waiting acquires fail on it (wait/outage-sweep.ts).
    */
-  connectionDown?(): ConnectionOutage | undefined;
+  outage?(): ConnectionOutage | undefined;
   /**
    * `pending` until the engine's connection is first ready (or Redis first answered an
-   * acquire); absent where there is nothing to connect (in memory) or each node is timed out
+   * acquire). Absent where there is nothing to connect (in memory) or each node is timed out
    * by itself (quorum).
    */
   readonly firstConnection?: { pending: boolean };
-  /** Which servers may evict lock keys, and when they did; absent where nothing evicts (in memory). */
+  /** Which servers may evict lock keys, and when they did. Absent where nothing evicts (in memory). */
   readonly eviction?: ServerEviction;
   /** Closes what the backend opened for this engine (never a client the user gave). */
   close(): Promise<void>;
@@ -66,5 +66,5 @@ export interface Topology {
  */
 export interface LockBackend {
   /** Opens the store and the wake-up bus for one engine, named `instanceId` beside its locks. */
-  open(instanceId: string, logger: LockLogger): Topology;
+  open(instanceId: string, logger: LockLogger): OpenedBackend;
 }

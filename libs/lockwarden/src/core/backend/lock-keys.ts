@@ -102,7 +102,7 @@ export interface RwKeys {
   readonly acquireKeys: readonly string[];
   /** KEYS of rw-acquire.lua for a queued attempt. */
   readonly queuedAcquireKeys: readonly string[];
-  /** KEYS of rw-release.lua, with the queue it hands the lock on to. */
+  /** KEYS of rw-release.lua, with the queue it hands the lock off to. */
   readonly releaseKeys: readonly string[];
 }
 
@@ -149,7 +149,7 @@ export interface SemKeys {
   readonly acquireKeys: readonly string[];
   /** KEYS of sem-acquire.lua for a queued attempt. */
   readonly queuedAcquireKeys: readonly string[];
-  /** KEYS of sem-release.lua, with the queue it hands permits on to. */
+  /** KEYS of sem-release.lua, with the queue it hands permits off to. */
   readonly releaseKeys: readonly string[];
   readonly limitKeys: readonly string[];
 }

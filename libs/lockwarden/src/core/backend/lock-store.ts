@@ -62,7 +62,7 @@ export interface StoreRwAcquire {
   readonly queued?: { readonly waiterId: string; readonly inbox: string; readonly seq: number };
 }
 
-/** The waiter a release passes its permits to (sem-release.lua): its owner token, its ask and its lease. */
+/** The waiter a release hands its permits off to (sem-release.lua): its owner token, its ask and its lease. */
 export interface PermitHandOff {
   readonly ownerToken: string;
   readonly permits: number;
@@ -108,7 +108,7 @@ export interface HeldRelease {
 }
 
 /**
- * The lock operations one topology offers. Each call is one round trip, atomic on the server
+ * The lock operations one backend offers. Each call is one round trip, atomic on the server
  * for the lock it grants. Acquires resolve the fencing token (> 0) when granted, UNMINTED for
  * a mutex granted without one, else -(ms worth waiting), or BUSY_FOR_UNKNOWN when the lock is
  * busy for a time the answer does not say.

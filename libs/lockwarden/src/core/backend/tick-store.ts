@@ -8,14 +8,14 @@ import { mutexKeys } from './lock-keys';
 export interface TickKeys {
   readonly lock: string;
   readonly run: string;
-  /** A tick an instance gave back while shutting down, for the job's next holder to run. */
-  readonly given: string;
+  /** A tick an instance handed off while shutting down, for the job's next holder to run. */
+  readonly handedOff: string;
   record(atMs: number): string;
 }
 
 export function tickKeys(prefix: string, job: string): TickKeys {
   const lock = mutexKeys(prefix, job).lock;
-  return { lock, run: `${lock}:run`, given: `${lock}:given`, record: (at) => `${lock}:tick:${at}` };
+  return { lock, run: `${lock}:run`, handedOff: `${lock}:handed-off`, record: (at) => `${lock}:tick:${at}` };
 }
 
 /** What deciding a tick found: see tick-claim.lua. */
@@ -51,8 +51,8 @@ export interface TickStart {
   readonly pointer: string;
 }
 
-/** How a tick ended, as its record keeps it; 'given' gives an unrun tick back (its record goes). */
-export type TickOutcome = 'done' | 'failed' | 'overrun' | 'given';
+/** How a tick ended, as its record keeps it; 'handed-off' hands an unrun tick off (its record goes). */
+export type TickOutcome = 'done' | 'failed' | 'overrun' | 'handed-off';
 
 /** Where tick records and the run pointer live: one Redis (with a quorum, the first node), or memory. */
 export interface TickStore {
@@ -62,9 +62,9 @@ export interface TickStore {
   start(keys: TickKeys, at: number, fencingToken: number, keepMs: number, nextAt?: number): Promise<TickStart>;
   /** Records how tick `at` ended and clears this run's pointer (tick-settle.lua). */
   settle(keys: TickKeys, at: number, outcome: TickOutcome, pointer?: string): Promise<void>;
-  /** The tick an instance gave back while shutting down, if one waits for the job's holder. */
-  given(keys: TickKeys): Promise<number | undefined>;
-  /** Claims given-back tick `at` for the job's holder; false when it is gone or claimed since (tick-adopt.lua). */
+  /** The tick an instance handed off while shutting down, if one waits for the job's holder. */
+  handedOff(keys: TickKeys): Promise<number | undefined>;
+  /** Claims handed-off tick `at` for the job's holder; false when it is gone or claimed since (tick-adopt.lua). */
   adopt(keys: TickKeys, at: number): Promise<boolean>;
 }
 

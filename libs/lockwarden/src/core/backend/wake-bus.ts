@@ -2,16 +2,16 @@ import type { PermitHandOff } from './lock-store';
 
 /**
  * A waiting acquire, as the bus's contract names it: core/wake's Waiter is the one. What a
- * release of this process needs of a parked semaphore waiter it passes permits to.
+ * release of this process needs of a parked semaphore waiter it hands permits off to.
  */
 export interface BusWaiter {
-  /** What a release needs to pass its permits to this waiter. */
+  /** What a release needs to hand its permits off to this waiter. */
   readonly handOff: PermitHandOff | undefined;
-  /** A release of this process is passing permits to it. */
+  /** A release of this process is handing permits off to it. */
   claimed: boolean;
   /** Wakes it to try by itself. */
   wake(): void;
-  /** Permits a release passed it: their fencing token, when the pass was sent, and how many passes led here. */
+  /** Permits a release handed off to it: their fencing token, when the hand-off was sent, and how many hand-offs led here. */
   takeHandOff(fencingToken: number, leaseFrom: number, handOffs: number): void;
 }
 
@@ -22,7 +22,7 @@ export interface BusWaiter {
 export interface WakeBus {
   /**
    * This engine's inbox: the suffix of the channels its queued mutex waiters listen on
-   * (`<lock channel>:<inbox>`), so a release that hands a lock over tells this engine alone.
+   * (`<lock channel>:<inbox>`), so a release that hands a lock off tells this engine alone.
    */
   readonly inboxId: string;
   /** Registers a waiter; the returned promise settles once its channel is subscribed. */
@@ -31,15 +31,15 @@ export interface WakeBus {
   joinIfLive(waiter: BusWaiter): boolean;
   /**
    * The lock channels a waiter of this process waits on (a release of that lock will wake or
-   * hand over), by the lock's own channel, not the inbox: a set read on every release, so
+   * hand off), by the lock's own channel, not the inbox: a set read on every release, so
    * asking costs no call.
    */
   readonly waitedOn: ReadonlySet<string>;
-  /** A parked semaphore waiter to pass released permits to, marked so no other release picks it. */
+  /** A parked semaphore waiter to hand released permits off to, marked so no other release picks it. */
   claimHandOffTarget(channel: string): BusWaiter | undefined;
   /**
    * Whether `waiter` may take a place on the server for its lock now. Waiters that share one
-   * place per engine (semaphores: the rest are served by passes within the process) take it
+   * place per engine (semaphores: the rest are served by hand-offs within the process) take it
    * in turn: true for the one that holds it, or takes it now; false while another does.
    */
   mayTakePlace(waiter: BusWaiter): boolean;

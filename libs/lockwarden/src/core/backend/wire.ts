@@ -29,7 +29,7 @@ export interface GrantNotice {
   /** The lease the hand-off set on the server, in ms (the waiter's `handoffMs`). */
   readonly leaseMs: number;
   /**
-   * The number of the waiter's last attempt the server had seen when it handed the lock over
+   * The number of the waiter's last attempt the server had seen when it handed the lock off
    * (the attempt that set the place it was handed). That attempt was sent before the grant,
    * so its send time is a local moment no later than the grant: where the lease counts from.
    */

@@ -3,8 +3,8 @@ import { Watchdog } from '../lease/watchdog';
 import type { EventHub } from '../observe/telemetry';
 import { otelLockTracer, otelMetricsListener } from '../observe/telemetry';
 import type { JobHost } from '../schedule/scheduled-job';
-import type { Topology } from '../backend/lock-backend';
-import { SETTLE_GRACE_MS } from '../wait/loop-context';
+import type { OpenedBackend } from '../backend/lock-backend';
+import { SETTLE_GRACE_MS } from '../wait/acquire-loop';
 import { OutageSweep } from '../wait/outage-sweep';
 import type { ResolvedEngineOptions } from '../options/engine-options';
 import { EngineShutdown } from './engine-shutdown';
@@ -38,14 +38,14 @@ export interface EngineParts {
   readonly jobHost: JobHost;
 }
 
-/** Makes an engine's parts over its topology and wires them to each other, once. */
+/** Makes an engine's parts over its opened backend and wires them to each other, once. */
 export function buildEngineParts(
   options: ResolvedEngineOptions,
-  topology: Topology,
+  backend: OpenedBackend,
   context: LockContext,
   hub: EventHub,
 ): EngineParts {
-  const { store, bus } = topology;
+  const { store, bus } = backend;
   const logger = options.logger;
   // Every listener goes through the hub, so an event is handed out in one place: the option's
   // listener and the metrics first, then whoever subscribes later (engine.subscribe()).
@@ -65,8 +65,8 @@ export function buildEngineParts(
     bus.waitedOn,
     holderCallBudget(options.commandTimeoutMs, store.attemptMs),
   );
-  const stop = new EngineShutdown(held, watchdog, topology, logger);
-  const outages = new OutageSweep(topology, options.commandTimeoutMs);
+  const stop = new EngineShutdown(held, watchdog, backend, logger);
+  const outages = new OutageSweep(backend, options.commandTimeoutMs);
   const loop = {
     store,
     bus,
@@ -77,25 +77,25 @@ export function buildEngineParts(
     emit,
     logger,
     outages,
-    firstConnection: topology.firstConnection,
+    firstConnection: backend.firstConnection,
   };
   const tracer = options.traces ? otelLockTracer() : undefined;
-  const admit = evictionGate(topology.eviction, options.onEvictingServer, options.commandTimeoutMs);
+  const admit = evictionGate(backend.eviction, options.onEvictingServer, options.commandTimeoutMs);
   const granter = new LeaseGranter(options, store, held, context, loop, emit, tracer, admit);
   // Evictions seen, or a connection back, while locks are held: each held lease is looked at
   // now, not at its next renewal.
-  topology.eviction?.watch(
+  backend.eviction?.watch(
     () => held.size > 0,
     (reason) => void held.checkAll(reason),
   );
-  const admin = new LockAdmin(store, options.keyPrefix, watchdog, held, topology);
+  const admin = new LockAdmin(store, options.keyPrefix, watchdog, held, backend);
   const permits = new PermitGranter(options, store, granter, held);
   const calls = new LockedCalls(granter, permits, held, async (key, name) => {
     emit?.({ type: 'skipped', key, name: name ?? defaultLockName(key) });
     logger.debug(`Skipped "${key}": it is held by ${await admin.holderOf(key)}.`);
   });
   const jobHost: JobHost = {
-    ticks: topology.ticks,
+    ticks: backend.ticks,
     keyPrefix: options.keyPrefix,
     leaseMs: options.leaseMs,
     logger,

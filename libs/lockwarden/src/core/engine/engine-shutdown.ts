@@ -1,5 +1,5 @@
 import type { Watchdog } from '../lease/watchdog';
-import type { Topology } from '../backend/lock-backend';
+import type { OpenedBackend } from '../backend/lock-backend';
 import type { Abortable } from '../wait/loop-context';
 import type { HeldLocks } from './held-locks';
 import type { LockLogger } from '../observe/logger';
@@ -24,7 +24,7 @@ export class EngineShutdown {
   constructor(
     private readonly held: HeldLocks,
     private readonly watchdog: Watchdog,
-    private readonly topology: Topology,
+    private readonly backend: OpenedBackend,
     private readonly logger: LockLogger,
   ) {}
 
@@ -62,7 +62,7 @@ export class EngineShutdown {
     return this.closed;
   }
 
-  /** Held locks' work, then the scheduled ticks still being handled (a give-back), within one grace. */
+  /** Held locks' work, then the scheduled ticks still being handled (a hand-off), within one grace. */
   private async drainWithin(graceMs: number): Promise<void> {
     const until = performance.now() + graceMs;
     const keys = this.held.interruptAll();
@@ -90,7 +90,7 @@ export class EngineShutdown {
           'released, because that work may still act on them: they expire with their lease, as after a crash.',
       );
     }
-    await this.topology.close();
+    await this.backend.close();
   }
 }
 

@@ -1,5 +1,4 @@
-import { LockBackendError, LockInterruptedError } from '../../errors';
-import type { LockLostError } from '../../errors';
+import { LockBackendError, LockInterruptedError, LockLostError } from '../../errors';
 import { Lease, LeaseHandle } from '../lease/lease';
 import { CallBudget } from './call-budget';
 import { lockSignal, withArg } from './lock-signal';
@@ -11,6 +10,7 @@ import type { LockEvent } from '../observe/events';
 import type { LockLogger } from '../observe/logger';
 import type { LockStore } from '../backend/lock-store';
 import type { BusWaiter } from '../backend/wake-bus';
+import { mintOnFirstRead, releaseMutex } from '../mutex/mutex-lease';
 import { releasePermits } from '../semaphore/permit-release';
 import { MIN_LEASE_MS } from '../options/validate';
 import { LeaseCalls } from './lease-calls';
@@ -30,7 +30,7 @@ export class HeldLocks implements LeaseHost {
   private stopped = false;
   /** Shutdown began: a release that fails now is warned of (warnUnreleased). */
   private draining = false;
-  /** A holder's own calls on its lease: reading its fencing token, extending it. */
+  /** A holder's own calls on its lease: extending it. */
   private readonly calls: LeaseCalls;
   /** Bounds a holder's call (a release, a token read, an extension) by its budget. */
   private readonly budget: CallBudget;
@@ -41,7 +41,7 @@ export class HeldLocks implements LeaseHost {
     private readonly context: LockContext,
     private readonly logger: LockLogger,
     private readonly emit: ((event: LockEvent) => void) | undefined,
-    /** Claims a parked semaphore waiter of this process to pass released permits to (WakeBus.claimHandOffTarget). */
+    /** Claims a parked semaphore waiter of this process to hand released permits off to (WakeBus.claimHandOffTarget). */
     private readonly handOffTarget: ((channel: string) => BusWaiter | undefined) | undefined,
     /** The channels a waiter of this process waits on (WakeBus.waitedOn). */
     private readonly waitedOn: ReadonlySet<string>,
@@ -231,7 +231,12 @@ export class HeldLocks implements LeaseHost {
   }
 
   mintFence(lease: Lease): Promise<number> {
-    return this.calls.mint(lease);
+    const lock = lease.lock;
+    // Only a plain mutex grant takes no token; every other kind's grant script mints one.
+    if (lock.kind !== 'mutex') {
+      return Promise.reject(new LockLostError(lease.key, 'its grant carried no fencing token'));
+    }
+    return mintOnFirstRead(this.store, this.watchdog, lease, lock.keys, (call) => this.budget.bound(call));
   }
 
   extendLease(lease: Lease, ms: number | undefined): Promise<void> {
@@ -267,11 +272,10 @@ export class HeldLocks implements LeaseHost {
         .renew([{ redisKey: lease.keys.lock, ownerToken: lease.ownerToken, leaseMs: keepMs, kind: lease.kind }])
         .then(([kept]) => kept);
     }
-    const { lock, ownerToken } = lease;
+    const lock = lease.lock;
+    if (lock.kind === 'mutex') return releaseMutex(this.store, lease, lock.keys, this.waitedOn);
     if (lock.kind === 'permit') return releasePermits(this.store, lease, lock.keys, this.handOffTarget);
-    if (lock.kind !== 'mutex') return this.store.rwRelease(lock.keys, ownerToken, lock.kind);
-    const waited = lease.contended || this.waitedOn.has(lock.keys.channel);
-    return this.store.releaseHeld({ keys: lock.keys, ownerToken, waited, fence: lease.mintedToken });
+    return this.store.rwRelease(lock.keys, lease.ownerToken, lock.kind);
   }
 
   private async releaseQuietly(handle: LockHandle): Promise<void> {

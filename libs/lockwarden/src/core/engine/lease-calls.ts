@@ -6,9 +6,10 @@ import type { LockStore } from '../backend/lock-store';
 import { checkInteger, MAX_MS, MIN_LEASE_MS } from '../options/validate';
 
 /**
- * A holder's own calls on its lease, through its handle: reading its fencing token (minted on
- * first read after a plain grant) and extending it. A call that finds the key no longer ours
- * loses the lease, as the watchdog would.
+ * A holder's own call on its lease of any kind, through its handle: extending it. A call that
+ * finds the key no longer ours loses the lease, as the watchdog would. Reading a mutex's
+ * fencing token, minted on first read after a plain grant, is the mutex's
+ * (mutex/mutex-lease.ts).
  */
 export class LeaseCalls {
   constructor(
@@ -18,31 +19,6 @@ export class LeaseCalls {
     /** Bounds a call by commandTimeoutMs: a holder awaiting Redis through a partition is told, not kept. */
     private readonly inBudget: <T>(call: Promise<T>) => Promise<T>,
   ) {}
-
-  /** The lease's fencing token, minted on first read (a plain mutex grant takes none). */
-  async mint(lease: Lease): Promise<number> {
-    const lock = lease.lock;
-    // Only a plain mutex grant takes no token; every other kind's grant script mints one.
-    if (lock.kind !== 'mutex') throw new LockLostError(lease.key, 'its grant carried no fencing token');
-    let token: number;
-    try {
-      token = await this.inBudget(this.store.mint(lock.keys, lease.ownerToken));
-    } catch (err) {
-      throw new LockBackendError(lease.key, 'read the fencing token of', err);
-    }
-    lease.check();
-    if (token > 0 && lease.state === 'held') {
-      lease.mintedToken = token;
-      lease.trace?.minted(token);
-      return token;
-    }
-    if (token <= 0) {
-      const reason = 'the key is no longer ours in Redis (it expired or was deleted)';
-      this.watchdog.untrack(lease);
-      this.watchdog.lost(lease, reason); // the held locks stop counting it (Watchdog.onLost)
-    }
-    throw lease.lostError ?? new LockLostError(lease.key, `it was ${lease.state} while its fencing token was read`);
-  }
 
   /** `extend(ms)`: sets the lease back to `ms` (its lease time by default), within `maxHoldMs`. */
   async extend(lease: Lease, ms: number | undefined): Promise<void> {

@@ -4,7 +4,7 @@ import type { LockHealthReport } from '../backend/lock-info';
 import type { LockInfo } from '../backend/lock-info';
 import type { LockSurvey, SurveyOptions } from '../backend/lock-survey';
 import type { EvictionReport } from '../backend/server-eviction';
-import type { Topology } from '../backend/lock-backend';
+import type { OpenedBackend } from '../backend/lock-backend';
 import type { LockStore } from '../backend/lock-store';
 import type { HeldLocks } from './held-locks';
 import { checkKey } from '../backend/lock-keys';
@@ -17,7 +17,7 @@ export class LockAdmin {
     private readonly watchdog: Watchdog,
     private readonly held: HeldLocks,
     /** What surveys the locks; the in-memory backend does not. */
-    private readonly topology: Pick<Topology, 'survey' | 'eviction'>,
+    private readonly backend: Pick<OpenedBackend, 'survey' | 'eviction'>,
   ) {}
 
   /**
@@ -26,10 +26,10 @@ export class LockAdmin {
    * an empty survey.
    */
   async survey(options: SurveyOptions): Promise<LockSurvey> {
-    if (!this.topology.survey)
+    if (!this.backend.survey)
       return { at: Date.now(), locks: [], semaphores: [], leaderships: [], scanned: 0, keys: 0, cursor: null };
     try {
-      return await this.topology.survey(this.keyPrefix, options);
+      return await this.backend.survey(this.keyPrefix, options);
     } catch (err) {
       throw new LockBackendError(undefined, 'survey the locks', err);
     }
@@ -76,7 +76,7 @@ export class LockAdmin {
 
   /** The eviction fields of the health report (none evicts in memory). Never throws. */
   eviction(timeoutMs: number): Promise<EvictionReport> {
-    return this.topology.eviction?.report(timeoutMs) ?? Promise.resolve({ keysMayBeEvicted: false });
+    return this.backend.eviction?.report(timeoutMs) ?? Promise.resolve({ keysMayBeEvicted: false });
   }
 
   /** Who holds a lock that was skipped: the instance id stored beside it, never the owner token. */

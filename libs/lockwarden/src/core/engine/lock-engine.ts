@@ -10,7 +10,7 @@ import type { LockSurvey, SurveyOptions } from '../backend/lock-survey';
 import type { LockLogger } from '../observe/logger';
 import type { EvictionReport } from '../backend/server-eviction';
 import type { LockHealthReport, LockInfo } from '../backend/lock-info';
-import type { LockBackend, Topology } from '../backend/lock-backend';
+import type { LockBackend, OpenedBackend } from '../backend/lock-backend';
 import type { RedisClient } from '../redis/redis-client';
 import type { TermLogs } from '../backend/term-log';
 import { buildEngineParts } from './engine-parts';
@@ -24,7 +24,7 @@ import type { HeldLocks } from './held-locks';
 import type { Until } from './method-call';
 import type { LeaseGranter } from './lease-granter';
 import type { LockAdmin } from './lock-admin';
-import type { LockedCall, LockedOutcome, LockRequest } from './locked-call';
+import type { LockedCall, LockedOutcome, LockSpec } from './locked-call';
 import type { AcquireOptions } from '../options/options';
 import type { RwAcquireOptions } from '../rwlock/rw-options';
 import type { PermitGranter } from './permit-granter';
@@ -60,7 +60,7 @@ type Locked<T> = (handle: LockHandle) => T | Promise<T>;
  */
 export class LockEngine {
   readonly options: ResolvedEngineOptions;
-  private readonly topology: Topology;
+  private readonly backend: OpenedBackend;
   /** The watchdog that renews every lease, for health reporting. */
   readonly watchdog: Watchdog;
   private readonly context = new LockContext();
@@ -73,7 +73,7 @@ export class LockEngine {
   private readonly granter: LeaseGranter;
 
   /**
-   * One call of a lock-decorated method, for frameworks: takes what `request` asks for on
+   * One call of a lock-decorated method, for frameworks: takes what `spec` asks for on
    * each key, one at a time in the order given (callers sort them), calls the method holding
    * them, and releases them once it and `call.until` have settled. On any failure to lock it
    * releases what it took and says why in the outcome; the method's own error rejects.
@@ -86,7 +86,7 @@ export class LockEngine {
    * if (outcome.ran) return outcome.value;
    * ```
    */
-  readonly lockAndRun: (keys: readonly string[], request: LockRequest, call: LockedCall) => Promise<LockedOutcome>;
+  readonly lockAndRun: (keys: readonly string[], spec: LockSpec, call: LockedCall) => Promise<LockedOutcome>;
 
   /**
    * @param backend where the locks live: by default the Redis topology `options` names;
@@ -96,8 +96,8 @@ export class LockEngine {
    */
   constructor(options: LockEngineOptions, logger?: LockLogger, backend?: LockBackend, hooks: EngineHooks = {}) {
     this.options = hooks.resolved ?? resolveEngineOptions(options, logger, backend !== undefined);
-    this.topology = (backend ?? new RedisBackend(this.options)).open(this.options.instanceId, this.options.logger);
-    const parts = buildEngineParts(this.options, this.topology, this.context, this.hub);
+    this.backend = (backend ?? new RedisBackend(this.options)).open(this.options.instanceId, this.options.logger);
+    const parts = buildEngineParts(this.options, this.backend, this.context, this.hub);
     ({ watchdog: this.watchdog, held: this.held, stop: this.stop, admin: this.admin } = parts);
     ({ permits: this.permits, granter: this.granter, jobHost: this.jobHost } = parts);
     this.lockAndRun = parts.calls.run;
@@ -134,14 +134,14 @@ export class LockEngine {
    * ioredis client Lockwarden made. There is none on the in-memory test backend.
    */
   get client(): RedisClient {
-    if (!this.topology.client)
+    if (!this.backend.client)
       throw new LockConfigError('This lock engine runs in memory (LockTestingModule): it has no Redis client.');
-    return this.topology.client as RedisClient;
+    return this.backend.client as RedisClient;
   }
 
   /** @internal The term logs of one leadership registry; none when the backend does not keep them. */
   openTermLogs(): TermLogs | undefined {
-    return this.topology.termLogs?.();
+    return this.backend.termLogs?.();
   }
 
   /**

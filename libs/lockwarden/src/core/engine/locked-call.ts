@@ -4,8 +4,8 @@ import type { LockHandle } from '../lease/lock-handle';
 import type { HeldLocks } from './held-locks';
 import type { MethodCall } from './method-call';
 import type { LeaseGranter } from './lease-granter';
-import type { LockedRequest } from './locked-request';
-import type { PermitRequest } from '../semaphore/semaphore-decorator-options';
+import type { LockedSpec } from './locked-spec';
+import type { PermitSpec } from '../semaphore/permit-spec';
 import type { PermitGranter } from './permit-granter';
 
 // One call of a lock-decorated method, from its keys to its release: the engine's one door for
@@ -19,11 +19,23 @@ import type { PermitGranter } from './permit-granter';
  *
  * @example
  * ```ts
- * const request: LockRequest = { kind: 'permit', limit: 3, options: { waitMs: 1_000 } };
- * const outcome = await engine.lockAndRun(['exports'], request, { method, self, args, onBusy: 'wait' });
+ * const spec: LockSpec = { kind: 'permit', limit: 3, options: { waitMs: 1_000 } };
+ * const outcome = await engine.lockAndRun(['exports'], spec, { method, self, args, onBusy: 'wait' });
  * ```
  */
-export type LockRequest = LockedRequest | PermitRequest;
+export type LockSpec = LockedSpec | PermitSpec;
+
+/**
+ * What a decorated method does when its lock is held by someone else: `'wait'` waits up to
+ * `waitMs`, `'throw'` rejects at once with `LockTimeoutError`, `'skip'` resolves `undefined`
+ * without running the method.
+ *
+ * @example
+ * ```ts
+ * const onBusy: OnBusy = 'skip'; // another instance is on it: do nothing
+ * ```
+ */
+export type OnBusy = 'wait' | 'throw' | 'skip';
 
 /**
  * One call of a locked method, as a framework hands it to `LockEngine.lockAndRun`: the method
@@ -47,7 +59,7 @@ export interface LockedCall extends MethodCall {
    */
   readonly signalArg?: number;
   /** A busy key: wait for it (within each acquire's `waitMs`), fail at once (`'throw'`), or skip the call. */
-  readonly onBusy: 'wait' | 'throw' | 'skip';
+  readonly onBusy: OnBusy;
   /**
    * The request's signal: it cancels a pending acquire, and once the locks are granted but the
    * method has not started, it releases them and the call does not run.
@@ -74,19 +86,19 @@ export interface LockedCall extends MethodCall {
 export type LockedOutcome =
   { readonly ran: true; readonly value: unknown } | { readonly ran: false; readonly error?: unknown };
 
-/** The same request with its options passed through `edit` (a framework adding its signal). */
+/** The same spec with its options passed through `edit` (a framework adding its signal). */
 export function editOptions(
-  request: LockRequest,
+  spec: LockSpec,
   edit: <O extends { signal?: AbortSignal; name?: string }>(options: O) => O,
-): LockRequest {
-  switch (request.kind) {
+): LockSpec {
+  switch (spec.kind) {
     case 'mutex':
-      return { kind: 'mutex', options: edit(request.options) };
+      return { kind: 'mutex', options: edit(spec.options) };
     case 'read':
     case 'write':
-      return { kind: request.kind, options: edit(request.options) };
+      return { kind: spec.kind, options: edit(spec.options) };
     case 'permit':
-      return { kind: 'permit', limit: request.limit, options: edit(request.options) };
+      return { kind: 'permit', limit: spec.limit, options: edit(spec.options) };
   }
 }
 
@@ -120,10 +132,10 @@ export class LockedCalls {
     private readonly skipped: SkipReport,
   ) {}
 
-  /** Takes the locks `request` asks for on `keys`, runs the method holding them, then releases them. */
-  readonly run = async (keys: readonly string[], request: LockRequest, call: LockedCall): Promise<LockedOutcome> => {
+  /** Takes the locks `spec` asks for on `keys`, runs the method holding them, then releases them. */
+  readonly run = async (keys: readonly string[], spec: LockSpec, call: LockedCall): Promise<LockedOutcome> => {
     const signal = call.signal;
-    const asked = signal ? editOptions(request, (o) => addSignal(o, signal) ?? o) : request;
+    const asked = signal ? editOptions(spec, (o) => addSignal(o, signal) ?? o) : spec;
     let handles: LeaseHandle[] | string;
     try {
       handles = await this.acquireAll(keys, asked, call);
@@ -131,7 +143,7 @@ export class LockedCalls {
       return { ran: false, error };
     }
     if (typeof handles === 'string') {
-      await this.skipped(handles, request.options.name);
+      await this.skipped(handles, spec.options.name);
       return { ran: false };
     }
     if (signal?.aborted) {
@@ -143,15 +155,11 @@ export class LockedCalls {
   };
 
   /** The handles, or the first key found busy when the call skips (what it took is released). */
-  private async acquireAll(
-    keys: readonly string[],
-    request: LockRequest,
-    call: LockedCall,
-  ): Promise<LeaseHandle[] | string> {
+  private async acquireAll(keys: readonly string[], spec: LockSpec, call: LockedCall): Promise<LeaseHandle[] | string> {
     const taken: LeaseHandle[] = [];
     try {
       for (const key of keys) {
-        const handle = await this.acquireOne(key, request, call.onBusy);
+        const handle = await this.acquireOne(key, spec, call.onBusy);
         if (!handle) {
           await this.held.releaseAll(taken);
           return key;
@@ -166,20 +174,20 @@ export class LockedCalls {
     }
   }
 
-  private acquireOne(key: string, request: LockRequest, onBusy: LockedCall['onBusy']): Promise<LeaseHandle | null> {
+  private acquireOne(key: string, spec: LockSpec, onBusy: LockedCall['onBusy']): Promise<LeaseHandle | null> {
     const once = onBusy === 'skip';
-    switch (request.kind) {
+    switch (spec.kind) {
       case 'mutex': {
-        const options = budget(request.options, onBusy);
+        const options = budget(spec.options, onBusy);
         return once ? this.granter.tryAcquire(key, options) : this.granter.acquire(key, options);
       }
       case 'permit':
-        return this.permits.take(key, request.limit, budget(request.options, onBusy), once);
+        return this.permits.take(key, spec.limit, budget(spec.options, onBusy), once);
       case 'read':
       case 'write': {
-        const options = budget(request.options, onBusy);
+        const options = budget(spec.options, onBusy);
         const rw =
-          request.kind === 'read' ? this.granter.acquireRead(key, options) : this.granter.acquireWrite(key, options);
+          spec.kind === 'read' ? this.granter.acquireRead(key, options) : this.granter.acquireWrite(key, options);
         if (!once) return rw;
         return rw.catch((err: unknown) => {
           if (err instanceof LockTimeoutError) return null;

@@ -227,7 +227,7 @@ export class Leadership {
   /**
    * Runs `fn` only while this instance leads, and resolves undefined without running it
    * otherwise. `resign()` waits for such work to finish before the lock is released, so
-   * two leaders' work never overlaps on a graceful hand-over. What `@LeaderOnly` calls.
+   * two leaders' work never overlaps on a graceful hand-off. What `@LeaderOnly` calls.
    *
    * @example
    * ```ts

@@ -15,7 +15,7 @@ export interface OwnTerm {
   readonly signal: AbortSignal;
   /** Work run through runIfLeader() during this term. */
   readonly running: Set<Promise<unknown>>;
-  /** Set once the term ends: the lease is given back when the term's work is done. */
+  /** Set once the term ends: the lease is released when the term's work is done. */
   ending?: Promise<void>;
 }
 
@@ -32,8 +32,8 @@ export interface TermKeeperContext {
 
 /**
  * The term this instance holds of one leadership, from the election that begins it to the
- * hand-over that ends it: its signal, the work run under it, and the order of its end
- * (signal, listeners, then the lease given back once that work is done). Kept apart from
+ * hand-off that ends it: its signal, the work run under it, and the order of its end
+ * (signal, listeners, then the lease released once that work is done). Kept apart from
  * campaigning, which only begins a term: a term ends on its own when its lease is lost,
  * whoever won it and however.
  */
@@ -76,7 +76,7 @@ export class TermKeeper {
         const reason: unknown = handle.signal.reason;
         if (reason instanceof LockLostError) void this.end(own, reason);
         // An interruption (a request's client going away) is not the leadership's business,
-        // unless it is the application shutting down: then hand over at once.
+        // unless it is the application shutting down: then hand off at once.
         else if (this.ctx.engine.shuttingDown) this.ctx.resign();
       },
       { once: true },
@@ -102,22 +102,22 @@ export class TermKeeper {
     return run;
   }
 
-  /** Ends a term once: abort its signal, tell listeners, then give the lease back after its work. */
+  /** Ends a term once: abort its signal, tell listeners, then release the lease after its work. */
   private end(own: OwnTerm, reason: LockError): Promise<void> {
     if (own.ending) return own.ending;
     if (this.own === own) this.own = undefined;
     own.controller.abort(reason);
     this.ctx.listeners.notify('lost', own.term);
-    own.ending = this.handOver(own, reason instanceof LockInterruptedError);
+    own.ending = this.handOff(own, reason instanceof LockInterruptedError);
     return own.ending;
   }
 
-  private async handOver(own: OwnTerm, resigned: boolean): Promise<void> {
+  private async handOff(own: OwnTerm, resigned: boolean): Promise<void> {
     const { key, engine, log, logger } = this.ctx;
     const work = Promise.all(own.running);
     const grace = engine.options.shutdownGraceMs;
     const finished = own.running.size === 0 || (await settlesWithin(work, grace));
-    const giveBack = async (): Promise<void> => {
+    const release = async (): Promise<void> => {
       // Recorded before the release, so observers see the resignation before the next election.
       if (resigned) {
         await log.resign(own.term.fencingToken).catch((err: unknown) => {
@@ -126,11 +126,11 @@ export class TermKeeper {
       }
       await own.handle.release().catch(() => false);
     };
-    if (finished) return giveBack();
+    if (finished) return release();
     logger.warn(
       `Leadership ${key} ended, but work started under it still runs after ${grace} ms: ` +
         'its lock is kept until that work ends, so no other instance runs beside it.',
     );
-    void work.then(giveBack).catch(() => undefined);
+    void work.then(release).catch(() => undefined);
   }
 }

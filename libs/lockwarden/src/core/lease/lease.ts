@@ -52,9 +52,9 @@ export class Lease {
   renewing = false;
   /** No renewal reaches past this (maxHoldMs); Infinity when uncapped. */
   maxHoldUntil = Infinity;
-  /** Semaphores: how many releases in a row passed these permits on within this process (sem-release.lua). */
+  /** Semaphores: how many releases in a row handed these permits off within this process (sem-release.lua). */
   handOffs = 0;
-  /** It was waited for, or handed over: others likely wait too (see LoopResult.contended). */
+  /** It was waited for, or handed off: others likely wait too (see LoopResult.contended). */
   contended = false;
   /** Set once maxHoldMs shortened or skipped a renewal: the lease now ends by the cap. */
   capped = false;
@@ -175,7 +175,7 @@ export class Lease {
   }
 
   /**
-   * A lease handed over by a release, used without a call to confirm it: the server holds it
+   * A lease handed off by a release, used without a call to confirm it: the server holds it
    * for `grantedMs` (short, so that a waiter that died before using it costs little), so it
    * ends sooner and is due for renewal at once (HeldLocks.add sends it before the holder's
    * work runs): to the full lease, or, for a fixed lease, to the end it was asked for. Until

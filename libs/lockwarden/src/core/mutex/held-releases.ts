@@ -1,8 +1,9 @@
-import type { CompareDelete, RedisConnection } from '../redis/connection';
+import type { CompareDelete } from '../redis/connection';
 import type { MutexKeys } from '../backend/lock-keys';
 import type { HeldRelease } from '../backend/lock-store';
 import { SCRIPTS } from '../redis/lua-script';
 import type { NativeCommands } from '../redis/native-commands';
+import type { StoreContext } from '../redis/store-context';
 import { refusalOf } from '../../errors/redis-reason';
 
 /**
@@ -20,12 +21,10 @@ export class HeldReleases {
   private readonly batch: TurnBatch<HeldRelease, boolean> | undefined;
 
   constructor(
-    private readonly client: RedisConnection,
-    private readonly instanceId: string,
-    private readonly publishCommand: 'publish' | 'spublish',
+    private readonly ctx: StoreContext,
     private readonly native: NativeCommands | undefined,
   ) {
-    if (!client.cluster) {
+    if (!ctx.client.cluster) {
       this.batch = new TurnBatch(
         (item) => this.releaseMany([item]).then((done) => done[0]),
         (items) => this.releaseMany(items),
@@ -33,13 +32,13 @@ export class HeldReleases {
     }
   }
 
-  /** LockStore.releaseHeld of the Redis store, which hands it on as it is (bound). */
+  /** LockStore.releaseHeld of the Redis store, which exposes it as it is (bound). */
   readonly release = (item: HeldRelease): Promise<boolean> =>
     this.batch ? this.batch.push(item) : this.releaseMany([item]).then((done) => done[0]);
 
-  /** release.lua: releases the caller's lock and hands it on or wakes waiters; withdraws a place otherwise. */
+  /** release.lua: releases the caller's lock and hands it off or wakes waiters; withdraws a place otherwise. */
   async releaseOne(keys: MutexKeys, ownerToken: string): Promise<boolean> {
-    const reply = await this.client.run(SCRIPTS.release, keys.releaseKeys, [ownerToken, this.publishCommand]);
+    const reply = await this.ctx.client.run(SCRIPTS.release, keys.releaseKeys, [ownerToken, this.ctx.publishCommand]);
     return Number(reply) === 1;
   }
 
@@ -72,7 +71,7 @@ export class HeldReleases {
       const [item] = items;
       try {
         // Refused: marked waited for, or no longer ours; release.lua tells which.
-        return [(await this.client.compareDelete(native, item.keys.lock, this.holderValue(item))) ? 1 : 2];
+        return [(await this.ctx.client.compareDelete(native, item.keys.lock, this.holderValue(item))) ? 1 : 2];
       } catch (err) {
         // A server without the command after all (a failover to an older one): the script,
         // from now until the commands are looked up again. A user the ACL does not let run it
@@ -87,7 +86,7 @@ export class HeldReleases {
       }
     }
     // One lock answers a number, several a list (release-plain.lua).
-    const reply = await this.client.run(
+    const reply = await this.ctx.client.run(
       SCRIPTS.releasePlain,
       items.map((i) => i.keys.lock),
       items.map((i) => i.ownerToken),
@@ -97,7 +96,7 @@ export class HeldReleases {
 
   /** The value a lock holds while `item`'s holder has it and nobody waits: "owner|fence|instance" (acquire.lua). */
   private holderValue(item: HeldRelease): string {
-    return `${item.ownerToken}|${item.fence ?? ''}|${this.instanceId}`;
+    return `${item.ownerToken}|${item.fence ?? ''}|${this.ctx.instanceId}`;
   }
 }
 

@@ -12,7 +12,7 @@ export function acquireMemory(b: MemoryState, req: StoreAcquire, instance: strin
   const { keys, ownerToken: token } = req;
   const held = b.liveMutex(keys.lock, now);
   if (held?.owner === token) {
-    held.expiresAt = now + req.leaseMs; // a handed-over lock, confirmed: its full lease starts now
+    held.expiresAt = now + req.leaseMs; // a handed-off lock, confirmed: its full lease starts now
     return held.fence;
   }
   let head: QueuedWaiter | undefined;
@@ -64,7 +64,7 @@ export function releaseMemory(b: MemoryState, keys: MutexKeys, ownerToken: strin
   while (queue.length > 0) {
     const next = queue.shift()!;
     if (next.deadline >= now) {
-      // Lock passing: the waiter owns the lock before it hears about it.
+      // Hand-off: the waiter owns the lock before it hears about it.
       const fence = b.incr(keys.fence);
       b.mutexes.set(keys.lock, {
         owner: next.token,

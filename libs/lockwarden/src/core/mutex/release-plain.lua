@@ -2,7 +2,7 @@
 -- event-loop turn, on one server: held-releases.ts), with the one key each touches: the
 -- fewer keys a script declares, the less Redis and the client spend on it (measured: 2.7-2.8
 -- µs against 3.5-3.8 for release.lua's five). A lock someone waited for (its value ends in
--- "|w") is left as it is: its release must wake or hand over, which release.lua does with
+-- "|w") is left as it is: its release must wake or hand off, which release.lua does with
 -- all five keys.
 -- KEYS    the lock of each release (see acquire.lua)
 -- ARGV    the owner token of each, in order

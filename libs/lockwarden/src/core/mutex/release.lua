@@ -1,4 +1,4 @@
--- Release a mutex held by ARGV[1] and pass it to the first live fair waiter, if any.
+-- Release a mutex held by ARGV[1] and hand it off to the first live fair waiter, if any.
 -- Also withdraws ARGV[1] from the fair queue when it was only waiting (a cancelled acquire).
 -- KEYS[1] lock (see acquire.lua)   KEYS[2] fencing counter   KEYS[3] fair queue
 -- KEYS[4] waiter records   KEYS[5] wake-up channel (named here so it shares the lock's slot)

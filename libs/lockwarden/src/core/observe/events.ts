@@ -47,7 +47,7 @@ export interface LockEvent {
   readonly waitedMs?: number;
   /** How long the lock was held (released, lost). */
   readonly heldMs?: number;
-  /** On 'acquired': a release handed this waiter the lock from the lock's queue (any kind of lock), or passed it permits within its process. */
+  /** On 'acquired': a release handed the lock off to this waiter from the lock's queue (any kind of lock), or its permits within its process. */
   readonly handedOff?: boolean;
   /** The scheduled tick the event is about (scheduled jobs). */
   readonly tick?: Date;

@@ -14,10 +14,10 @@ import {
   MIN_LEASE_MS,
 } from './validate';
 import { isWellFormed } from '../backend/lock-keys';
-import type { RedisClient, RedisSpec, RedisTarget, ResolvedQuorum } from '../redis/redis-client';
-import { isRedisClient } from '../redis/client-kind';
+import type { RedisClient, RedisTarget } from '../redis/redis-client';
 import type { ReplicaAckOptions } from '../redis/replica-ack';
-import { checkRedisSpec, resolveQuorum, resolveReplicaAck } from './redis-options';
+import { resolveTopology } from './redis-options';
+import type { QuorumOptions, ResolvedTopology } from './redis-options';
 
 /**
  * Settings of one lock engine (one `LockModule`).
@@ -51,8 +51,8 @@ export interface LockEngineOptions {
   /** Redlock across several independent Redis masters, instead of `redis` or `client`. */
   quorum?: QuorumOptions;
   /**
-   * After taking a lock, WAIT until this many replicas have it; with fewer, give it back and
-   * retry. Narrows the window in which a failover loses a lock; it does not close it.
+   * After taking a lock, WAIT until this many replicas have it. With fewer, give it back and
+   * retry. Narrows the window in which a failover loses a lock, but does not close it.
    */
   replicaAck?: ReplicaAckOptions;
   /** Prefix of every Redis key and channel. Default `'lock:'`. */
@@ -66,16 +66,14 @@ export interface LockEngineOptions {
   /** How long before a lease ends a holder whose renewal has not succeeded is told the lock is lost. Default min(2 000 ms, lease/5). */
   safetyMarginMs?: number;
   /**
-   * Longest a Redis call outside an acquire may take (a withdrawal, a release). An acquire itself
-   * settles by its `waitMs` + 250 ms whatever Redis does, or, before the engine's connection is
-   * first ready, by this budget (connecting included, on top of what its attempts take by
-   * design: replicaAck's waits, a quorum's nodes) when that is later. Default 2 000 ms.
+   * The longest a Redis call outside an acquire may take: a withdrawal, and a holder's release,
+   * `fencingToken()` or `extend()`. Default 2 000 ms.
    *
-   * It is also how long an outage lasts before Lockwarden stops waiting on it: while Redis is
-   * known to be unreachable (the connection refused, closed, or lost and not back; with a quorum,
-   * too many nodes for a majority), an acquire and a scheduled tick's claim fail with
-   * LockBackendError once the outage has lasted this long, however long their `waitMs`, and
-   * those started after that fail at once. A Redis that answers, even slowly, is no outage.
+   * Two rules of acquires use it too. Before the engine's connection is first ready, an acquire
+   * waits this long for Redis, connecting included, if that is longer than its own bound. And
+   * once Redis has been known unreachable for this long, acquires and scheduled ticks fail with
+   * LockBackendError, however long their `waitMs`. Both rules are stated in docs/locks.md,
+   * "When Redis does not answer".
    */
   commandTimeoutMs?: number;
   /**
@@ -99,12 +97,12 @@ export interface LockEngineOptions {
   onEvent?: LockEventListener;
   /**
    * Record OpenTelemetry metrics through @opentelemetry/api when the application has it
-   * (see `otelMetricsListener`). Default true; without the package it costs nothing.
+   * (see `otelMetricsListener`). Default true. Without the package it costs nothing.
    */
   metrics?: boolean;
   /**
    * Record OpenTelemetry spans through @opentelemetry/api when the application has it. Default
-   * true; without the package it costs nothing. Both spans are children of the span active
+   * true. Without the package it costs nothing. Both spans are children of the span active
    * where the lock was asked for, so the hold span is the acquire's sibling:
    * - `lockwarden.acquire`, from the ask to the grant or refusal: `lock.name`, `lock.key`,
    *   `lock.kind` (mutex, read, write, permit), `lock.outcome` (acquired, timeout, busy when no
@@ -122,7 +120,7 @@ export interface LockEngineOptions {
    * ```ts
    * // At startup: register() installs the provider and an async context manager.
    * new NodeTracerProvider({ spanProcessors: [new BatchSpanProcessor(exporter)] }).register();
-   * // Traces are on by default; `traces: false` turns them off for this module.
+   * // Traces are on by default. `traces: false` turns them off for this module.
    * LockModule.forRoot({ redis: process.env.REDIS_URL!, traces: false });
    * ```
    */
@@ -147,30 +145,7 @@ export interface LockEngineOptions {
   onEvictingServer?: 'warn' | 'refuse';
 }
 
-/**
- * Redlock: each lock is taken on a majority of independent Redis masters, so
- * it survives the loss of a minority of them. Mutexes only: read/write locks
- * and `fair` are refused with a quorum.
- *
- * @example
- * ```ts
- * LockModule.forRoot({
- *   quorum: { nodes: ['redis://10.0.0.1:6379', 'redis://10.0.0.2:6379', 'redis://10.0.0.3:6379'] },
- * });
- * ```
- */
-export interface QuorumOptions {
-  /** At least 3 independent masters (not replicas of each other, not one Cluster): URLs, ioredis options or clients you own. */
-  nodes: RedisSpec[];
-  /** The longest one node may take to answer; never more than a tenth of the lease. Default 500 ms. */
-  nodeTimeoutMs?: number;
-}
-
-export interface ResolvedEngineOptions extends LockDefaults {
-  /** The single topology's Redis; undefined with a quorum, or when a backend was given instead. */
-  redis: RedisSpec | undefined;
-  quorum: ResolvedQuorum | undefined;
-  replicaAck: ReplicaAckOptions | undefined;
+export interface ResolvedEngineOptions extends LockDefaults, ResolvedTopology {
   instanceId: string;
   commandTimeoutMs: number;
   placeMs: number;
@@ -203,20 +178,6 @@ export const ENGINE_OPTION_NAMES: ReadonlySet<string> = new Set([
 ]);
 
 /**
- * The options name a Redis to use (`redis`, `client` or `quorum`), or a LockConfigError saying
- * one is needed: for the Redis backend, when it is the one the engine opens.
- */
-export function checkTopologyGiven(resolved: Pick<ResolvedEngineOptions, 'redis' | 'quorum'>): void {
-  if (resolved.redis === undefined && resolved.quorum === undefined) throw noTopology();
-}
-
-function noTopology(): LockConfigError {
-  return new LockConfigError(
-    'The redis option is required: a redis:// URL or ioredis options (or give client, a client you own).',
-  );
-}
-
-/**
  * Checks the engine's options. `backendGiven`: the store comes from a backend (the
  * in-memory one of LockTestingModule), so no Redis topology is needed.
  */
@@ -227,27 +188,7 @@ export function resolveEngineOptions(
 ): ResolvedEngineOptions {
   const o = checkOptionsObject('Lock module', raw);
   checkKnownNames('lock module', o, ENGINE_OPTION_NAMES);
-  const quorum = o.quorum === undefined ? undefined : resolveQuorum(o.quorum);
-  const given = ['redis', 'client', 'quorum'].filter((name) => o[name] !== undefined);
-  if (given.length > 1) {
-    throw new LockConfigError(
-      `Give one of redis, client and quorum, not ${given.join(' and ')}: each names every Redis the locks use.`,
-    );
-  }
-  if (!backendGiven && given.length === 0) throw noTopology();
-  if (o.redis !== undefined) {
-    if (isRedisClient(o.redis)) {
-      throw new LockConfigError(
-        'redis says where to connect (a URL, options or { cluster }); pass a client you own as client instead.',
-      );
-    }
-    checkRedisSpec(o.redis, 'redis');
-  }
-  if (o.client !== undefined && !isRedisClient(o.client)) {
-    throw new LockConfigError(
-      `client must be a Redis client you own (ioredis Redis or Cluster, node-redis createClient, createCluster or createSentinel, Valkey GLIDE GlideClient or GlideClusterClient), got ${describe(o.client)}; give redis for a URL or options.`,
-    );
-  }
+  const topology = resolveTopology(o, backendGiven);
   const keyPrefix = o.keyPrefix === undefined ? 'lock:' : o.keyPrefix;
   if (typeof keyPrefix !== 'string' || keyPrefix.length > 256) {
     throw new LockConfigError(`keyPrefix must be a string of at most 256 characters, got ${describe(keyPrefix)}.`);
@@ -273,9 +214,7 @@ export function resolveEngineOptions(
   }
   const leaseMs = integerOr('leaseMs', o.leaseMs, 30_000, MIN_LEASE_MS, MAX_MS);
   return {
-    redis: quorum ? undefined : ((o.client ?? o.redis) as RedisSpec | undefined),
-    quorum,
-    replicaAck: o.replicaAck === undefined ? undefined : resolveReplicaAck(o.replicaAck),
+    ...topology,
     keyPrefix,
     leaseMs,
     waitMs: integerOr('waitMs', o.waitMs, 10_000, 0, MAX_MS),

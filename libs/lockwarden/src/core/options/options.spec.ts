@@ -9,8 +9,6 @@ import {
   LockUpgradeError,
 } from '../../errors';
 import { LockEngine } from '../engine/lock-engine';
-import type { LockEngineOptions } from './engine-options';
-import type { AcquireOptions } from './options';
 import { describe as describeValue, describeKey } from './validate';
 import { checkKey } from '../backend/lock-keys';
 
@@ -46,26 +44,26 @@ describe('bad input', () => {
 
   const calls: [string, () => Promise<unknown>, RegExp][] = [
     ['empty key', () => engine.acquire(''), /must not be empty/],
-    ['number key', () => engine.acquire(42 as unknown as string), /must be a string/],
-    ['null key', () => engine.tryAcquire(null as unknown as string), /must be a string/],
+    ['number key', () => engine.acquire(42 as never), /must be a string/],
+    ['null key', () => engine.tryAcquire(null as never), /must be a string/],
     ['1025-char key', () => engine.acquire('k'.repeat(1025)), /limit is 1024/],
     ['leaseMs below 10', () => engine.acquire('k', { leaseMs: 9 }), /leaseMs must be an integer from 10 to 2147483647/],
     ['fractional leaseMs', () => engine.acquire('k', { leaseMs: 100.5 }), /leaseMs/],
     ['NaN leaseMs', () => engine.acquire('k', { leaseMs: NaN }), /leaseMs/],
     ['infinite leaseMs', () => engine.acquire('k', { leaseMs: Infinity }), /leaseMs/],
     ['leaseMs over 2^31-1', () => engine.acquire('k', { leaseMs: 2 ** 31 }), /leaseMs/],
-    ['string leaseMs', () => engine.acquire('k', { leaseMs: '100' as unknown as number }), /leaseMs.*"100"/],
-    ['non-boolean renew', () => engine.acquire('k', { renew: 0 as unknown as boolean }), /renew must be a boolean/],
+    ['string leaseMs', () => engine.acquire('k', { leaseMs: '100' as never }), /leaseMs.*"100"/],
+    ['non-boolean renew', () => engine.acquire('k', { renew: 0 as never }), /renew must be a boolean/],
     [
       'the removed ttlMs (now leaseMs with renew: false)',
-      () => engine.acquire('k', { ttlMs: 100 } as unknown as AcquireOptions),
+      () => engine.acquire('k', { ttlMs: 100 } as never),
       /Unknown acquire option "ttlMs" \(for a lease that is not renewed, write \{ leaseMs: n, renew: false \}\)/,
     ],
     ['negative waitMs', () => engine.acquire('k', { waitMs: -1 }), /waitMs must be an integer from 0 to 2147483647/],
     ['fractional waitMs', () => engine.acquire('k', { waitMs: 0.5 }), /waitMs/],
     ['misspelt option', () => engine.acquire('k', { waitMS: 10 } as never), /Unknown acquire option "waitMS"/],
     ['non-signal signal', () => engine.acquire('k', { signal: {} as AbortSignal }), /signal must be an AbortSignal/],
-    ['non-boolean fair', () => engine.acquire('k', { fair: 'yes' as unknown as boolean }), /fair must be a boolean/],
+    ['non-boolean fair', () => engine.acquire('k', { fair: 'yes' as never }), /fair must be a boolean/],
     ['options not an object', () => engine.acquire('k', 'fast' as never), /options must be an object/],
     ['withLock without a function', () => engine.withLock('k', 'run' as never), /needs a function/],
     ['tryAcquire with a typo', () => engine.tryAcquire('k', { ttl: 100 } as never), /Unknown acquire option "ttl"/],
@@ -131,8 +129,8 @@ describe('bad input', () => {
   ];
 
   it.each(settings)('engine setting: %s is rejected with LockConfigError', (_name, options, message) => {
-    expect(() => new LockEngine(options as unknown as LockEngineOptions)).toThrow(LockConfigError);
-    expect(() => new LockEngine(options as unknown as LockEngineOptions)).toThrow(message);
+    expect(() => new LockEngine(options as never)).toThrow(LockConfigError);
+    expect(() => new LockEngine(options as never)).toThrow(message);
   });
 
   it('sent nothing to Redis for any of them', () => {

@@ -1,6 +1,5 @@
 import { LockConfigError } from '../../errors';
 import { LockEngine } from '../engine/lock-engine';
-import type { LockEngineOptions } from './engine-options';
 
 // A made-up certificate's shape: the checks look for PEM text, never parse it.
 const PEM = '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n';
@@ -36,7 +35,7 @@ describe('TLS options', () => {
   ];
 
   it.each(bad)('%s is a LockConfigError from the constructor', (_name, redis, message) => {
-    const make = (): LockEngine => new LockEngine({ redis } as unknown as LockEngineOptions);
+    const make = (): LockEngine => new LockEngine({ redis } as never);
     expect(make).toThrow(LockConfigError);
     expect(make).toThrow(message);
   });

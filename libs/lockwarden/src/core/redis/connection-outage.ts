@@ -4,8 +4,8 @@ import { watchedOutageOf } from './connection-watch';
 
 /**
  * Since when, and why, `client` is known to be down. Its own state says when it was lost or
- * closed (OutageClock, GlideOutage); the watch of a connection Lockwarden
- * opened says why, and knows of a connection refused before the first was made.
+ * closed (OutageClock, GlideOutage). The watch of a connection Lockwarden opened says why, and
+ * knows of a connection refused before the first was made.
  */
 export function connectionOutageOf(client: RedisConnection): ConnectionOutage | undefined {
   const seen = client.outage();
@@ -16,11 +16,11 @@ export function connectionOutageOf(client: RedisConnection): ConnectionOutage | 
 }
 
 /**
- * The topology's `connectionDown`: its one connection's outage; or, for a quorum's nodes,
- * the outage of as many as leave no majority to answer, counted from when the last of those
- * went down (one node down, of three, is no outage: the quorum store times it out by itself).
+ * The opened backend's `outage`: its one connection's outage. For a quorum's nodes, it is the outage
+ * of as many as leave no majority to answer, counted from when the last of those went down.
+ * One node down, of three, is no outage: the quorum store times it out by itself.
  */
-export function topologyOutage(clients: readonly RedisConnection[]): () => ConnectionOutage | undefined {
+export function connectionsOutage(clients: readonly RedisConnection[]): () => ConnectionOutage | undefined {
   if (clients.length === 1) return () => connectionOutageOf(clients[0]);
   const majority = Math.floor(clients.length / 2) + 1;
   // Down this many, the rest are fewer than a majority.

@@ -1,4 +1,4 @@
-import { connectionFailure, RedisCallDroppedError, redisReasonShort, saysOnlyDown } from '../../errors/redis-reason';
+import { failureCategory, RedisCallDroppedError, redisReasonShort, saysOnlyDown } from '../../errors/redis-reason';
 import type { ConnectionOutage } from '../backend/lock-backend';
 import type { LockLogger } from '../observe/logger';
 import type { RedisConnection } from './connection';
@@ -12,7 +12,7 @@ const DEBUG_EVERY_MS = 30_000;
  * Follows one connection Lockwarden opened and says what an operator needs to know: once
  * when Redis cannot be reached (at startup, or after a connection was lost), and once when
  * it is back. The client reports every failed reconnection, several a second while Redis is
- * down; those go to debug only.
+ * down. Those go to debug only.
  */
 export class ConnectionWatch {
   private down = false;
@@ -34,8 +34,8 @@ export class ConnectionWatch {
     watches.set(client, this);
   }
 
-  /** Why the connection is down, while it is down; undefined while it works. */
-  get failure(): Error | undefined {
+  /** The error that says why the connection is down, while it is. Undefined while it works. */
+  get downError(): Error | undefined {
     return this.down ? this.lastError : undefined;
   }
 
@@ -53,14 +53,14 @@ export class ConnectionWatch {
 
   private readonly onError = (err: Error): void => {
     this.debugThrottled(err);
-    // An error on a working connection (a reset the client recovers from at once) is no outage;
-    // the failed reconnections after it, if Redis is really gone, are.
+    // An error on a working connection (a reset the client recovers from at once) is no outage.
+    // The failed reconnections after it, if Redis is really gone, are.
     if (this.client.state() === 'ready') return;
     this.lastError = err;
     if (this.down) return;
     this.down = true;
     this.downSince = performance.now();
-    const verb = connectionFailure(err) === undefined ? 'cannot be used' : 'cannot be reached';
+    const verb = failureCategory(err) === undefined ? 'cannot be used' : 'cannot be reached';
     this.logger.warn(
       `${this.server} ${verb} (${redisReasonShort(err)}): locks cannot be taken or renewed until it is back. ` +
         'Reconnecting.',
@@ -92,9 +92,9 @@ export class ConnectionWatch {
   };
 }
 
-/** Why `client`'s connection is down, when Lockwarden watches it and it is. */
-export function connectionFailureOf(client: RedisConnection): Error | undefined {
-  return watches.get(client)?.failure;
+/** The error that says why `client`'s connection is down, when Lockwarden watches it and it is. */
+export function downErrorOf(client: RedisConnection): Error | undefined {
+  return watches.get(client)?.downError;
 }
 
 /** Since when, and why, `client`'s connection is down, when Lockwarden watches it and it is. */
@@ -110,6 +110,6 @@ export function watchedOutageOf(client: RedisConnection): ConnectionOutage | und
  */
 export function withDownReason(err: unknown, client: RedisConnection): unknown {
   if (!saysOnlyDown(err)) return err;
-  const why = watches.get(client)?.failure;
+  const why = watches.get(client)?.downError;
   return why ? new RedisCallDroppedError(err, why) : err;
 }

@@ -1,11 +1,12 @@
-import type { Duplex } from 'node:stream';
 import type { RedisOptions } from 'ioredis';
+import type StandaloneConnector from 'ioredis/built/connectors/StandaloneConnector';
+import type { StandaloneConnectionOptions } from 'ioredis/built/connectors/StandaloneConnector';
 import { ownRequire } from '../own-require';
 
 type ConnectorClass = NonNullable<RedisOptions['Connector']>;
 
 interface StandaloneModule {
-  default: new (options: unknown) => { connect(...args: unknown[]): Promise<Duplex> };
+  default: typeof StandaloneConnector;
 }
 
 let made: ConnectorClass | null | undefined;
@@ -24,13 +25,20 @@ export function guardedConnector(): ConnectorClass | undefined {
   try {
     const { default: Standalone } = ownRequire()('ioredis/built/connectors/StandaloneConnector') as StandaloneModule;
     class GuardedConnector extends Standalone {
-      override async connect(...args: unknown[]): Promise<Duplex> {
+      // ioredis hands a connector the client's options, which its ConnectorConstructor types unknown.
+      constructor(options: unknown) {
+        super(options as StandaloneConnectionOptions);
+      }
+
+      override async connect(
+        ...args: Parameters<StandaloneConnector['connect']>
+      ): ReturnType<StandaloneConnector['connect']> {
         const stream = await super.connect(...args);
         stream.on('error', ignore);
         return stream;
       }
     }
-    made = GuardedConnector as unknown as ConnectorClass;
+    made = GuardedConnector;
   } catch {
     made = null;
   }

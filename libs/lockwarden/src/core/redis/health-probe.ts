@@ -1,6 +1,6 @@
-import { connectionFailure, redisReason } from '../../errors/redis-reason';
+import { failureCategory, redisReason } from '../../errors/redis-reason';
 import type { ConnectionFailure } from '../../errors/redis-reason';
-import { connectionFailureOf } from './connection-watch';
+import { downErrorOf } from './connection-watch';
 import type { RedisConnection, ServerConnection } from './connection';
 import { SCRIPTS } from './lua-script';
 import type { ServerProbe } from '../backend/lock-info';
@@ -20,11 +20,11 @@ export async function probeServers(
   // A client still learning its servers (a GLIDE cluster client) is given the same budget to name them.
   const named = await settled(Promise.all(clients.map((c) => c.serversKnown?.())), timeoutMs);
   const left = Math.max(1, timeoutMs - (performance.now() - started));
-  // What the connection watch knows of a server's failure is known per client, not per Cluster node.
+  // The connection watch knows why a connection is down per client, not per Cluster node.
   const servers = clients.flatMap((c) =>
-    c.servers().map((server) => ({ server, failure: () => (c.cluster ? undefined : connectionFailureOf(c)) })),
+    c.servers().map((server) => ({ server, downError: () => (c.cluster ? undefined : downErrorOf(c)) })),
   );
-  const results = await Promise.all(servers.map((s) => probeOne(s.server, s.failure, timeoutMs, left)));
+  const results = await Promise.all(servers.map((s) => probeOne(s.server, s.downError, timeoutMs, left)));
   const up = results.filter((r) => r.ok);
   const failed: Probe | undefined =
     servers.length > 0
@@ -60,7 +60,7 @@ const NO_ANSWER = Symbol('no answer');
 
 async function probeOne(
   server: ServerConnection,
-  failureOf: () => Error | undefined,
+  downError: () => Error | undefined,
   timeoutMs: number,
   /** What is left of `timeoutMs` once the servers were named. */
   leftMs: number,
@@ -69,7 +69,7 @@ async function probeOne(
   // timeout, and then read as "no answer" although the server turned the connection away.
   const state = server.state();
   if (state === 'reconnecting' || state === 'closed') {
-    return down(failureOf() ?? new Error('Connection is closed.'));
+    return down(downError() ?? new Error('Connection is closed.'));
   }
   const started = performance.now();
   let timer: NodeJS.Timeout | undefined;
@@ -84,7 +84,7 @@ async function probeOne(
   } catch (err) {
     if (err !== NO_ANSWER) return down(err);
     // Still connecting when time ran out: what the last attempt met says more than the silence.
-    const known = server.state() === 'ready' ? undefined : failureOf();
+    const known = server.state() === 'ready' ? undefined : downError();
     if (known) return down(known);
     return { ok: false, pingMs: 0, scripts: false, error: `no answer within ${timeoutMs} ms`, failure: 'no-answer' };
   } finally {
@@ -110,6 +110,6 @@ async function settled(promise: Promise<unknown>, ms: number): Promise<boolean> 
 }
 
 function down(err: unknown): Probe {
-  const failure = connectionFailure(err);
+  const failure = failureCategory(err);
   return { ok: false, pingMs: 0, scripts: false, error: redisReason(err), ...(failure ? { failure } : {}) };
 }

@@ -1,5 +1,5 @@
 -- Release a read or write lease, or withdraw a waiter that gave up waiting, and hand the lock
--- on to the oldest places in its queue. The messages it publishes are the wire protocol
+-- off to the oldest places in its queue. The messages it publishes are the wire protocol
 -- named in backend/wire.ts.
 -- KEYS[1] lock hash   KEYS[2] waiting writers   KEYS[3] wake-up channel
 -- KEYS[4] fencing counter   KEYS[5] queue   KEYS[6] waiter records (see rw-acquire.lua)
@@ -39,7 +39,7 @@ if ARGV[2] == 'r' then
   if reading or tonumber(redis.call('hget', KEYS[1], 'wd') or '0') >= now then return 1 end
 end
 
--- Hand the lock on, in arrival order: the readers at the head of the queue together, or the
+-- Hand the lock off, in arrival order: the readers at the head of the queue together, or the
 -- writer at its head once no reader is left. Each is told on its engine's inbox (the
 -- channel, ':' and the inbox id, so the same slot), and holds the lock before it hears of
 -- it, for the short hand-off lease it asked for, which its watchdog extends once it runs.
@@ -77,7 +77,7 @@ end
 if granted > 0 then return 1 end
 
 -- Nobody queued (or every place had lapsed): wake whoever may still be listening (waiters
--- that take no places, where the store hands nothing over). A reader wakes them only once the
+-- that take no places, where the store hands nothing off). A reader wakes them only once the
 -- last live reader has left, and only when a writer waits.
 if ARGV[2] == 'w' or redis.call('exists', KEYS[2]) == 1 then redis.call(ARGV[3], KEYS[3], 'a') end
 return 1

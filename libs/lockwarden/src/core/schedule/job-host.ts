@@ -8,7 +8,7 @@ import type { TickSchedule } from './tick-schedule';
 import type { TickKeys, TickStore } from '../backend/tick-store';
 
 // What a scheduled job needs of the engine, and what the parts of a job (scheduled-job.ts,
-// tick-runner.ts, tick-hand-on.ts, tick-notices.ts) share: in a file of its own, so that
+// tick-runner.ts, tick-hand-off.ts, tick-notices.ts) share: in a file of its own, so that
 // each part depends on this one and none on another's file for it.
 
 /** What a scheduled job needs of the engine. */
@@ -39,7 +39,7 @@ export interface JobHost {
   runLocked<T>(handle: LeaseHandle, fn: () => Promise<T>): Promise<T>;
   /**
    * Work that shutdown waits for (within its grace) before it closes Redis: a tick's whole
-   * handling, so that a tick given back while shutting down reaches Redis.
+   * handling, so that a tick handed off while shutting down reaches Redis.
    */
   track<T>(work: Promise<T>): Promise<T>;
 }

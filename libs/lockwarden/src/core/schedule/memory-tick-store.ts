@@ -46,14 +46,14 @@ export class MemoryTickStore implements TickStore {
 
   settle(keys: TickKeys, at: number, outcome: TickOutcome, pointer?: string): Promise<void> {
     if (pointer !== undefined && this.get(keys.run) === pointer) this.entries.delete(keys.run);
-    if (outcome === 'given') {
+    if (outcome === 'handed-off') {
       const [state, instance] = (this.get(keys.record(at)) ?? '').split('|');
       const unrun = state === 'claimed' || state === 'waiting' || state === 'running';
       const entry = this.entries.get(keys.record(at));
       if (instance === this.instanceId && unrun && entry) {
         this.entries.delete(keys.record(at));
-        if (this.get(keys.given) === undefined)
-          this.entries.set(keys.given, { value: String(at), expiresAt: entry.expiresAt });
+        if (this.get(keys.handedOff) === undefined)
+          this.entries.set(keys.handedOff, { value: String(at), expiresAt: entry.expiresAt });
       }
       return Promise.resolve();
     }
@@ -61,15 +61,15 @@ export class MemoryTickStore implements TickStore {
     return Promise.resolve();
   }
 
-  given(keys: TickKeys): Promise<number | undefined> {
-    const at = this.get(keys.given);
+  handedOff(keys: TickKeys): Promise<number | undefined> {
+    const at = this.get(keys.handedOff);
     return Promise.resolve(at === undefined ? undefined : Number(at));
   }
 
   adopt(keys: TickKeys, at: number): Promise<boolean> {
-    const entry = this.entries.get(keys.given);
-    if (this.get(keys.given) !== String(at) || !entry) return Promise.resolve(false);
-    this.entries.delete(keys.given);
+    const entry = this.entries.get(keys.handedOff);
+    if (this.get(keys.handedOff) !== String(at) || !entry) return Promise.resolve(false);
+    this.entries.delete(keys.handedOff);
     if (this.get(keys.record(at)) !== undefined) return Promise.resolve(false);
     this.entries.set(keys.record(at), { value: `claimed|${this.instanceId}`, expiresAt: entry.expiresAt });
     return Promise.resolve(true);

@@ -43,22 +43,22 @@ export class RedisTickStore implements TickStore {
   }
 
   async settle(keys: TickKeys, at: number, outcome: TickOutcome, pointer?: string): Promise<void> {
-    const given = outcome === 'given';
-    const k = pointer === undefined && !given ? [keys.record(at)] : [keys.record(at), keys.run];
-    if (given) k.push(keys.given);
+    const handedOff = outcome === 'handed-off';
+    const k = pointer === undefined && !handedOff ? [keys.record(at)] : [keys.record(at), keys.run];
+    if (handedOff) k.push(keys.handedOff);
     const args: (string | number)[] = [outcome, this.instanceId];
-    if (pointer !== undefined || given) args.push(pointer ?? '');
-    if (given) args.push(at);
+    if (pointer !== undefined || handedOff) args.push(pointer ?? '');
+    if (handedOff) args.push(at);
     await SCRIPTS.tickSettle.run(this.client, k, args);
   }
 
-  async given(keys: TickKeys): Promise<number | undefined> {
-    const at = await this.client.get(keys.given);
+  async handedOff(keys: TickKeys): Promise<number | undefined> {
+    const at = await this.client.get(keys.handedOff);
     return at === null ? undefined : Number(at);
   }
 
   async adopt(keys: TickKeys, at: number): Promise<boolean> {
-    const reply = await SCRIPTS.tickAdopt.run(this.client, [keys.given, keys.record(at)], [at, this.instanceId]);
+    const reply = await SCRIPTS.tickAdopt.run(this.client, [keys.handedOff, keys.record(at)], [at, this.instanceId]);
     return Number(reply) === 1;
   }
 }

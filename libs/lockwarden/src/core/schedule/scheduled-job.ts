@@ -3,7 +3,7 @@ import type { LeaseHandle } from '../lease/lease';
 import { askStore } from './job-host';
 import type { JobHost, JobScope } from './job-host';
 import type { CheckedScheduledOptions } from './scheduled-options';
-import { TickHandOn } from './tick-hand-on';
+import { TickHandOff } from './tick-hand-off';
 import { TickNotices } from './tick-notices';
 import { TickRunner } from './tick-runner';
 import type { TickSchedule } from './tick-schedule';
@@ -14,7 +14,7 @@ export type { JobHost } from './job-host';
 
 // Deciding each tick lives here: whether this instance runs it, and taking the job's lock
 // for it. The rest of a job is beside it, one part per file: the run under the lock
-// (tick-runner.ts), ticks handed on at shutdown (tick-hand-on.ts), and what the job tells
+// (tick-runner.ts), ticks handed off at shutdown (tick-hand-off.ts), and what the job tells
 // operators (tick-notices.ts).
 
 const MINUTE = 60_000;
@@ -38,7 +38,7 @@ const MINUTE = 60_000;
 export class ScheduledJob {
   private readonly job: JobScope;
   private readonly notices: TickNotices;
-  private readonly handOn: TickHandOn;
+  private readonly handOffs: TickHandOff;
   private readonly runner: TickRunner;
 
   constructor(
@@ -49,8 +49,8 @@ export class ScheduledJob {
   ) {
     this.job = { host, key, keys: tickKeys(host.keyPrefix, key), schedule, options };
     this.notices = new TickNotices(this.job);
-    this.handOn = new TickHandOn(this.job, this.notices);
-    this.runner = new TickRunner(this.job, this.notices, this.handOn);
+    this.handOffs = new TickHandOff(this.job, this.notices);
+    this.runner = new TickRunner(this.job, this.notices, this.handOffs);
   }
 
   /**
@@ -113,13 +113,13 @@ export class ScheduledJob {
   /**
    * The tick's claim, which fails while Redis is known to be unreachable (JobHost.reachable):
    * at once, or once the outage has lasted commandTimeoutMs. A claim that reached Redis after
-   * that, and took the tick, gives it back, so that the job's next holder runs it.
+   * that, and took the tick, hands it off, so that the job's next holder runs it.
    */
   private claim(at: number, keepMs: number, wait: boolean): Promise<TickClaim> {
     const send = (): Promise<TickClaim> => this.host.ticks.claim(this.job.keys, at, keepMs, wait);
     if (!this.host.reachable) return send();
     return this.host.reachable(this.key, 'decide a tick of', send, (late) => {
-      if (late.state === 'claimed' || late.state === 'waiting') void this.handOn.giveBackLate(at);
+      if (late.state === 'claimed' || late.state === 'waiting') void this.handOffs.handOffLate(at);
     });
   }
 
@@ -134,7 +134,7 @@ export class ScheduledJob {
         : await this.host.tryAcquire(this.key, acquire);
     } catch (err) {
       if (err instanceof LockAbortedError && this.host.stopping.aborted) {
-        await this.handOn.giveBack(at, undefined);
+        await this.handOffs.handOff(at, undefined);
         return null;
       }
       if (!(err instanceof LockTimeoutError)) throw err;

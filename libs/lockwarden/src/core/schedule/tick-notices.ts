@@ -3,7 +3,7 @@ import type { RunPointer } from '../backend/tick-store';
 
 /**
  * What a scheduled job tells operators about the ticks it does not run here (skipped,
- * overrun, missed, handed on, lost) and about a clock that runs ahead of Redis: each as an
+ * overrun, missed, handed off, lost) and about a clock that runs ahead of Redis: each as an
  * event and a log line. Kept apart from deciding and running ticks so that the wording,
  * the event each outcome counts as, and which warning is said only once per job and
  * process, are found in one place.
@@ -62,22 +62,22 @@ export class TickNotices {
     );
   }
 
-  /** Tick `at` was given back at shutdown, for the job's next holder. */
-  handedOn(at: number): void {
+  /** Tick `at` was handed off at shutdown, for the job's next holder. */
+  handedOff(at: number): void {
     this.job.host.logger.warn(
       `Tick ${iso(at)} of "${this.job.key}" did not run here: this instance began to shut down after it had taken ` +
-        'the tick, and handed it on. The next instance to hold the job runs it (right after a run in progress, ' +
+        'the tick, and handed it off. The next instance to hold the job runs it (right after a run in progress, ' +
         'or before its own next tick).',
     );
   }
 
-  /** Tick `at` was to be given back at shutdown, but that failed: no one runs it. */
+  /** Tick `at` was to be handed off at shutdown, but that failed: no one runs it. */
   lost(at: number, err: unknown): void {
     const { host, key } = this.job;
     host.emit?.({ type: 'missed', key, name: this.name, tick: new Date(at), reason: 'shutting down' });
     host.logger.warn(
       `Tick ${iso(at)} of "${key}" did not run: this instance began to shut down after it had taken the tick, ` +
-        `and could not hand it on (${message(err)}). It is probably lost.`,
+        `and could not hand it off (${message(err)}). It is probably lost.`,
     );
   }
 

@@ -2,7 +2,7 @@ import type { LockHandle } from '../lease/lock-handle';
 import { askStore } from './job-host';
 import type { JobScope } from './job-host';
 import { runAsTick } from './tick-context';
-import type { TickHandOn } from './tick-hand-on';
+import type { TickHandOff } from './tick-hand-off';
 import { iso, message } from './tick-notices';
 import type { TickNotices } from './tick-notices';
 
@@ -17,14 +17,14 @@ export class TickRunner {
   constructor(
     private readonly job: JobScope,
     private readonly notices: TickNotices,
-    private readonly handOn: TickHandOn,
+    private readonly handOffs: TickHandOff,
   ) {}
 
-  /** Runs tick `at` under `handle`, with the ticks given back around it (see TickHandOn.runGiven). */
+  /** Runs tick `at` under `handle`, with the ticks handed off around it (see TickHandOff.runHandedOff). */
   async run<T>(at: number, handle: LockHandle, keepMs: number, fn: () => Promise<T>): Promise<T | undefined> {
     const { host, key, keys, schedule, options } = this.job;
-    const runGiven = (given: number): Promise<T | undefined> => this.run(given, handle, keepMs, fn);
-    await this.handOn.runGiven(at, true, runGiven);
+    const runHandedOff = (tick: number): Promise<T | undefined> => this.run(tick, handle, keepMs, fn);
+    await this.handOffs.runHandedOff(at, true, runHandedOff);
     // The tick record is stamped with the holder's token: minted here when the grant took none.
     const token = await handle.fencingToken();
     const runKeepMs = keepMs + (options.acquire.leaseMs ?? host.leaseMs);
@@ -50,13 +50,13 @@ export class TickRunner {
     }
     if (host.stopping.aborted) {
       // Shutdown began while this run was getting ready (or catching up): nothing new starts.
-      await this.handOn.giveBack(at, pointer);
+      await this.handOffs.handOff(at, pointer);
       return undefined;
     }
     try {
       return await this.execute(at, pointer, token, false, fn);
     } finally {
-      await this.handOn.runGiven(at, false, runGiven);
+      await this.handOffs.runHandedOff(at, false, runHandedOff);
     }
   }
 

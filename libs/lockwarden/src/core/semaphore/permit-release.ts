@@ -4,13 +4,13 @@ import type { LockStore } from '../backend/lock-store';
 import type { BusWaiter } from '../backend/wake-bus';
 
 /**
- * How many times in a row a release passes permits to a waiter of its own process (see
+ * How many times in a row a release hands permits off to a waiter of its own process (see
  * releasePermits) before it gives them back to everyone.
  */
 export const MAX_HANDOFFS = 16;
 
 /**
- * Gives a holder's permits back, passing them straight to a waiter of this process when one
+ * Gives a holder's permits back, handing them off straight to a waiter of this process when one
  * is parked (`handOffTarget` claims it): one script instead of a release, a wake-up and an
  * attempt that a new caller here would usually beat to the permits. After MAX_HANDOFFS hand-offs
  * in a row the permits are released to everyone, so waiters in other processes get their turn.
@@ -29,7 +29,7 @@ export async function releasePermits(
     reply = await store.semHandOff(keys, lease.ownerToken, to.handOff);
   } catch (err) {
     to.claimed = false;
-    to.wake(); // it tries by itself; a pass that did land is found by its attempt
+    to.wake(); // it tries by itself; a hand-off that did land is found by its attempt
     throw err;
   }
   if (reply.fencingToken > 0) {

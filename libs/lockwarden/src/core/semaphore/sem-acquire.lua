@@ -36,8 +36,8 @@ if #expired > 0 then
   redis.call('zremrangebyscore', KEYS[1], '-inf', '(' .. now)
 end
 
--- A caller that holds already (its earlier grant's reply was lost, or a release passed it permits
--- while it was trying) gets that grant back, with its lease restarted from now: the caller
+-- A caller that holds already (its earlier grant's reply was lost, or a release handed permits off
+-- to it while it was trying) gets that grant back, with its lease restarted from now: the caller
 -- times the lease from when it sent this attempt.
 if redis.call('zscore', KEYS[1], token) then
   local mine = redis.call('hget', KEYS[2], token)

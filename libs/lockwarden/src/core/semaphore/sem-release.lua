@@ -5,10 +5,10 @@
 -- KEYS[1] holders zset   KEYS[2] permits hash (with "#used", see sem-acquire.lua)
 -- KEYS[3] wake-up channel   KEYS[4] limit   KEYS[5] fencing counter
 -- KEYS[6] queue   KEYS[7] waiter records (see sem-acquire.lua), when waiters queue: permits
---         left after any pass go to the oldest live places whose asks fit, in order, each
+--         left after any hand-off go to the oldest live places whose asks fit, in order, each
 --         told on its engine's inbox (the channel, ':' and the inbox id, so the same slot)
 -- ARGV[1] owner token   ARGV[2] 'publish' or 'spublish'
--- ARGV[3..6], only to pass the permits on: the waiter's owner token, the permits it asks,
+-- ARGV[3..6], only to hand the permits off: the waiter's owner token, the permits it asks,
 -- its lease ms, its instance id
 -- Returns { 1 when it released a live holder else 0 (the caller held nothing, or its lease
 -- had run out), the waiter's fencing token or 0 }
@@ -17,7 +17,7 @@ local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local deadline = tonumber(redis.call('zscore', KEYS[1], ARGV[1]))
 local record = redis.call('hget', KEYS[2], ARGV[1])
--- The caller held nothing: nothing to give back, nothing of its own to pass on.
+-- The caller held nothing: nothing to give back, nothing of its own to hand off.
 local queue, waiters = KEYS[6], KEYS[7]
 -- A waiter that gives up withdraws its place here too.
 if queue and redis.call('zrem', queue, ARGV[1]) == 1 then redis.call('hdel', waiters, ARGV[1]) end
@@ -34,7 +34,7 @@ end
 local released = 0
 if deadline and deadline >= now then released = 1 end
 
--- Passing on needs a count this script can trust, and never grants a waiter that holds already.
+-- A hand-off needs a count this script can trust, and never grants a waiter that holds already.
 local f, waiter = '0', ARGV[3]
 local asked, lease = tonumber(ARGV[4]), tonumber(ARGV[5])
 local limit = waiter and used and tonumber(redis.call('get', KEYS[4]))
@@ -58,7 +58,7 @@ end
 -- engines are told. A live place that does not fit stops it (first come, first served),
 -- unless it asks more than the limit itself: that one waits for a raise, and is passed over.
 if queue and used then limit = limit or tonumber(redis.call('get', KEYS[4])) end
--- Nothing left to hand on (a pass took it all, say): the queue is not looked at.
+-- Nothing left to hand off (the waiter named took it all, say): the queue is not looked at.
 if queue and used and limit and used < limit then
   for _, head in ipairs(redis.call('zrange', queue, 0, -1)) do
     local rec = redis.call('hget', waiters, head)

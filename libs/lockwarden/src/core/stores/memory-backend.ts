@@ -1,4 +1,4 @@
-import type { LockBackend, Topology } from '../backend/lock-backend';
+import type { LockBackend, OpenedBackend } from '../backend/lock-backend';
 import { WakeChannels } from '../wake/wake-channels';
 import { MemoryLockStore } from './memory-lock-store';
 import { MemoryState } from '../memory/memory-state';
@@ -29,7 +29,7 @@ export class MemoryLockBackend extends MemoryState implements LockBackend {
   }
 
   /** The backend side: one engine's store, and a wake-up bus this backend delivers to. */
-  open(instanceId: string): Topology {
+  open(instanceId: string): OpenedBackend {
     const bus = new WakeChannels();
     this.attach(bus);
     const lockHolder = (key: string): string | undefined => {

@@ -1,10 +1,10 @@
 import type { LockLogger } from '../observe/logger';
 import { loadScripts } from '../redis/lua-script';
 import { aclCheck } from '../redis/acl-probe';
-import type { LockBackend, Topology } from '../backend/lock-backend';
+import type { LockBackend, OpenedBackend } from '../backend/lock-backend';
 import { QuorumLockStore } from './quorum-store';
 import { ConnectionWatch } from '../redis/connection-watch';
-import { topologyOutage } from '../redis/connection-outage';
+import { connectionsOutage } from '../redis/connection-outage';
 import { openConnection } from '../redis/redis-client';
 import type { RedisSpec, ResolvedQuorum } from '../redis/redis-client';
 import { RedisLockStore } from './redis-store';
@@ -36,7 +36,7 @@ export interface RedisBackendOptions {
 export class RedisBackend implements LockBackend {
   constructor(private readonly options: RedisBackendOptions) {}
 
-  open(instanceId: string, logger: LockLogger): Topology {
+  open(instanceId: string, logger: LockLogger): OpenedBackend {
     const { redis, quorum, replicaAck, keyPrefix } = this.options;
     const leases = (quorum ? quorum.nodes : [redis as RedisSpec]).map((spec) => openConnection(spec, logger));
     // A client the user gave is theirs to watch: listening to its errors would silence the client's own report.
@@ -80,7 +80,7 @@ export class RedisBackend implements LockBackend {
       survey: (prefix, options) => surveyLocks(clients[0], prefix, options),
       termLogs: () => redisTermLogs(clients[0], logger),
       // With a quorum, only as many nodes down as leave no majority are an outage.
-      connectionDown: topologyOutage(clients),
+      outage: connectionsOutage(clients),
       firstConnection,
       eviction,
       close: async () => {

@@ -1,7 +1,6 @@
 import { newWaiterId, send, wrapped } from './attempts';
 import type { Attempt } from './attempts';
 import { withdraw } from './withdraw';
-import { SETTLE_GRACE_MS } from './loop-context';
 import type { LoopContext, LoopResult } from './loop-context';
 import { AcquireGate } from './acquire-gate';
 import { afterTurn } from './outage-sweep';
@@ -20,28 +19,38 @@ import {
 } from './busy-wait';
 
 /**
- * Waits for one lock. A single round trip when it is free. When it is busy: subscribe (a mutex
- * waiter to its engine's inbox for the lock), try again, taking a place in the lock's queue
- * (so a release in between is not missed), then sleep until a hand-off, a release message, a
- * refresh of its place, or the holder's remaining lease, within the wait budget. A hand-off
- * told of is used at once while fresh (usableGrant). Without the lock, it withdraws what it left.
- *
- * What Redis said is what the caller hears:
- * - Until an attempt is answered, the acquire settles by `waitMs` + SETTLE_GRACE_MS whatever
- *   Redis does (plus, with a quorum or with replicaAck, the time an attempt takes by design;
- *   before the engine first connects, by `commandTimeoutMs` if that is later). An attempt still
- *   unanswered then fails the acquire with LockBackendError.
+ * The settle grace, and the settle rule it is part of. This is the rule's one statement: the
+ * docs and the options' JSDoc link here. What Redis said is what the caller hears.
+ * - Until an attempt is answered, the acquire settles by `waitMs` + this grace, whatever Redis
+ *   does. With a quorum or replicaAck, add the time an attempt takes by design
+ *   (`LockStore.attemptMs`). Before the engine's connection is first ready (or Redis first
+ *   answers an attempt), the bound is `commandTimeoutMs` from the start, connecting included,
+ *   plus that time by design, when that is later. An attempt still unanswered then fails the
+ *   acquire with LockBackendError. One that fails sooner (a call the client dropped, a
+ *   refusal) fails it then, with LockBackendError saying why. So a single try (`waitMs` 0) over
+ *   a link whose round trip is longer than the grace always fails.
  * - Once an attempt has answered "busy", the acquire settles by `waitMs` itself, as busy
- *   (LockTimeoutError), whatever its subscription, its next attempt or its withdrawal is doing:
- *   a slow subscriber is no reason to call a held lock a failing Redis. A retry that Redis
- *   answers with an error (TRYAGAIN while a slot moves) is tried again after a back-off.
+ *   (LockTimeoutError), whatever its subscription, its next attempt or its withdrawal is doing.
+ *   A slow subscriber is no reason to call a held lock a failing Redis. A retry that fails
+ *   (TRYAGAIN while a slot moves, a connection being made again) is tried again after a
+ *   back-off.
  * - While Redis is known to be unreachable (the connection refused, closed, or lost and not
- *   back), an acquire fails with LockBackendError once that has lasted `commandTimeoutMs`,
- *   busy or not, and one started after that fails at once (OutageSweep).
+ *   back), an acquire fails with LockBackendError once that has lasted `commandTimeoutMs`, busy
+ *   or not. One started after that fails at once (OutageSweep).
  *
- * A withdrawal not done by then goes on in the background (until Redis answers, or a grant it
- * made would be over), so a grant that lands late is not left held; while Redis is unreachable
- * the caller does not wait for it at all.
+ * A withdrawal not done by then goes on in the background, until Redis answers or a grant it
+ * made would be over, so a grant that lands late is not left held. While Redis is unreachable,
+ * the caller does not wait for the withdrawal at all.
+ */
+export const SETTLE_GRACE_MS = 250;
+
+/**
+ * Waits for one lock, by the settle rule above. A single round trip when it is free. When it is
+ * busy, it subscribes (a mutex waiter to its engine's inbox for the lock) and tries again,
+ * taking a place in the lock's queue, so a release in between is not missed. Then it sleeps
+ * until a hand-off, a release message, a refresh of its place, or the end of the holder's
+ * lease, within the wait budget. A hand-off it is told of is used at once while fresh
+ * (usableGrant). Without the lock, it withdraws what it left.
  */
 export async function acquireLoop(
   ctx: LoopContext,
@@ -56,8 +65,8 @@ export async function acquireLoop(
   const started = performance.now();
   const deadline = started + waitMs;
   // Before the engine first connects, Redis gets commandTimeoutMs to answer, as any command
-  // does: connecting can outlast a try's 250 ms on a busy machine. Connecting comes on top of
-  // what an attempt takes by design (replicaAck's WAITs, a quorum's nodes).
+  // does. Connecting can outlast a try's grace on a busy machine. It comes on top of what an
+  // attempt takes by design (replicaAck's WAITs, a quorum's nodes).
   const cold = ctx.firstConnection?.pending === true;
   const byDesign = ctx.settleGraceMs - SETTLE_GRACE_MS;
   const settleBy = cold
@@ -94,7 +103,7 @@ export async function acquireLoop(
       let cap: number;
       if (inLine) {
         // As if told "busy": its wait is bounded by its budget alone, and it withdraws on the
-        // way out (a pass may have named it as it gave up).
+        // way out (a hand-off within the process may have named it as it gave up).
         inLine = false;
         sent = true;
         heardBusy = true;
@@ -114,7 +123,7 @@ export async function acquireLoop(
         const work = send(ctx.store, attempt, queued, { waiterId, inbox: ctx.bus.inboxId, seq }, waiter !== undefined);
         let reply: number | typeof LATE | typeof FAILED;
         if (!heardBusy) {
-          // Bounded by what is left; its "no answer" names the whole budget the caller gave Redis.
+          // Bounded by what is left. Its "no answer" names the whole budget the caller gave Redis.
           const [bound, said] = [Math.max(settleBy - sentAt, 0), Math.round(settleBy - started)];
           reply = await gate.race(wrapped(attempt.key, 'acquire', work), bound, ctx.outages, cold, said);
         } else {
@@ -160,7 +169,7 @@ export async function acquireLoop(
             // subscription is not missed. Not subscribed (the subscribe failed): wait below, by the lease.
             if (joined !== false) continue;
           }
-          // A queued waiter checks back before its place lapses; hand-offs to other engines'
+          // A queued waiter checks back before its place lapses. Hand-offs to other engines'
           // waiters are not told to it, so it also learns this way of one that lapsed unused.
           const refresh = (queued || attempt.queues ? attempt.queueRefreshMs : attempt.refreshMs) ?? Infinity;
           cap = Math.min(busyMs, deadline - now, refresh);

@@ -54,7 +54,7 @@ interface WaitShape {
   readonly queues: boolean;
   /** How long before the hand-off lease ends a waiter stops trusting it (the safety margin of so short a lease). */
   readonly handoffMarginMs: number;
-  /** Semaphores: lets a release of this process pass its permits to this waiter. */
+  /** Semaphores: lets a release of this process hand its permits off to this waiter. */
   readonly handOff?: PermitHandOff;
   /** The new holder's secret owner token, drawn once per acquire. */
   readonly ownerToken: string;
@@ -148,8 +148,8 @@ export function rwAttempt(
 /**
  * `permits` of a semaphore. Where the store can (one server or Cluster, no replicaAck), a
  * waiter that found no room takes a place in the semaphore's queue, as a mutex waiter does: a
- * release passes its permits to a parked waiter of its own process first, then hands what is
- * left to the oldest places that fit, telling only their engines. Elsewhere (the memory
+ * release hands its permits off to a parked waiter of its own process first, then hands what
+ * is left to the oldest places that fit, telling only their engines. Elsewhere (the memory
  * backend, replicaAck) a release wakes one waiter per process for each permit, and a raised
  * limit wakes them all, and those that fit take their permits.
  */

@@ -71,8 +71,8 @@ export async function subscribed(
  * Whether an acquire that gave up left nothing on the server: a mutex attempt, not queued and
  * never handed the lock, whose latest try was answered "busy". Its withdrawal would be a round
  * trip that finds nothing (every failed tryAcquire sent one). Read/write and permit attempts
- * always withdraw: a waiting writer keeps a place, and a release may have passed permits to
- * a parked waiter's token.
+ * always withdraw: a waiting writer keeps a place, and a release may have handed permits off
+ * to a parked waiter's token.
  */
 export function nothingLeft(attempt: Attempt, queued: boolean, handedOff: boolean, lastBusy: boolean): boolean {
   return attempt.kind === 'mutex' && !queued && !handedOff && lastBusy;
@@ -111,9 +111,9 @@ export function usableGrant(
  * that a failed attempt parks at once instead of trying a second time to cover a release in
  * between. `inLine`: where this engine waits for the semaphore already, with its place in the
  * queue taken (the server said "no room"), the new caller waits behind its waiters without an
- * attempt: releases here pass permits to the oldest of them, and the engine's place passes from
- * one to the next; an attempt would find no room, or take the permits from under them. Not a
- * single try (waitMs 0): that asks the server.
+ * attempt: releases here hand permits off to the oldest of them, and the engine's place goes
+ * from one to the next; an attempt would find no room, or take the permits from under them.
+ * Not a single try (waitMs 0): that asks the server.
  */
 export function joinEarly(
   ctx: Pick<LoopContext, 'bus'>,

@@ -19,7 +19,7 @@ export interface LoopContext {
   /** Aborted, with the reason, once the engine shuts down. */
   readonly stopping: AbortSignal;
   readonly commandTimeoutMs: number;
-  /** How long after its wait budget an acquire settles at the latest: SETTLE_GRACE_MS, plus what an attempt may take by design. */
+  /** SETTLE_GRACE_MS plus what an attempt may take by design (see the settle rule in acquire-loop.ts). */
   readonly settleGraceMs: number;
   readonly emit: ((event: LockEvent) => void) | undefined;
   readonly logger: LockLogger;
@@ -29,17 +29,14 @@ export interface LoopContext {
   readonly firstConnection?: { pending: boolean };
 }
 
-/** An acquire settles this long after its wait budget at the latest, whatever Redis does. */
-export const SETTLE_GRACE_MS = 250;
-
 export type LoopResult =
   | {
       readonly granted: true;
       readonly fencingToken: number;
       readonly leaseFrom: number;
-      /** How many releases passed the permits on in a row to get here (sem-release.lua). */
+      /** How many releases handed the permits off in a row to get here (sem-release.lua). */
       readonly handOffs?: number;
-      /** A release handed this waiter the lock (fair queue) or passed it its permits. */
+      /** A release handed the lock (fair queue) or its permits off to this waiter. */
       readonly handedOff?: boolean;
       /**
        * A hand-off used as told, shorter than the lease asked for: the server holds it this
@@ -48,7 +45,7 @@ export type LoopResult =
       readonly grantedMs?: number;
       /**
        * It waited, or was handed the lock: others likely wait for it too, so its release goes
-       * straight to the script that hands it on, without first trying the one-key release.
+       * straight to the script that hands it off, without first trying the one-key release.
        */
       readonly contended?: boolean;
     }

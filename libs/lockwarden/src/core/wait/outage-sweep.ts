@@ -1,6 +1,6 @@
 import { LockBackendError } from '../../errors';
 import { redisReasonShort } from '../../errors/redis-reason';
-import type { ConnectionOutage, Topology } from '../backend/lock-backend';
+import type { ConnectionOutage, OpenedBackend } from '../backend/lock-backend';
 
 /** What waits on Redis and fails when it is known unreachable: a waiting acquire's gate, a tick's claim. */
 export interface OutageWatcher {
@@ -24,14 +24,14 @@ export class OutageSweep {
   private sweeper: NodeJS.Timeout | undefined;
 
   constructor(
-    private readonly topology: Pick<Topology, 'connectionDown'>,
+    private readonly backend: Pick<OpenedBackend, 'outage'>,
     private readonly commandTimeoutMs: number,
   ) {}
 
   /** The outage going on, if one is known. */
   current(): ConnectionOutage | undefined {
     try {
-      return this.topology.connectionDown?.();
+      return this.backend.outage?.();
     } catch {
       // Not knowing is no outage: what waits keeps its own bounds (and a timer asking must not throw).
       return undefined;

@@ -21,17 +21,17 @@ export class Waiter {
   grantNotice: GrantNotice | undefined;
   /** The longest a release hands another waiter the lock for before it must confirm it. */
   handoffMs = Infinity;
-  /** Semaphores: what a release of this process needs to pass its permits to this waiter. */
+  /** Semaphores: what a release of this process needs to hand its permits off to this waiter. */
   handOff: PermitHandOff | undefined;
   /**
    * Semaphores: this engine's waiters for the semaphore share one place on the server
-   * (WakeBus.mayTakePlace); the others are served by passes within the process, and take
+   * (WakeBus.mayTakePlace); the others are served by hand-offs within the process, and take
    * the place in turn.
    */
   sharesPlace = false;
-  /** A release of this process is passing permits to this waiter (WakeBus.claimHandOffTarget). */
+  /** A release of this process is handing permits off to this waiter (WakeBus.claimHandOffTarget). */
   claimed = false;
-  /** The grant a pass brought: its fencing token, when the pass was sent, and how many passes led to it. */
+  /** The grant a hand-off within the process brought: its fencing token, when it was sent, and how many hand-offs led to it. */
   handOffGrant: { fencingToken: number; leaseFrom: number; handOffs: number } | undefined;
   private resolvePark: ((result: ParkResult) => void) | undefined;
   private timer: NodeJS.Timeout | undefined;
@@ -95,7 +95,7 @@ export class Waiter {
   }
 
   /**
-   * A release passed its permits to this waiter. One no longer parked is trying by itself
+   * A release handed its permits off to this waiter. One no longer parked is trying by itself
    * already: its attempt finds the grant (sem-acquire.lua's holder path), so nothing is lost.
    */
   takeHandOff(fencingToken: number, leaseFrom: number, handOffs: number): void {

@@ -82,7 +82,7 @@ export class WakeChannels implements WakeBus, WakeSink {
   }
 
   /**
-   * A parked semaphore waiter to pass released permits to, the longest waiting first, marked
+   * A parked semaphore waiter to hand released permits off to, the longest waiting first, marked
    * so that no other release picks it too; undefined when there is none.
    */
   claimHandOffTarget(channel: string): Waiter | undefined {
@@ -127,7 +127,7 @@ export class WakeChannels implements WakeBus, WakeSink {
     if (i >= 0) state.waiters.splice(i, 1);
     if (state.placeHolder === waiter) {
       // The engine's place goes with it: the longest waiting of the others takes it now, so
-      // the engine keeps its turn in the queue (a pass or a hand-off served the one leaving).
+      // the engine keeps its turn in the queue (a hand-off, within the process or from the queue, served the one leaving).
       state.placeHolder = undefined;
       state.waiters.find((w) => w.sharesPlace && !w.fair)?.wake();
     }
@@ -195,7 +195,7 @@ export class WakeChannels implements WakeBus, WakeSink {
 
   private wakeOne(state: ChannelState): void {
     for (const w of state.waiters) {
-      // A claimed waiter is being passed permits: the wake-up is for someone else.
+      // Permits are being handed off to a claimed waiter: the wake-up is for someone else.
       if (!w.fair && !w.pendingWake && !w.claimed) {
         w.wake();
         return;

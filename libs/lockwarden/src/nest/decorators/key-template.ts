@@ -1,6 +1,5 @@
 import { LockConfigError } from '../../errors';
-import { describe } from '../../core/options/validate';
-import { checkKey } from '../../core/backend/lock-keys';
+import { checkKey, describe } from '../../core';
 import { quoteKey } from '../../errors/key-text';
 
 /**

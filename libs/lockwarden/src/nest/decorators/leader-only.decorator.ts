@@ -35,7 +35,7 @@ export type LeaderOnlyDecorator = <T extends LeaderOnlyMethod>(
  * undefined without running it. `LockModule` campaigns for every `@LeaderOnly` name when
  * the application starts, campaigns again after a loss, and resigns on shutdown (turn on
  * `app.enableShutdownHooks()`), so the next instance takes over at once. A graceful
- * hand-over waits for a running call to finish before the next leader is elected.
+ * hand-off waits for a running call to finish before the next leader is elected.
  *
  * The method must return a promise, and may resolve undefined: a skipped call does.
  * Inside it, `locks.leadership(name).signal` aborts when leadership is lost, and

@@ -1,25 +1,19 @@
 import { Inject, SetMetadata } from '@nestjs/common';
 import { Observable } from 'rxjs';
 import { LockAbortedError, LockConfigError, LockTimeoutError } from '../../errors';
-import { DEFAULT_RETRY_AFTER_MS } from '../interceptors/lock-error-reply';
+import { DEFAULT_RETRY_AFTER_MS } from '../retry-after';
 import { putOff, queueJobOf } from './queue-job';
-import { editOptions } from '../../core/engine/locked-call';
-import type { LockedCall, LockRequest } from '../../core/engine/locked-call';
-import type { LockEngine } from '../../core';
+import { editOptions } from '../../core';
+import type { LockedCall, LockEngine, LockSpec } from '../../core';
 import { compileKeySpec } from './key-template';
 import type { KeyResolver, KeySpec } from './key-template';
 import { copyMethodMetadata } from './copy-method-metadata';
 import { lockSignalParameter } from './lock-signal.decorator';
-import {
-  LOCK_SERVICE_FOR_DECORATORS,
-  LOCK_SERVICE_PROPERTY,
-  LOCKED_METADATA,
-  SCHEDULED_LOCK_METADATA,
-} from './locked.constants';
-import { getLockedMetadata } from './locked-metadata.accessor';
-import type { LockedMetadata } from './locked-metadata.accessor';
-import { checkLockedOptions } from '../../core/engine/locked-request';
-import type { CheckedLockedOptions, LockedOptions } from '../../core/options/locked-options';
+import { LOCK_SERVICE_FOR_DECORATORS, LOCK_SERVICE_PROPERTY, SCHEDULED_LOCK_METADATA } from './locked.constants';
+import { getLockedMetadata, LOCKED_METADATA } from '../locked-metadata.accessor';
+import type { LockedMetadata } from '../locked-metadata.accessor';
+import { checkLockedOptions } from './locked-options';
+import type { CheckedLockedOptions, LockedOptions } from './locked-options';
 import { RequestLockScope } from '../request-lock-scope';
 
 /**
@@ -60,7 +54,7 @@ export function lockDecorator(kind: 'mutex' | 'read' | 'write', name: string) {
 export function lockMethod(
   name: string,
   key: KeySpec,
-  check: (where: string) => CheckedLockedOptions<LockRequest>,
+  check: (where: string) => CheckedLockedOptions<LockSpec>,
 ): LockMethodDecorator {
   return ((target: object, propertyKey: string | symbol, descriptor: TypedPropertyDescriptor<LockableMethod>) => {
     const where = `${className(target)}.${String(propertyKey)}()`;
@@ -118,7 +112,7 @@ export function checkLockable(
 
 /** What a lock decorator records about one method. */
 export function toMetadata(
-  checked: CheckedLockedOptions<LockRequest>,
+  checked: CheckedLockedOptions<LockSpec>,
   spec: KeySpec,
   keys: KeyResolver,
   where: string,
@@ -126,15 +120,15 @@ export function toMetadata(
 ): LockedMetadata {
   // Metrics label a decorated lock by its template, never by the keys it expands to.
   // Frozen: nothing changes them after this, so the engine resolves them once (LeaseGranter.resolve).
-  const request = editOptions(checked.request, (o) =>
+  const lockSpec = editOptions(checked.lockSpec, (o) =>
     Object.freeze({ ...o, name: o.name ?? templateName(spec, where) }),
   );
   return {
-    kind: request.kind,
+    kind: lockSpec.kind,
     spec,
     keys,
-    options: request.options,
-    request,
+    options: lockSpec.options,
+    lockSpec,
     onBusy: checked.onBusy,
     retryAfterMs: checked.retryAfterMs,
     where,
@@ -205,22 +199,22 @@ export async function lockAndRun(
     : scope
       ? { method: original, self, args, onBusy, signalArg, signal: scope.signal, granted: scope.granted, lateWork }
       : { method: original, self, args, onBusy, signalArg, lateWork };
-  const outcome = await engine.lockAndRun(keys, meta.request, call);
+  const outcome = await engine.lockAndRun(keys, meta.lockSpec, call);
   if (outcome.ran) return outcome.value;
   const err = outcome.error;
   if (err === undefined) return undefined; // skipped: a key was busy
-  // A queue consumer's job that finds its lock busy goes back to the queue, put off by the
-  // retry hint, as a busy route answers 409 with Retry-After; so does one whose wait the app
-  // shutting down cut short: it did not run, and another instance will run it.
+  // A queue job that finds its lock busy goes back to the queue, put off by the retry hint,
+  // as a busy route answers 409 with Retry-After; so does one whose wait the app shutting
+  // down cut short: it did not run, and another instance will run it.
   const cutShort = err instanceof LockAbortedError && engine.shuttingDown;
   if ((err instanceof LockTimeoutError || cutShort) && !route) {
-    const job = queueJobOf(args);
-    if (job) return putOff(job, meta.retryAfterMs ?? DEFAULT_RETRY_AFTER_MS, keys[0]);
+    const queueJob = queueJobOf(args);
+    if (queueJob) return putOff(queueJob, meta.retryAfterMs ?? DEFAULT_RETRY_AFTER_MS, keys[0]);
   }
-  // A job (a cron tick, a queue message) that cannot run because the app is stopping is
-  // not an error: it did not run, as a skip. Within a request (a decorated handler, or a
-  // service method a controller, gateway or message handler calls) it is: an HTTP request
-  // answers 503, and no caller reads an `undefined` the method's type does not allow.
+  // Work outside a request (a cron tick, a queue job) that cannot run because the app is
+  // stopping is not an error: it did not run, as a skip. Within a request (a decorated
+  // handler, or a service method a controller, gateway or message handler calls) it is: an
+  // HTTP request answers 503, and no caller reads an `undefined` the method's type does not allow.
   if (scope || !(err instanceof LockAbortedError) || !engine.shuttingDown) throw err;
   engine.options.logger.debug(`${meta.where} did not run: the application is shutting down.`);
   return undefined;

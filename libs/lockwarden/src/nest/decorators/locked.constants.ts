@@ -1,6 +1,3 @@
-/** Metadata key under which a decorated method's lock settings are stored (with SetMetadata). */
-export const LOCKED_METADATA = 'lockwarden:locked';
-
 /**
  * The token decorated classes receive `LockService` under. Nest prints it when
  * it cannot resolve it, so it doubles as the fix for a missing LockModule.

@@ -1,7 +1,7 @@
 import { lockDecorator } from './lock-method';
 import type { LockMethodDecorator } from './lock-method';
 import type { KeySpec } from './key-template';
-import type { LockedOptions } from '../../core/options/locked-options';
+import type { LockedOptions } from './locked-options';
 
 /**
  * Runs the method under a shared read lease of the read/write lock(s) named by

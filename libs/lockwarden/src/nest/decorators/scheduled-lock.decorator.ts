@@ -7,7 +7,7 @@ import { compileKeySpec } from './key-template';
 import type { KeyResolver } from './key-template';
 import { callMethod, checkLockable, className, engineOf, lockAndRun, toMetadata, wrapMethod } from './lock-method';
 import type { LockableMethod, LockMethodDecorator } from './lock-method';
-import type { LockedMetadata } from './locked-metadata.accessor';
+import type { LockedMetadata } from '../locked-metadata.accessor';
 import { SCHEDULED_LOCK_METADATA } from './locked.constants';
 import { lockSignalParameter } from './lock-signal.decorator';
 import { scheduleFromMetadata, scheduleFromSpec } from './schedule-of';
@@ -95,7 +95,7 @@ export function ScheduledLock(name: string, options: ScheduledLockOptions = {}):
         job.acquire.lockAtLeastMs === undefined
           ? undefined
           : toMetadata(
-              { request: { kind: 'mutex', options: job.acquire }, onBusy: 'skip', retryAfterMs: undefined },
+              { lockSpec: { kind: 'mutex', options: job.acquire }, onBusy: 'skip', retryAfterMs: undefined },
               name,
               keys,
               where,

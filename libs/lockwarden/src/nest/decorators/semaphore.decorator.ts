@@ -2,8 +2,8 @@ import type { Semaphore as SemaphoreObject } from '../../core';
 import type { KeySpec } from './key-template';
 import { lockMethod } from './lock-method';
 import type { LockMethodDecorator } from './lock-method';
-import { checkSemaphoreDecoratorOptions } from '../../core/semaphore/semaphore-decorator-options';
-import type { SemaphoreDecoratorOptions } from '../../core/semaphore/semaphore-decorator-options';
+import { checkSemaphoreDecoratorOptions } from './semaphore-decorator-options';
+import type { SemaphoreDecoratorOptions } from './semaphore-decorator-options';
 
 /** What `LockService.semaphore()` returns (see the core `Semaphore`); the same name is the decorator. */
 export type Semaphore = SemaphoreObject;

@@ -67,12 +67,14 @@ function exceptionOf(kind: 'rpc' | 'ws'): Promise<ExceptionClass | undefined> {
   return found;
 }
 
+/** Nest's exports, read as a version without IntrinsicException may have them. */
+const nest: { readonly IntrinsicException?: new (message: string) => Error } = common;
+
 /**
  * Nest's base for exceptions that its handlers of other contexts pass on without logging them
- * as errors (Nest 11 and later); a plain Error where it is missing.
+ * as errors (Nest 11 and later). A plain Error where it is missing.
  */
-const Quiet: new (message: string) => Error =
-  (common as unknown as { IntrinsicException?: new (message: string) => Error }).IntrinsicException ?? Error;
+const Quiet: new (message: string) => Error = nest.IntrinsicException ?? Error;
 
 /**
  * A lock error as a GraphQL resolver's error: GraphQL copies its `extensions` into the error
@@ -95,8 +97,8 @@ class LockGraphqlError extends Quiet {
 /**
  * Maps a lock error in a GraphQL resolver to an error whose `extensions.code` the client can act
  * on (`LOCK_BUSY` with `extensions.retryAfterMs`, `LOCK_LOST`, `LOCK_LOST_AFTER_WORK`,
- * `LOCK_UNAVAILABLE`, `LOCK_ERROR`), logged as toContextError says; anything else passes through
- * unchanged.
+ * `LOCK_UNAVAILABLE`, `LOCK_ERROR`), logged as toContextError says. Anything else passes
+ * through unchanged.
  *
  * @example
  * ```ts

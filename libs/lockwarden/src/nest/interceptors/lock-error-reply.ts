@@ -4,13 +4,6 @@ import type { LockError } from '../../errors';
 import { tellRefusal } from '../../errors/refusal-notice';
 
 /**
- * The Retry-After a busy handler answers with when nothing more specific was set. The lease
- * the holder has left is no guide: a live holder renews it, so a 300 ms job would send a
- * client away for the whole lease.
- */
-export const DEFAULT_RETRY_AFTER_MS = 1_000;
-
-/**
  * What a microservice caller or a WebSocket client receives for a lock error: the error of
  * the `RpcException` or `WsException` the handler's lock error became.
  */

@@ -1,7 +1,8 @@
 import { ConflictException, InternalServerErrorException, ServiceUnavailableException } from '@nestjs/common';
 import type { ArgumentsHost, LoggerService } from '@nestjs/common';
 import { LockError } from '../../errors';
-import { DEFAULT_RETRY_AFTER_MS, lockErrorReply } from './lock-error-reply';
+import { DEFAULT_RETRY_AFTER_MS } from '../retry-after';
+import { lockErrorReply } from './lock-error-reply';
 
 interface HeaderTarget {
   header?: (name: string, value: string) => unknown;

@@ -2,12 +2,11 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { LockEngine } from '../../core';
 import type { CallHandler, ContextType, ExecutionContext, NestInterceptor } from '@nestjs/common';
 import { Observable, catchError, concat, defer, EMPTY, from, mergeMap, throwError } from 'rxjs';
-import { getLockedMetadata } from '../decorators/locked-metadata.accessor';
+import { getLockedMetadata } from '../locked-metadata.accessor';
 import { RequestLockScope } from '../request-lock-scope';
-import { DEFAULT_RETRY_AFTER_MS } from './lock-error-reply';
 import { toHttpError } from './lock-http-errors';
 import { toContextError, toGraphqlError } from './lock-context-errors';
-import { checkRetryAfter } from '../../core/options/locked-options';
+import { checkRetryAfter, DEFAULT_RETRY_AFTER_MS } from '../retry-after';
 import { LOCK_MODULE_OPTIONS } from '../lock.module-definition';
 import type { LockModuleOptions } from '../lock-options.interface';
 

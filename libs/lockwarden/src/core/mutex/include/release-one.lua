@@ -1,4 +1,4 @@
--- Releases one mutex held by `token`, and passes it to the first live queued waiter, if any;
+-- Releases one mutex held by `token`, and hands it off to the first live queued waiter, if any;
 -- withdraws `token` from the fair queue when it was only waiting (a cancelled acquire). The
 -- messages it publishes are the wire protocol named in backend/wire.ts. Needs next-fence.
 -- Returns 1 when it released the caller's lock, 0 when the caller did not hold it.
@@ -28,7 +28,7 @@ local function releaseOne(lock, fence, queue, waiters, channel, token, publish)
         local deadline, lease, waiterId, inbox, seq, instance =
           string.match(rec, '^(%d+)|(%d+)|([^|]*)|([^|]*)|(%d+)|(.*)$')
         if deadline and tonumber(deadline) >= now then
-          -- Lock passing: the waiter owns the lock before it even hears about it, for the
+          -- Hand-off: the waiter owns the lock before it even hears about it, for the
           -- short hand-off lease it asked for, which its watchdog extends once it runs. A
           -- waiter that died in the queue holds the lock up for that short lease at most.
           -- Marked as waited for: others may still be queued behind it.

@@ -5,8 +5,9 @@ import { describeOnValkey, redisForFile, uniquePrefix } from '../harness/redis';
 
 /**
  * The shared behaviour suite against Valkey (8.0, from Debian's bookworm-backports), as
- * behaviour-redis.spec.ts runs it against Redis. Skipped where valkey-server is not
- * installed; npm test says so in one line.
+ * behaviour-redis.spec.ts runs it against Redis: a cell of the matrix's "every cell" leg
+ * (npm test runs Valkey's own checks in test/topologies/valkey.spec.ts). Skipped where
+ * valkey-server is not installed.
  */
 describeOnValkey('on Valkey', () => {
   const valkey = redisForFile({ server: 'valkey' });

@@ -1,18 +1,9 @@
 import { LockConfigError } from '../../errors';
-import { checkKnownNames, checkOptionsObject } from '../options/validate';
-import { resolvePermitAcquire } from './permit-options';
-import { resolveSemaphore } from './semaphore-options';
-import type { SemaphoreOptions } from './semaphore-options';
-import type { PermitOptions } from './permit-options';
-import { CHECK_DEFAULTS, checkOnBusy, checkRetryAfter } from '../options/locked-options';
-import type { CheckedLockedOptions, OnBusy } from '../options/locked-options';
-
-/** What `@Semaphore` asks of each key: one permit of a semaphore whose limit is `limit`. */
-export interface PermitRequest {
-  readonly kind: 'permit';
-  readonly limit: number;
-  readonly options: PermitOptions;
-}
+import { checkKnownNames, checkOptionsObject, resolvePermitAcquire, resolveSemaphore } from '../../core';
+import type { OnBusy, PermitSpec, SemaphoreOptions } from '../../core';
+import { checkRetryAfter } from '../retry-after';
+import { CHECK_DEFAULTS, checkOnBusy } from './locked-options';
+import type { CheckedLockedOptions } from './locked-options';
 
 /**
  * Options of `@Semaphore`: the semaphore's `limit` (stored on first use, as
@@ -57,7 +48,7 @@ const NAMES: ReadonlySet<string> = new Set([
 export function checkSemaphoreDecoratorOptions(
   options: SemaphoreDecoratorOptions | undefined,
   where: string,
-): CheckedLockedOptions<PermitRequest> {
+): CheckedLockedOptions<PermitSpec> {
   const fail = (err: unknown): never => {
     throw new LockConfigError(`${where}: ${(err as Error).message}`);
   };
@@ -71,10 +62,10 @@ export function checkSemaphoreDecoratorOptions(
   } catch (err) {
     fail(err);
   }
-  // An object by now (a semaphore without one has no limit). The limit goes in the request,
+  // An object by now (a semaphore without one has no limit). The limit goes in the lock spec,
   // beside the options of each call, which takes one permit.
   const checked: SemaphoreDecoratorOptions = options ?? { limit };
   const { onBusy = 'wait', retryAfterMs, limit: _limit, ...each } = checked;
   if (retryAfterMs !== undefined) checkRetryAfter(retryAfterMs, where);
-  return { request: { kind: 'permit', limit, options: each }, onBusy: checkOnBusy(onBusy, where), retryAfterMs };
+  return { lockSpec: { kind: 'permit', limit, options: each }, onBusy: checkOnBusy(onBusy, where), retryAfterMs };
 }

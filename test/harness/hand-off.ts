@@ -5,10 +5,10 @@ import { uniquePrefix } from './redis';
 type MakeEngine = (options?: Partial<LockEngineOptions>, events?: EventLog) => LockEngine;
 
 /**
- * Locks handed over between two engines, made by `engine` (an engineFactory's, which closes
+ * Locks handed off between two engines, made by `engine` (an engineFactory's, which closes
  * them): the hand-off and what the new holder's watchdog does with its short hand-off lease.
  */
-export function handOvers(engine: MakeEngine) {
+export function handOffs(engine: MakeEngine) {
   /** Two engines on one prefix, the second with events and `engineOptions`. */
   function twoEngines(
     name: string,
@@ -26,9 +26,9 @@ export function handOvers(engine: MakeEngine) {
 
   /**
    * A mutex `key` held in one engine and waited for in the other (with `options`), then released:
-   * the handed-over lock, once the waiter has it. `beforeRelease` runs with the waiter parked.
+   * the handed-off lock, once the waiter has it. `beforeRelease` runs with the waiter parked.
    */
-  async function handOver(
+  async function handOff(
     name: string,
     key: string,
     options: AcquireOptions,
@@ -47,5 +47,5 @@ export function handOvers(engine: MakeEngine) {
     return { keyPrefix, events, lock };
   }
 
-  return { twoEngines, handOver };
+  return { twoEngines, handOff };
 }

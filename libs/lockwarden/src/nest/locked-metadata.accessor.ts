@@ -1,9 +1,12 @@
-import type { LockKind, AcquireOptions, LockRequest } from '../../core';
-import type { KeyResolver, KeySpec } from './key-template';
-import { LOCKED_METADATA } from './locked.constants';
-import type { OnBusy } from '../../core/options/locked-options';
+import type { LockKind, AcquireOptions, LockSpec, OnBusy } from '../core';
+import type { KeyResolver, KeySpec } from './decorators/key-template';
 
-export type { LockKind };
+// What a lock decorator records on a method, and the one place it is read: the decorators
+// write it, the interceptor and the explorer read it. It sits between them so that neither
+// `decorators/` nor `interceptors/` imports the other.
+
+/** Metadata key under which a decorated method's lock settings are stored (with SetMetadata). */
+export const LOCKED_METADATA = 'lockwarden:locked';
 
 /** Everything a lock decorator recorded about one method. */
 export interface LockedMetadata {
@@ -12,7 +15,7 @@ export interface LockedMetadata {
   readonly keys: KeyResolver;
   readonly options: AcquireOptions;
   /** What each call asks of the engine for every key: `kind` and `options`, with a semaphore's limit. */
-  readonly request: LockRequest;
+  readonly lockSpec: LockSpec;
   readonly onBusy: OnBusy;
   /** The route's Retry-After hint when busy, in ms, if its decorator set one. */
   readonly retryAfterMs?: number;

@@ -1,9 +1,7 @@
 import { LockConfigError } from '../../errors';
-import { describe } from './validate';
-import type { AcquireOptions } from './options';
-
-/** What a decorated method does when its lock is held by someone else. */
-export type OnBusy = 'wait' | 'throw' | 'skip';
+import { checkAcquireOptions, checkReadWriteOptions, describe } from '../../core';
+import type { AcquireOptions, LockedSpec, OnBusy } from '../../core';
+import { checkRetryAfter } from '../retry-after';
 
 /**
  * Options of `@Locked`, `@ReadLocked` and `@WriteLocked`.
@@ -29,28 +27,46 @@ export interface LockedOptions extends AcquireOptions {
 
 /** What a lock decorator checked where it was applied: what each call asks for, and what it does when busy. */
 export interface CheckedLockedOptions<R> {
-  readonly request: R;
+  readonly lockSpec: R;
   readonly onBusy: OnBusy;
   readonly retryAfterMs: number | undefined;
 }
 
-/** The option names only a decorator takes, beside the acquire options. */
-export const DECORATOR_ONLY: ReadonlySet<string> = new Set(['onBusy', 'retryAfterMs']);
 /** Defaults for checking options where a decorator is applied, before any engine exists. */
 export const CHECK_DEFAULTS = { keyPrefix: '', leaseMs: 30_000, waitMs: 0, safetyMarginMs: undefined };
+
+/** The option names only a decorator takes, beside the acquire options. */
+const DECORATOR_ONLY: ReadonlySet<string> = new Set(['onBusy', 'retryAfterMs']);
+const RW_DECORATOR_ONLY: ReadonlySet<string> = new Set(['onBusy', 'writerPreference', 'retryAfterMs']);
+
+/** Validates decorator options where the decorator is applied, so mistakes surface at startup. */
+export function checkLockedOptions(
+  kind: 'mutex' | 'read' | 'write',
+  options: LockedOptions | undefined,
+  where: string,
+): CheckedLockedOptions<LockedSpec> {
+  const readWrite = kind !== 'mutex';
+  try {
+    checkAcquireOptions(options, CHECK_DEFAULTS, readWrite ? RW_DECORATOR_ONLY : DECORATOR_ONLY);
+  } catch (err) {
+    throw new LockConfigError(`${where}: ${(err as Error).message}`);
+  }
+  const { onBusy = 'wait', retryAfterMs, ...acquire } = options ?? {};
+  if (retryAfterMs !== undefined) checkRetryAfter(retryAfterMs, where);
+  if (readWrite) {
+    try {
+      checkReadWriteOptions(acquire);
+    } catch (err) {
+      throw new LockConfigError(`${where}: ${(err as Error).message}`);
+    }
+  }
+  return { lockSpec: { kind, options: acquire }, onBusy: checkOnBusy(onBusy, where), retryAfterMs };
+}
 
 /** What a decorated method does when busy: `'wait'`, `'throw'` or `'skip'`. */
 export function checkOnBusy(value: unknown, where: string): OnBusy {
   if (value !== 'wait' && value !== 'throw' && value !== 'skip') {
     throw new LockConfigError(`${where}: onBusy must be 'wait', 'throw' or 'skip', got ${describe(value)}.`);
-  }
-  return value;
-}
-
-/** A Retry-After hint in ms: a whole number from 0 to one day. */
-export function checkRetryAfter(value: unknown, where: string): number {
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0 || value > 86_400_000) {
-    throw new LockConfigError(`${where}: retryAfterMs must be an integer from 0 to 86400000, got ${describe(value)}.`);
   }
   return value;
 }

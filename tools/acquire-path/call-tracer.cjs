@@ -1,4 +1,4 @@
-// A worker for tools/acquire-path.ts: it debugs the main thread (inspector's
+// A worker for tools/acquire-path/bounces.ts: it debugs the main thread (inspector's
 // connectToMainThread) and records, for every entry into the functions it is given, the
 // call chain that led there: the synchronous frames, then the awaiting callers (async stack).
 // The main thread posts { functions } to start and 'stop' to end; the worker answers
