@@ -51,8 +51,9 @@ function redis8Leg(here) {
 /**
  * TLS: the harness's servers listen for TLS alone, with a certificate signed by a throwaway CA
  * that the Jest global setup makes for the run (test/harness/tls-ca.cjs), and every client is
- * handed that CA in its own options (test/harness/tls.ts): the behaviour suite on one server
- * and a 3-master Cluster (ioredis from Lockwarden's options, node-redis, GLIDE), one history
+ * handed that CA in its own options (test/harness/tls.ts): the behaviour suite in npm test's
+ * cells (test/harness/cells.ts: one server and a 3-master Cluster; ioredis from Lockwarden's
+ * options, node-redis, GLIDE), one history
  * check (4 processes, ioredis), and test/matrix/tls.spec.ts (GLIDE, ACL users, the certificate
  * error, no console noise without INFO).
  */

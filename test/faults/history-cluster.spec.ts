@@ -1,5 +1,5 @@
 import { Redis } from 'ioredis';
-import { describeOnce, cells, itCells } from '../harness/cells';
+import { describeOnce, cells, glideSuiteServer, itCells } from '../harness/cells';
 import { CLIENT_KINDS } from '../harness/clients';
 import type { AnyClientKind } from '../harness/clients';
 import { expectClean, historyRunner } from '../harness/history-run';
@@ -9,6 +9,9 @@ import { RedisProcess } from '../harness/redis-process';
 
 // The history check on Clusters and on a Redlock quorum. One server: history.spec.ts.
 const runHistory = historyRunner();
+
+/** The server binary of GLIDE's suite cell: Valkey 9 where it is built, else the default Redis. */
+const glideSuiteBinary = (): string | undefined => (glideSuiteServer(valkey9) === 'valkey9' ? valkey9 : undefined);
 
 /** Runs on a 3-master Cluster: its title, its server binary (redis-server unless named), the workers' client. */
 const CLUSTERS: [string, string | undefined, AnyClientKind][] = [
@@ -30,9 +33,11 @@ const CLUSTERS: [string, string | undefined, AnyClientKind][] = [
 ];
 
 describe('history check: 10 000 sections over 4 processes', () => {
-  // npm test's cell: a Redis Cluster through ioredis. The other clients' Clusters run in the matrix.
+  // npm test's cell: a Cluster through GLIDE, on Valkey 9 where it is built (its own
+  // compare-and-delete too). ioredis and node-redis run on one server in npm test, and on
+  // Clusters in the matrix.
   itCells(
-    cells(CLUSTERS, ([, binary, client]) => binary === undefined && client === 'ioredis'),
+    cells(CLUSTERS, ([, binary, client]) => client === 'glide' && binary === glideSuiteBinary()),
     (title) => title,
     async (_title, binary, client) => {
       const cluster = await RedisCluster.start({ masters: 3, binary });

@@ -3,9 +3,8 @@
 // gives the engine a node-redis client the worker made (one server or Cluster), CLIENT=glide a
 // Valkey GLIDE client (GlideClient, or GlideClusterClient on a Cluster), instead of letting
 // Lockwarden connect with ioredis.
-import { GlideClient, GlideClusterClient } from '@valkey/valkey-glide';
+import type { GlideClient, GlideClusterClient } from '@valkey/valkey-glide';
 import { Cluster, Redis } from 'ioredis';
-import { createClient, createCluster } from 'redis';
 import type { LockEngineOptions } from '../../libs/lockwarden/src/core/options/engine-options';
 import type { RedisTarget } from '../../libs/lockwarden/src/core/redis/redis-client';
 import { adminOptions, redisScheme } from '../harness/tls';
@@ -44,8 +43,14 @@ const GLIDE_REQUEST_TIMEOUT_MS = 2_000;
 /** The engine's topology options, whichever of the three the environment names. */
 export async function lockTopology(): Promise<Pick<LockEngineOptions, 'redis' | 'quorum' | 'client'>> {
   const quorum = quorumNodes();
-  if (quorum) return { quorum: { nodes: quorum } };
+  // A node slower than the timeout counts as down, and a worker among many on a loaded machine
+  // can be slower than the default 500 ms. The history check is about overlaps; quorum.spec.ts
+  // tests the node timeout.
+  if (quorum) return { quorum: { nodes: quorum, nodeTimeoutMs: 3_000 } };
+  // GLIDE and node-redis are loaded only by a worker that uses them: a few hundred ms of CPU
+  // each, in every worker process of the suite.
   if (process.env.CLIENT === 'glide') {
+    const { GlideClient, GlideClusterClient } = await import('@valkey/valkey-glide');
     const nodes = clusterNodes();
     if (nodes) {
       glide = await GlideClusterClient.createClient({
@@ -64,6 +69,7 @@ export async function lockTopology(): Promise<Pick<LockEngineOptions, 'redis' | 
     return { client: glide };
   }
   if (process.env.CLIENT !== 'node-redis') return { redis: lockRedis() };
+  const { createClient, createCluster } = await import('redis');
   const nodes = clusterNodes();
   const client = nodes
     ? createCluster({
