@@ -73,13 +73,13 @@ function tlsLeg() {
         'test/topologies/glide.spec.ts',
         'test/faults/history.spec.ts',
       ]),
-      // Of the history checks, the one on a single server through Lockwarden's own ioredis; of
+      // Of the history checks, npm test's one on a single server (through node-redis); of
       // glide.spec.ts, the behaviour suite on one server and on a Cluster alone (its other tests,
       // the shard failover among them, are left to npm test to keep the leg short).
       '--testNamePattern=' +
         [
           '^(?!history |through a GLIDE |a GLIDE ).*',
-          '^history check: .* on a single Redis$',
+          '^history check: .* on a single Redis, through a node-redis client$',
           '^through a GLIDE (cluster )?client, on .* lock behaviour on GLIDE on ',
         ].join('|'),
     ],

@@ -34,8 +34,8 @@ const CLUSTERS: [string, string | undefined, AnyClientKind][] = [
 
 describe('history check: 10 000 sections over 4 processes', () => {
   // npm test's cell: a Cluster through GLIDE, on Valkey 9 where it is built (its own
-  // compare-and-delete too). ioredis and node-redis run on one server in npm test, and on
-  // Clusters in the matrix.
+  // compare-and-delete too). In npm test node-redis runs on one server and ioredis on the
+  // quorum; on Clusters both run in the matrix.
   itCells(
     cells(CLUSTERS, ([, binary, client]) => client === 'glide' && binary === glideSuiteBinary()),
     (title) => title,

@@ -6,8 +6,8 @@
  * `cells()` gives the ones this run takes, so no cell runs twice.
  *
  * npm test's cells, where Valkey 9 is built (tools/valkey9.sh):
- * - history check: one Redis through ioredis and through node-redis, a Valkey 9 Cluster
- *   through GLIDE, a Redlock quorum (history*.spec.ts);
+ * - history check: one Redis through node-redis, a Valkey 9 Cluster through GLIDE, a Redlock
+ *   quorum through ioredis (history*.spec.ts);
  * - fault-proxy tests: one Redis through ioredis and node-redis, one Valkey 9 through GLIDE; a
  *   Cluster through ioredis and a Valkey 9 Cluster through GLIDE (faults*.spec.ts);
  * - behaviour suite: one Redis through ioredis and node-redis, a Cluster through ioredis
