@@ -3,6 +3,8 @@
 // last hold goes. Sibling flows, and bare acquires outside any callback, are other owners.
 // A read/write lock re-enters read in read and write in write, and a read inside a write is a
 // downgrade; a write inside a read (an upgrade) is refused.
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { jest } from '@jest/globals';
 import { LockTimeoutError, LockUpgradeError } from 'lockwarden';
 import type { AcquireOptions, LockEngine, LockHandle } from 'lockwarden';
 import { engineFactory } from '../harness/engines';
@@ -120,5 +122,43 @@ describe('a read/write lock', () => {
     await e.withReadLock('up', async () => {
       await expect(e.acquireWrite('up', { waitMs: 60_000 })).rejects.toBeInstanceOf(LockUpgradeError);
     });
+  });
+});
+
+describe('engines in one process', () => {
+  it('never re-enter each other’s locks: another engine inside a callback waits like any other owner', async () => {
+    const [a, b] = pair();
+    await a.withLock('apart', async () => {
+      await expect(b.acquire('apart', { waitMs: 0 })).rejects.toBeInstanceOf(LockTimeoutError);
+      expect(b.current('apart')).toBeUndefined();
+    });
+  });
+
+  it('share one AsyncLocalStorage: engines made and closed do not add one each to every await', async () => {
+    // Node visits every enabled AsyncLocalStorage for each promise made and keeps it until it is
+    // disabled. Count the instances that enter a frame while 20 engines each run a callback.
+    const entered = new Set<AsyncLocalStorage<unknown>>();
+    const run = AsyncLocalStorage.prototype.run;
+    const spy = jest.spyOn(AsyncLocalStorage.prototype, 'run').mockImplementation(function (
+      this: AsyncLocalStorage<unknown>,
+      store: unknown,
+      fn: (...args: unknown[]) => unknown,
+      ...args: unknown[]
+    ) {
+      entered.add(this);
+      return run.call(this, store, fn, ...args);
+    });
+    try {
+      for (let i = 0; i < 20; i++) {
+        const e = engine();
+        await e.withLock('each', async () => {
+          expect(e.current('each')).toBeDefined();
+        });
+        await e.close();
+      }
+    } finally {
+      spy.mockRestore();
+    }
+    expect(entered.size).toBe(1);
   });
 });

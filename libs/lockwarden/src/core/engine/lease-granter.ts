@@ -259,32 +259,40 @@ export interface LockFrame {
   readonly lease: Lease;
   readonly handle: LeaseHandle;
   readonly parent: LockFrame | undefined;
+  /** The engine's context that entered it: frames of every engine share one chain. */
+  readonly owner: LockContext;
 }
+
+/**
+ * Every engine's frames, in one AsyncLocalStorage for the process. Node keeps an enabled
+ * instance until it is disabled, and visits each one for every promise made: one per engine
+ * would slow every await in the process, and keep each closed engine's frames, for good.
+ */
+const frames = new AsyncLocalStorage<LockFrame>();
 
 /**
  * Reentrancy by ancestry: a flow may re-enter a lock that a callback enclosing
  * it holds. Frames live in AsyncLocalStorage, so sibling flows (two calls
  * under one Promise.all) never see each other's locks, and a bare acquire()
- * outside any callback never re-enters anything.
+ * outside any callback never re-enters anything. One engine never sees another's frames.
  */
 export class LockContext {
-  private readonly storage = new AsyncLocalStorage<LockFrame>();
-
   run<T>(lease: Lease, handle: LeaseHandle, fn: () => T): T {
-    return this.storage.run({ lease, handle, parent: this.storage.getStore() }, fn);
+    return frames.run({ lease, handle, parent: frames.getStore(), owner: this }, fn);
   }
 
   /** The innermost enclosing frame of `kind` for `key` whose lock has not been released. */
   find(key: string, kind: LockKind): LockFrame | undefined {
-    for (let f = this.storage.getStore(); f; f = f.parent) {
-      if (f.lease.key === key && f.lease.kind === kind && f.lease.state !== 'released') return f;
+    for (let f = frames.getStore(); f; f = f.parent) {
+      if (f.owner === this && f.lease.key === key && f.lease.kind === kind && f.lease.state !== 'released') return f;
     }
     return undefined;
   }
 
   /** The innermost enclosing frame (for `key`, when given) whose lock has not been released. */
   current(key?: string): LockFrame | undefined {
-    for (let f = this.storage.getStore(); f; f = f.parent) {
+    for (let f = frames.getStore(); f; f = f.parent) {
+      if (f.owner !== this) continue;
       f.lease.check();
       if (f.lease.state !== 'released' && (key === undefined || f.lease.key === key)) return f;
     }
