@@ -22,6 +22,9 @@ const COMPUTING = [
   'test/faults/history.spec.ts',
   'test/tooling/lottery.spec.ts',
   'test/tooling/demo-interrupt.spec.ts',
+  'test/tooling/acquire-path.spec.ts',
+  'test/tooling/lottery-leader.spec.ts',
+  'test/nest/dashboard.spec.ts',
 ];
 const WAITING = [
   'test/topologies/sentinel.spec.ts',
@@ -32,8 +35,16 @@ const WAITING = [
   'test/faults/fail-fast.spec.ts',
   'test/mutex/watchdog.spec.ts',
   'test/topologies/behaviour-redis.spec.ts',
+  'test/topologies/behaviour-cluster.spec.ts',
+  'test/topologies/behaviour-memory.spec.ts',
+  'test/faults/faults-cluster.spec.ts',
+  'test/leader/leadership.spec.ts',
+  'test/topologies/slow-subscriber.spec.ts',
+  'test/semaphore/semaphore.spec.ts',
 ];
-const LONG = COMPUTING.flatMap((file, i) => [file, ...(WAITING[i] ? [WAITING[i]] : [])]);
+const LONG = Array.from({ length: Math.max(COMPUTING.length, WAITING.length) }, (_, i) =>
+  [COMPUTING[i], WAITING[i]].filter((file) => file !== undefined),
+).flat();
 
 const root = path.join(__dirname, '..', '..');
 const rank = new Map(LONG.map((file, i) => [path.join(root, file), i]));
