@@ -8,6 +8,7 @@ import { Redis } from 'ioredis';
 import { RedisProcess } from '../test/harness/redis-process';
 import { LIBRARIES, makeAdapter } from './adapters';
 import type { Adapter } from './adapters';
+import { hotLock } from './hot-lock';
 import { multiProcessContention } from './multi-process';
 import { contention, distinct, freshNames, pingRoundTrip, serial, serverMicros } from './scenarios';
 import type { ContentionResult } from './scenarios';
@@ -32,6 +33,8 @@ const CFG = quick
       scaleLocks: 1_000,
       scaleMs: 1_200,
       decoMs: 100,
+      hotMs: 300,
+      hotWaiters: [8],
     }
   : {
       rounds: 3,
@@ -44,6 +47,8 @@ const CFG = quick
       scaleLocks: 10_000,
       scaleMs: 3_000,
       decoMs: 700,
+      hotMs: 3_000,
+      hotWaiters: [8, 64, 512],
     };
 
 /** The lease of the leadership terms scenario 9 elects: a crash is noticed when it lapses. */
@@ -97,7 +102,7 @@ async function main(): Promise<void> {
   const fencedReader = makeAdapter('lockwarden fenced', url);
   const nodeRedis = makeAdapter('lockwarden node-redis', url);
   const natives = nativeServers();
-  steps = CFG.rounds * (MAIN.length * 5 + 8 + natives.length * 11) + MULTI.length + 9;
+  steps = CFG.rounds * (MAIN.length * (5 + CFG.hotWaiters.length) + 8 + natives.length * 11) + MULTI.length + 9;
   const admin = new Redis(url);
   try {
     for (let round = 0; round < CFG.rounds; round++) {
@@ -155,6 +160,21 @@ async function main(): Promise<void> {
       const rw = await readWrite(url, CFG.serialMs);
       record('s6.reads', 'lockwarden', rw.readsPerSec);
       record('s6.handoffP50', 'lockwarden', rw.handoffP50);
+    }
+    for (let round = 0; round < CFG.rounds; round++) {
+      const order = MAIN.map((_, i) => MAIN[(i + round) % MAIN.length]);
+      for (const waiters of CFG.hotWaiters) {
+        for (const lib of order) {
+          progress(`round ${round + 1}/${CFG.rounds} · a hot lock, ${waiters} waiters in 4 processes · ${lib}`);
+          const h = await hotLock(url, admin, lib, CFG.hotMs, waiters);
+          record(`s13.${waiters}.ops`, lib, h.grantsPerSec);
+          record(`s13.${waiters}.cpu`, lib, h.redisCpuUs);
+          record(`s13.${waiters}.cmds`, lib, h.commands);
+          record(`s13.${waiters}.fair`, lib, h.fairness);
+          record(`s13.${waiters}.waitP99`, lib, h.waitP99);
+          record(`s13.${waiters}.overlaps`, lib, h.overlaps);
+        }
+      }
     }
     for (const lib of MULTI) {
       progress(`contention across ${CFG.mpProcs} processes · ${lib}`);
@@ -341,9 +361,24 @@ const ROWS: Row[] = [
     higherIsBetter: false,
     unit: 'ms',
   },
+  ...[8, 64, 512].flatMap(hotRows),
   ...nativeRows('Valkey 9', 's12'),
   ...nativeRows('Redis 8.6', 's12r'),
 ];
+
+/** Scenario 13's rows for `waiters` flows on one hot key, in 4 processes (bench/hot-lock.ts). */
+function hotRows(waiters: number): Row[] {
+  const m = `s13.${waiters}`;
+  const at = `${waiters} waiters`;
+  return [
+    { label: `13 hot lock, 4 processes, ${at}: grants`, metric: `${m}.ops`, higherIsBetter: true, unit: 'k/s' },
+    { label: `13 ${at}: Redis CPU per grant, µs`, metric: `${m}.cpu`, higherIsBetter: false, unit: 'µs' },
+    { label: `13 ${at}: Redis commands per grant`, metric: `${m}.cmds`, higherIsBetter: false, unit: 'n' },
+    { label: `13 ${at}: fairness between processes`, metric: `${m}.fair`, higherIsBetter: true, unit: 'x' },
+    { label: `13 ${at}: wait p99`, metric: `${m}.waitP99`, higherIsBetter: false, unit: 'ms' },
+    { label: `13 ${at}: overlapping holds`, metric: `${m}.overlaps`, higherIsBetter: false, unit: 'n' },
+  ];
+}
 
 /**
  * Scenario 12's rows on one server with its own compare-and-delete (`name`, its metric ids

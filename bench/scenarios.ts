@@ -125,7 +125,8 @@ export async function contend(
         const released = now();
         await held.release();
         cycles.push({ worker, requested, acquired, released });
-        await sleep(thinkMs);
+        // No think time: ask again at once, as a hot loop does (a 0 ms timer still waits a tick).
+        if (thinkMs > 0) await sleep(thinkMs);
       }
     }),
   );

@@ -5,7 +5,8 @@ import { Redis } from 'ioredis';
 /**
  * Runs `processes` copies of a bench worker script, each told its NAME (`p0`, `p1`, …), KEY
  * and the given environment. Each pushes its name to `<key>:ready` once warmed up; once all
- * are ready, each is sent the common start time from `startAt()` on `<key>:go:<name>`. It
+ * are ready, each is sent the common start time from `startAt()` on `<key>:go:<name>` (it may
+ * first read the server's figures, as scenario 13 does). It
  * resolves every worker's one JSON line of output, in order.
  */
 export async function runWorkerProcesses<T>(
@@ -14,7 +15,7 @@ export async function runWorkerProcesses<T>(
   key: string,
   processes: number,
   env: Record<string, string>,
-  startAt: () => number,
+  startAt: () => number | Promise<number>,
 ): Promise<T[]> {
   const control = new Redis(url);
   const children = Array.from({ length: processes }, (_, i) => {
@@ -38,7 +39,7 @@ export async function runWorkerProcesses<T>(
   });
   try {
     for (let i = 0; i < processes; i++) await control.blpop(`${key}:ready`, 0);
-    const start = startAt();
+    const start = await startAt();
     for (let i = 0; i < processes; i++) await control.rpush(`${key}:go:p${i}`, String(start));
     return await Promise.all(children);
   } finally {
