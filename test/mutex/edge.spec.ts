@@ -3,7 +3,9 @@
 // modes. Each trial runs on its own key, TRIALS keys per process, so one signal makes
 // TRIALS trials. A resource outside the library (a Redis the library never sees) keeps the
 // highest fencing token per key and refuses lower ones.
-import { LockEngine } from 'lockwarden';
+import { Redis } from 'ioredis';
+import type { Command } from 'ioredis';
+import { LockEngine, LockTimeoutError } from 'lockwarden';
 import type { LockHandle } from 'lockwarden';
 import { runWorker } from '../harness/child';
 import type { ChildScript } from '../harness/child';
@@ -13,6 +15,8 @@ import { FencedResource } from '../harness/fenced-resource';
 import { closeNow } from '../harness/engines';
 
 const TRIALS = 20;
+/** The settle grace (core/wait/acquire-loop.ts): an attempt unanswered this long past its budget fails. */
+const GRACE_MS = 250;
 /** The longest a release hands a queued waiter the lock before it confirms (see lock-engine.ts). */
 const HANDOFF_LEASE_MS = 1_000;
 /** How long a waiter keeps its place on the server without checking back (see lock-engine.ts). */
@@ -247,5 +251,49 @@ describe('waiting writers killed', () => {
     const reads = await Promise.all(ks.map((k) => reader.acquireRead(k, { waitMs: 30_000 })));
     console.log(`dead waiting writers held ${TRIALS} readers back ${Math.round(performance.now() - started)} ms`);
     for (const r of [...reads, ...held]) await r.release();
+  });
+});
+
+describe('an acquire whose process stalls past the settle grace', () => {
+  // Node runs expired timers before it reads sockets: after a stall, the grace's timer would
+  // call the attempt unanswered while Redis' answer sits unread.
+  it.each([
+    ['free', false],
+    ['busy', true],
+  ])('hears what Redis answered meanwhile when the lock is %s, not "Redis did not answer"', async (_, busy) => {
+    const client = new Redis(server.redis.url);
+    closers.push(async () => client.disconnect());
+    const send = client.sendCommand.bind(client);
+    let stall = false;
+    // Right after the acquire's call is written, the process stalls past the grace (in the
+    // event loop's check phase: its next turn starts with the timers, the grace's among them).
+    client.sendCommand = ((command: Command, stream?: unknown) => {
+      const sent = send(command, stream as never);
+      if (stall && (command.name === 'set' || command.name === 'evalsha')) {
+        stall = false;
+        setImmediate(() => {
+          const until = performance.now() + 2 * GRACE_MS;
+          while (performance.now() < until) {
+            // the process is busy: no timer, no socket read
+          }
+        });
+      }
+      return sent;
+    }) as typeof client.sendCommand;
+    const e = new LockEngine({ client, keyPrefix: uniquePrefix('stall'), shutdownGraceMs: 0 });
+    closers.push(() => closeNow(e));
+    await (await e.acquire('warm', { waitMs: 0 })).release();
+    const holder = busy ? await engine(e.options.keyPrefix).acquire('k') : undefined;
+    stall = true;
+    const attempt = e.acquire('k', { waitMs: 0 });
+    if (busy) {
+      await expect(attempt).rejects.toBeInstanceOf(LockTimeoutError);
+      await holder!.release();
+    } else {
+      const lock = await attempt;
+      expect(lock.isHeld()).toBe(true);
+      await lock.release();
+    }
+    expect(stall).toBe(false); // the stall happened
   });
 });

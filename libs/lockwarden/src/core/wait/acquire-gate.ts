@@ -91,31 +91,29 @@ export class AcquireGate implements OutageWatcher {
     expired: (resolve: (value: T) => void, reject: (err: unknown) => void) => void,
   ): Promise<T> {
     return new Promise<T>((resolve, reject) => {
+      // Whichever ends it first: later ones must not clear the callback a later wait set.
+      let settled = false;
+      const end = (): boolean => {
+        if (settled) return false;
+        settled = true;
+        clearTimeout(timer);
+        this.whenAborted(undefined);
+        return true;
+      };
       const timer = setTimeout(
-        () => {
-          this.whenAborted(undefined);
-          expired(resolve, reject);
-        },
+        // Node runs expired timers before it reads sockets. After a stall of this process (a
+        // long task, a GC pause, a starved CPU), an answer Redis gave in time sits unread while
+        // this timer fires: read it first, one turn of the event loop, before calling it late.
+        () => setImmediate(() => end() && expired(resolve, reject)),
         // Node fires a longer delay at once: a budget this long is a wait without end.
         Math.min(Math.max(timeoutMs, 0), 2 ** 31 - 1),
       );
       // The pending Redis call keeps the process alive while it matters; this timer never should.
       timer.unref();
-      this.whenAborted(() => {
-        clearTimeout(timer);
-        reject(this.closedWith());
-      });
+      this.whenAborted(() => end() && reject(this.closedWith()));
       work.then(
-        (value) => {
-          clearTimeout(timer);
-          this.whenAborted(undefined);
-          resolve(value);
-        },
-        (err: unknown) => {
-          clearTimeout(timer);
-          this.whenAborted(undefined);
-          reject(err);
-        },
+        (value) => end() && resolve(value),
+        (err: unknown) => end() && reject(err),
       );
     });
   }

@@ -28,7 +28,8 @@ import {
  *   plus that time by design, when that is later. An attempt still unanswered then fails the
  *   acquire with LockBackendError. One that fails sooner (a call the client dropped, a
  *   refusal) fails it then, with LockBackendError saying why. So a single try (`waitMs` 0) over
- *   a link whose round trip is longer than the grace always fails.
+ *   a link whose round trip is longer than the grace always fails. At the bound, an answer that
+ *   has already arrived is read first (AcquireGate): a stall of this process is not Redis' silence.
  * - Once an attempt has answered "busy", the acquire settles by `waitMs` itself, as busy
  *   (LockTimeoutError), whatever its subscription, its next attempt or its withdrawal is doing.
  *   A slow subscriber is no reason to call a held lock a failing Redis. A retry that fails
