@@ -1,4 +1,5 @@
 import { redisReasonShort } from '../../errors/redis-reason';
+import { afterReads } from './after-reads';
 import type { LockLogger } from '../observe/logger';
 import { megabytes } from '../backend/server-eviction';
 import type { EvictingServer, EvictionReport, ServerEviction } from '../backend/server-eviction';
@@ -256,7 +257,10 @@ function bounded<T>(work: Promise<T>, ms: number): Promise<T> {
   if (!Number.isFinite(ms)) return work;
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+    timer = setTimeout(
+      afterReads(() => reject(new Error(`no answer within ${ms} ms`))),
+      ms,
+    );
   });
   return Promise.race([work, late]).finally(() => clearTimeout(timer));
 }

@@ -1,4 +1,5 @@
 import { failureCategory, redisReason } from '../../errors/redis-reason';
+import { afterReads } from './after-reads';
 import type { ConnectionFailure } from '../../errors/redis-reason';
 import { downErrorOf } from './connection-watch';
 import type { RedisConnection, ServerConnection } from './connection';
@@ -74,7 +75,10 @@ async function probeOne(
   const started = performance.now();
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(NO_ANSWER), leftMs);
+    timer = setTimeout(
+      afterReads(() => reject(NO_ANSWER)),
+      leftMs,
+    );
   });
   try {
     await Promise.race([server.ping(), timeout]);

@@ -1,4 +1,5 @@
 import { probeServers } from '../redis/health-probe';
+import { afterReads } from '../redis/after-reads';
 import type { LockInfo, SemaphoreInfo, ServerProbe } from '../backend/lock-info';
 import type { MutexKeys } from '../backend/lock-keys';
 import { RedisLockStore } from './redis-store';
@@ -179,7 +180,10 @@ export class QuorumLockStore implements LockStore {
 
   private within<T>(work: Promise<T>, ms: number): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new NodeTimeout(ms)), ms);
+      const timer = setTimeout(
+        afterReads(() => reject(new NodeTimeout(ms))),
+        ms,
+      );
       timer.unref();
       work.then(
         (value) => {

@@ -1,5 +1,6 @@
 import { LockAbortedError, LockBackendError } from '../../errors';
 import { LATE } from './busy-wait';
+import { afterReads } from '../redis/after-reads';
 import type { OutageWatcher } from './outage-sweep';
 
 /**
@@ -101,10 +102,8 @@ export class AcquireGate implements OutageWatcher {
         return true;
       };
       const timer = setTimeout(
-        // Node runs expired timers before it reads sockets. After a stall of this process (a
-        // long task, a GC pause, a starved CPU), an answer Redis gave in time sits unread while
-        // this timer fires: read it first, one turn of the event loop, before calling it late.
-        () => setImmediate(() => end() && expired(resolve, reject)),
+        // An answer that came while this process stalled is read first (afterReads).
+        afterReads(() => end() && expired(resolve, reject)),
         // Node fires a longer delay at once: a budget this long is a wait without end.
         Math.min(Math.max(timeoutMs, 0), 2 ** 31 - 1),
       );
