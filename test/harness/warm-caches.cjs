@@ -4,8 +4,9 @@
 // On a warm checkout this only hashes the files and finds them cached.
 'use strict';
 const { spawn } = require('node:child_process');
-const fs = require('node:fs');
 const path = require('node:path');
+
+const { typeScriptFiles } = require('../../tools/ts-warm.cjs');
 
 const root = path.join(__dirname, '..', '..');
 /** The options jest-runtime transforms an ES module with: the cache key includes them. */
@@ -16,17 +17,6 @@ const ESM_OPTIONS = {
   supportsStaticESM: true,
   supportsTopLevelAwait: true,
 };
-
-function* typeScriptFiles(dir) {
-  for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
-    const full = path.join(dir, entry.name);
-    if (entry.isDirectory()) {
-      if (entry.name !== 'node_modules' && entry.name !== 'dist') yield* typeScriptFiles(full);
-    } else if (entry.name.endsWith('.ts') && !entry.name.endsWith('.d.ts')) {
-      yield full;
-    }
-  }
-}
 
 /** The children's cache, in a process of its own so it runs beside the Jest part. */
 function warmChildCache() {
@@ -54,7 +44,7 @@ async function warmJestCache(globalConfig, projectConfig) {
     coverageProvider: globalConfig.coverageProvider,
   };
   for (const folder of ['libs/lockwarden/src', 'test', 'apps']) {
-    for (const file of typeScriptFiles(path.join(root, folder))) {
+    for (const file of typeScriptFiles(path.join(root, folder), { specs: true })) {
       if (transformer.shouldTransform(file)) await transformer.transformAsync(file, options);
     }
   }
