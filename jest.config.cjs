@@ -21,6 +21,6 @@ module.exports = {
   // (174 s warm, against 186 s with six), but on Node 24 they starved processes long enough to
   // show a timer-before-socket fault (AcquireGate, afterReads), fixed since: six until eight is
   // measured again on Node 24.
-  maxWorkers: 6,
+  maxWorkers: 8,
   testSequencer: '<rootDir>/test/harness/sequencer.cjs',
 };

@@ -1,5 +1,5 @@
-import { LockLostError } from 'lockwarden';
-import type { LockEngine, LockHandle } from 'lockwarden';
+import { LockLostError } from 'lockwarden/errors';
+import type { LockEngine, LockHandle } from 'lockwarden/core';
 import { engineFactory } from '../harness/engines';
 import { EventLog } from '../harness/event-log';
 import { redisForFile } from '../harness/redis';

@@ -1,5 +1,6 @@
 import { GlideClusterClient, Logger } from '@valkey/valkey-glide';
-import { LockEngine, LockLostError, type LockEngineOptions } from 'lockwarden';
+import { LockEngine, type LockEngineOptions } from 'lockwarden/core';
+import { LockLostError } from 'lockwarden/errors';
 import { Redis } from 'ioredis';
 import { EventLog } from '../harness/event-log';
 import { FaultProxy } from '../harness/fault-proxy';

@@ -1,11 +1,5 @@
-import {
-  LockBackendError,
-  LockEngine,
-  LockLostError,
-  LockTimeoutError,
-  type LockEngineOptions,
-  type LockHandle,
-} from 'lockwarden';
+import { LockEngine, type LockEngineOptions, type LockHandle } from 'lockwarden/core';
+import { LockBackendError, LockLostError, LockTimeoutError } from 'lockwarden/errors';
 import { aborted, EventLog } from '../harness/event-log';
 import { FaultProxy } from '../harness/fault-proxy';
 import { checkHistory, type Section } from '../harness/history';

@@ -1,6 +1,7 @@
 import fc from 'fast-check';
-import { LockConfigError, LockEngine, LockError } from 'lockwarden';
-import type { LockHandle } from 'lockwarden';
+import { LockEngine } from 'lockwarden/core';
+import { LockConfigError, LockError } from 'lockwarden/errors';
+import type { LockHandle } from 'lockwarden/core';
 import { redisForFile, uniquePrefix } from '../harness/redis';
 import { closeNow } from '../harness/engines';
 import { Lines } from '../harness/lines';

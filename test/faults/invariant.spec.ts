@@ -4,7 +4,7 @@
 // injected at random points. Schedules come from fast-check with a printed seed.
 import { request as httpRequest } from 'node:http';
 import fc from 'fast-check';
-import { LockEngine } from 'lockwarden';
+import { LockEngine } from 'lockwarden/core';
 import { runWorker } from '../harness/child';
 import type { ChildScript } from '../harness/child';
 import { redisForFile, uniquePrefix } from '../harness/redis';

@@ -1,4 +1,4 @@
-import { LockEngine } from 'lockwarden';
+import { LockEngine } from 'lockwarden/core';
 import { workersForFile } from '../harness/child';
 import type { ChildScript } from '../harness/child';
 import { redisForFile, uniquePrefix } from '../harness/redis';

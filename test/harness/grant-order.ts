@@ -1,4 +1,4 @@
-import type { AcquireOptions, LockEngine, LockHandle } from 'lockwarden';
+import type { AcquireOptions, LockEngine, LockHandle } from 'lockwarden/core';
 import type { EventLog } from './event-log';
 
 /**

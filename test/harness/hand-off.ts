@@ -1,4 +1,4 @@
-import type { AcquireOptions, LockEngine, LockEngineOptions, LockHandle } from 'lockwarden';
+import type { AcquireOptions, LockEngine, LockEngineOptions, LockHandle } from 'lockwarden/core';
 import { EventLog } from './event-log';
 import { uniquePrefix } from './redis';
 

@@ -1,4 +1,4 @@
-import type { Semaphore } from 'lockwarden';
+import type { Semaphore } from 'lockwarden/core';
 
 /**
  * `flows` concurrent flows taking turns among `sems` (objects of one semaphore, on different

@@ -1,5 +1,5 @@
-import { LockError } from 'lockwarden';
-import type { LockEngine } from 'lockwarden';
+import { LockError } from 'lockwarden/errors';
+import type { LockEngine } from 'lockwarden/core';
 import type { RedisCluster } from './redis-cluster';
 
 /**

@@ -1,5 +1,5 @@
-import { LeadershipRegistry, LockEngine } from 'lockwarden';
-import type { LeaderChange, Leadership } from 'lockwarden';
+import { LeadershipRegistry, LockEngine } from 'lockwarden/core';
+import type { LeaderChange, Leadership } from 'lockwarden/core';
 import { clusterForFile } from '../harness/redis-cluster';
 import { uniquePrefix } from '../harness/redis';
 

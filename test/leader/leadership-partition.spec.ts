@@ -1,4 +1,5 @@
-import { LeadershipRegistry, LockEngine, LockLostError } from 'lockwarden';
+import { LeadershipRegistry, LockEngine } from 'lockwarden/core';
+import { LockLostError } from 'lockwarden/errors';
 import { FaultProxy } from '../harness/fault-proxy';
 import { redisForFile, uniquePrefix } from '../harness/redis';
 

@@ -5,7 +5,7 @@
 import { spawnSync } from 'node:child_process';
 import { GlideClusterClient, Logger } from '@valkey/valkey-glide';
 import { Redis } from 'ioredis';
-import { LockEngine } from 'lockwarden';
+import { LockEngine } from 'lockwarden/core';
 import { clientMaker } from '../harness/clients';
 import type { AnyClientKind, Where } from '../harness/clients';
 import { callsOf } from '../harness/command-stats';

@@ -5,8 +5,9 @@
 // highest fencing token per key and refuses lower ones.
 import { Redis } from 'ioredis';
 import type { Command } from 'ioredis';
-import { LockEngine, LockTimeoutError } from 'lockwarden';
-import type { LockHandle } from 'lockwarden';
+import { LockEngine } from 'lockwarden/core';
+import { LockTimeoutError } from 'lockwarden/errors';
+import type { LockHandle } from 'lockwarden/core';
 import { runWorker } from '../harness/child';
 import type { ChildScript } from '../harness/child';
 import { EventLog } from '../harness/event-log';

@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
-import { LockLostError } from 'lockwarden';
-import type { LockEngine } from 'lockwarden';
+import { LockLostError } from 'lockwarden/errors';
+import type { LockEngine } from 'lockwarden/core';
 import { workersForFile } from '../harness/child';
 import { commandCalls } from '../harness/command-stats';
 import { engineFactory } from '../harness/engines';

@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
-import { LockEngine } from 'lockwarden';
-import type { LockHandle } from 'lockwarden';
+import { LockEngine } from 'lockwarden/core';
+import type { LockHandle } from 'lockwarden/core';
 import { MemoryLockBackend } from 'lockwarden/testing';
 import { EventLog } from '../harness/event-log';
 import { callsOf } from '../harness/command-stats';

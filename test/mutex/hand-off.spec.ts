@@ -2,7 +2,7 @@
 // release script, to the oldest waiting process, tells that process alone, and the new holder
 // starts with no call to confirm it. Watched from outside the library: a client of the test's
 // own subscribed to every channel of the lock, and Redis's own command counts.
-import type { LockEngine, LockHandle } from 'lockwarden';
+import type { LockEngine, LockHandle } from 'lockwarden/core';
 import { workersForFile } from '../harness/child';
 import type { ChildScript } from '../harness/child';
 import { closersForFile } from '../harness/cleanup';

@@ -1,7 +1,7 @@
 // No key outlives its use: after thousands of lock names of every kind were taken and
 // released, every key left in Redis expires within a minute, except each semaphore's stored
 // limit (one key per semaphore name, kept on purpose so a restart keeps the limit).
-import { LockEngine } from 'lockwarden';
+import { LockEngine } from 'lockwarden/core';
 import { redisForFile, uniquePrefix } from '../harness/redis';
 
 const server = redisForFile();

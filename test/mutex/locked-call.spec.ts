@@ -1,5 +1,5 @@
-import { LockAbortedError, LockTimeoutError } from 'lockwarden';
-import type { LockHandle } from 'lockwarden';
+import { LockAbortedError, LockTimeoutError } from 'lockwarden/errors';
+import type { LockHandle } from 'lockwarden/core';
 import type { LockSpec } from '../../libs/lockwarden/src/core';
 import { engineFactory } from '../harness/engines';
 import { redisForFile } from '../harness/redis';

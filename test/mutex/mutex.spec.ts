@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis';
-import { LockAbortedError, LockConfigError, LockEngine, LockLostError, LockTimeoutError } from 'lockwarden';
-import type { LockEngineOptions } from 'lockwarden';
+import { LockEngine } from 'lockwarden/core';
+import { LockAbortedError, LockConfigError, LockLostError, LockTimeoutError } from 'lockwarden/errors';
+import type { LockEngineOptions } from 'lockwarden/core';
 import { EventLog } from '../harness/event-log';
 import { engineFactory } from '../harness/engines';
 import { grantOrder } from '../harness/grant-order';

@@ -5,8 +5,8 @@
 // downgrade; a write inside a read (an upgrade) is refused.
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { jest } from '@jest/globals';
-import { LockTimeoutError, LockUpgradeError } from 'lockwarden';
-import type { AcquireOptions, LockEngine, LockHandle } from 'lockwarden';
+import { LockTimeoutError, LockUpgradeError } from 'lockwarden/errors';
+import type { AcquireOptions, LockEngine, LockHandle } from 'lockwarden/core';
 import { engineFactory } from '../harness/engines';
 import { EventLog } from '../harness/event-log';
 import { redisForFile } from '../harness/redis';

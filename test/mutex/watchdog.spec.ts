@@ -2,7 +2,8 @@
 // when its lease is gone (deleted, taken, or out of time before a renewal got through), stops at
 // maxHoldMs, and turns a hand-off's short lease into the lease that was asked for. Each lock
 // kind is renewed by it; the cross-server suite (test/behaviour) runs the basics elsewhere too.
-import { LockConfigError, LockEngine, LockLostError } from 'lockwarden';
+import { LockEngine } from 'lockwarden/core';
+import { LockConfigError, LockLostError } from 'lockwarden/errors';
 import { mutexKeys } from '../../libs/lockwarden/src/core/backend/lock-keys';
 import { Lease } from '../../libs/lockwarden/src/core/lease/lease';
 import { callsOf } from '../harness/command-stats';

@@ -1,5 +1,5 @@
-import { LockEngine } from 'lockwarden';
-import type { LockHandle } from 'lockwarden';
+import { LockEngine } from 'lockwarden/core';
+import type { LockHandle } from 'lockwarden/core';
 import type { LockSurvey } from 'lockwarden/dashboard';
 import { clusterForFile } from '../harness/redis-cluster';
 import { callsOf } from '../harness/command-stats';

@@ -1,4 +1,4 @@
-import { LockTimeoutError } from 'lockwarden';
+import { LockTimeoutError } from 'lockwarden/errors';
 import { workersForFile } from '../harness/child';
 import { EventLog } from '../harness/event-log';
 import { engineFactory } from '../harness/engines';

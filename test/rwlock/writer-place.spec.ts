@@ -1,4 +1,4 @@
-import { LockEngine } from 'lockwarden';
+import { LockEngine } from 'lockwarden/core';
 import { EventLog } from '../harness/event-log';
 import { closeNow } from '../harness/engines';
 import { FaultProxy } from '../harness/fault-proxy';

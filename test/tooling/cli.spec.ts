@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { resolve } from 'node:path';
-import { LockEngine } from 'lockwarden';
+import { LockEngine } from 'lockwarden/core';
 import { TS_ARGS } from '../harness/child';
 import { redisForFile, uniquePrefix } from '../harness/redis';
 

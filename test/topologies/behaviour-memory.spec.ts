@@ -1,5 +1,5 @@
-import { LockEngine } from 'lockwarden';
-import type { LockEngineOptions } from 'lockwarden';
+import { LockEngine } from 'lockwarden/core';
+import type { LockEngineOptions } from 'lockwarden/core';
 import { LockTestingModule, MemoryLockBackend } from 'lockwarden/testing';
 import { describeLockBehaviour } from '../behaviour/lock-behaviour';
 import { closeNow } from '../harness/engines';

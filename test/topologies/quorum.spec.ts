@@ -1,6 +1,7 @@
 import { Redis } from 'ioredis';
-import { LockBackendError, LockConfigError, LockEngine, LockLostError, LockTimeoutError } from 'lockwarden';
-import type { LockEngineOptions } from 'lockwarden';
+import { LockEngine } from 'lockwarden/core';
+import { LockBackendError, LockConfigError, LockLostError, LockTimeoutError } from 'lockwarden/errors';
+import type { LockEngineOptions } from 'lockwarden/core';
 import { aborted, EventLog } from '../harness/event-log';
 import { FaultProxy } from '../harness/fault-proxy';
 import { uniquePrefix } from '../harness/redis';

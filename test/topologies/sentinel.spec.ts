@@ -1,8 +1,9 @@
 import { Redis } from 'ioredis';
 import { createSentinel as createSentinel6 } from 'redis';
 import { createSentinel as createSentinel5 } from 'redis5';
-import { LeadershipRegistry, LockBackendError, LockConfigError, LockEngine, LockError } from 'lockwarden';
-import type { LockEngineOptions } from 'lockwarden';
+import { LeadershipRegistry, LockEngine } from 'lockwarden/core';
+import { LockBackendError, LockConfigError, LockError } from 'lockwarden/errors';
+import type { LockEngineOptions } from 'lockwarden/core';
 import { startedForFile } from '../harness/for-file';
 import { RedisSentinelGroup } from '../harness/redis-sentinel';
 import { RedisProcess } from '../harness/redis-process';

@@ -1,4 +1,5 @@
-import { LockEngine, LockTimeoutError, type LockEngineOptions, type LockHandle } from 'lockwarden';
+import { LockEngine, type LockEngineOptions, type LockHandle } from 'lockwarden/core';
+import { LockTimeoutError } from 'lockwarden/errors';
 import type { Cluster, Redis } from 'ioredis';
 import { FaultProxy } from '../harness/fault-proxy';
 import { clusterForFile } from '../harness/redis-cluster';

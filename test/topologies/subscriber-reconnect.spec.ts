@@ -1,4 +1,4 @@
-import { LockTimeoutError } from 'lockwarden';
+import { LockTimeoutError } from 'lockwarden/errors';
 import { mutexKeys } from '../../libs/lockwarden/src/core/backend/lock-keys';
 import { EventLog } from '../harness/event-log';
 import { engineFactory } from '../harness/engines';

@@ -2,7 +2,7 @@
 // the contracts that lean hardest on the server's scripting and pub/sub, on Valkey: scheduled
 // ticks across processes, a semaphore's limit, and a leadership hand-off. Skipped where
 // valkey-server is not installed; npm test says so in one line.
-import { LeadershipRegistry, LockEngine } from 'lockwarden';
+import { LeadershipRegistry, LockEngine } from 'lockwarden/core';
 import { engineFactory } from '../harness/engines';
 import { permitsAtOnce } from '../harness/permits';
 import { describeOnValkey, redisForFile, uniquePrefix } from '../harness/redis';
