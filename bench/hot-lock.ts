@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis';
 import { analyse, now } from './scenarios';
 import type { Cycle } from './scenarios';
+import { serverWork } from './server-work';
 import { runWorkerProcesses } from './worker-processes';
 
 /** What a hot lock cost and gave, across processes. */
@@ -14,24 +15,6 @@ export interface HotLockResult {
   readonly fairness: number;
   readonly waitP99: number;
   readonly overlaps: number;
-}
-
-/** The bench's own commands: the start signal and its statistics, not the library's work. */
-const OWN = new Set(['info', 'config', 'rpush', 'blpop', 'hello', 'client', 'select']);
-
-async function serverCpuUs(admin: Redis): Promise<number> {
-  const cpu = await admin.info('cpu');
-  const field = (name: string): number => Number(new RegExp(`^${name}:([\\d.]+)`, 'm').exec(cpu)?.[1] ?? 0);
-  return (field('used_cpu_user') + field('used_cpu_sys')) * 1e6;
-}
-
-async function commandCalls(admin: Redis): Promise<number> {
-  const stats = await admin.info('commandstats');
-  let calls = 0;
-  for (const [, command, n] of stats.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) {
-    if (!OWN.has(command.split('|')[0])) calls += Number(n);
-  }
-  return calls;
 }
 
 /**
@@ -50,7 +33,7 @@ export async function hotLock(
 ): Promise<HotLockResult> {
   const key = `hot:${lib.replace(/ /g, '-')}:${waiters}:${Date.now()}`;
   let start = 0;
-  let cpuBefore = 0;
+  const work = serverWork(admin);
   const perProcess = await runWorkerProcesses<Cycle[]>(
     url,
     'contention-worker.ts',
@@ -58,21 +41,18 @@ export async function hotLock(
     processes,
     { LIB: lib, MS: String(ms), WORKERS: String(waiters / processes), HOLD_MS: String(holdMs), THINK_MS: '0' },
     async () => {
-      await admin.config('RESETSTAT');
-      cpuBefore = await serverCpuUs(admin);
+      await work.start();
       return (start = now() + 20);
     },
   );
-  const cpu = (await serverCpuUs(admin)) - cpuBefore;
-  const commands = await commandCalls(admin);
   const cycles = perProcess.flat();
   const result = analyse(cycles, start, Math.max(start + ms, ...cycles.map((c) => c.released)));
-  const grants = cycles.length;
+  const { cpuUs, commands } = await work.per(cycles.length);
   const perProcessGrants = perProcess.map((c) => c.length);
   return {
     grantsPerSec: result.cyclesPerSec,
-    redisCpuUs: cpu / grants,
-    commands: commands / grants,
+    redisCpuUs: cpuUs,
+    commands,
     fairness: Math.min(...perProcessGrants) / Math.max(...perProcessGrants),
     waitP99: result.waitP99,
     overlaps: result.overlaps,

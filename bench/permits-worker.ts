@@ -2,7 +2,7 @@
 // each in a loop (holding it HOLD_MS, then waiting THINK_MS before asking again), starting when
 // the parent says so, and print their count and waits as JSON.
 import { Redis } from 'ioredis';
-import { permitTaker } from './semaphores';
+import { permitTaker, type PermitLib } from './semaphores';
 
 async function main(): Promise<void> {
   const { URL: url, LIB, KEY, NAME, WORKERS = '4', PERMITS = '4', MS, HOLD_MS = '0', THINK_MS = '0' } = process.env;
@@ -10,7 +10,7 @@ async function main(): Promise<void> {
   const thinkMs = Number(THINK_MS);
   const pause = (ms: number): Promise<void> | undefined =>
     ms > 0 ? new Promise((resolve) => setTimeout(resolve, ms)) : undefined;
-  const lib = LIB as 'lockwarden' | 'semaphore tuned';
+  const lib = LIB as PermitLib;
   const { take, close } = permitTaker(lib, url!, KEY!, Number(PERMITS));
   const control = new Redis(url!);
   const loop = async (until: number, waits: number[]): Promise<number> => {

@@ -79,6 +79,8 @@ function recordPermits(r: PermitsResult, lib: string, prefix = 's10'): void {
   record(`${prefix}.waitP99`, lib, r.waitP99);
   record(`${prefix}.fair`, lib, r.fairness);
   if (r.clientCpuUs !== undefined) record(`${prefix}.cpu`, lib, r.clientCpuUs);
+  if (r.redisCpuUs !== undefined) record(`${prefix}.rcpu`, lib, r.redisCpuUs);
+  if (r.commands !== undefined) record(`${prefix}.cmds`, lib, r.commands);
 }
 
 function recordContention(prefix: string, lib: string, r: ContentionResult): void {
@@ -102,7 +104,7 @@ async function main(): Promise<void> {
   const fencedReader = makeAdapter('lockwarden fenced', url);
   const nodeRedis = makeAdapter('lockwarden node-redis', url);
   const natives = nativeServers();
-  steps = CFG.rounds * (MAIN.length * (5 + CFG.hotWaiters.length) + 8 + natives.length * 11) + MULTI.length + 9;
+  steps = CFG.rounds * (MAIN.length * (5 + CFG.hotWaiters.length) + 8 + natives.length * 11) + MULTI.length + 11;
   const admin = new Redis(url);
   try {
     for (let round = 0; round < CFG.rounds; round++) {
@@ -210,11 +212,11 @@ async function main(): Promise<void> {
       recordPermits(await peerPermits(url, 16, 4, CFG.distinctMs, false), 'semaphore');
       recordPermits(await peerPermits(url, 16, 4, CFG.distinctMs, true), 'semaphore tuned');
     }
-    for (const lib of ['lockwarden', 'semaphore tuned'] as const) {
+    for (const lib of ['lockwarden', 'semaphore', 'semaphore tuned'] as const) {
       progress(`permits across ${CFG.mpProcs} processes · ${lib}`);
-      recordPermits(await multiProcessPermits(url, lib, CFG.mpMs, CFG.mpProcs), lib, 's10mp');
+      recordPermits(await multiProcessPermits(url, admin, lib, CFG.mpMs, CFG.mpProcs), lib, 's10mp');
       progress(`permits across ${CFG.mpProcs} processes, held 2 ms · ${lib}`);
-      recordPermits(await multiProcessPermits(url, lib, CFG.mpMs, CFG.mpProcs, 2, 1), lib, 's10mph');
+      recordPermits(await multiProcessPermits(url, admin, lib, CFG.mpMs, CFG.mpProcs, 2, 1), lib, 's10mph');
     }
     // Rounds outermost: each round meets both servers, so neither always runs on a warmer machine.
     for (let round = 0; round < CFG.rounds; round++) {
@@ -346,6 +348,8 @@ const ROWS: Row[] = [
     higherIsBetter: false,
     unit: 'µs',
   },
+  { label: '10 across processes: Redis CPU per grant, µs', metric: 's10mp.rcpu', higherIsBetter: false, unit: 'µs' },
+  { label: '10 across processes: Redis commands per grant', metric: 's10mp.cmds', higherIsBetter: false, unit: 'n' },
   {
     label: '10 across processes, held 2 ms, think 1 ms',
     metric: 's10mph.ops',
@@ -354,6 +358,7 @@ const ROWS: Row[] = [
   },
   { label: '10 held 2 ms: wait p99', metric: 's10mph.waitP99', higherIsBetter: false, unit: 'ms' },
   { label: '10 held 2 ms: fairness between processes', metric: 's10mph.fair', higherIsBetter: true, unit: 'x' },
+  { label: '10 held 2 ms: Redis CPU per grant, µs', metric: 's10mph.rcpu', higherIsBetter: false, unit: 'µs' },
   { label: '9 leader hand-off after resign()', metric: 's9.resign', higherIsBetter: false, unit: 'ms' },
   {
     label: `9 leader failover after a crash (lease ${LEADER_LEASE_MS} ms)`,
@@ -532,10 +537,7 @@ function checkTargets(): { text: string; ok: boolean }[] {
       text: `10: permits ≥ 1.0× redis-semaphore (${(ours('s10.ops') / Math.max(med('s10.ops', 'semaphore') ?? NaN, med('s10.ops', 'semaphore tuned') ?? NaN)).toFixed(2)}×)`,
       ok: ours('s10.ops') >= Math.max(med('s10.ops', 'semaphore') ?? NaN, med('s10.ops', 'semaphore tuned') ?? NaN),
     },
-    {
-      text: `10: permits across processes ≥ 1.0× redis-semaphore (${(ours('s10mp.ops') / (med('s10mp.ops', 'semaphore tuned') ?? NaN)).toFixed(2)}×)`,
-      ok: ours('s10mp.ops') >= (med('s10mp.ops', 'semaphore tuned') ?? NaN),
-    },
+    ...permitsAcrossTargets(ours),
     {
       text: `10: permits across processes held 2 ms ≥ 1.3× redis-semaphore (${(ours('s10mph.ops') / (med('s10mph.ops', 'semaphore tuned') ?? NaN)).toFixed(2)}×)`,
       ok: ours('s10mph.ops') >= 1.3 * (med('s10mph.ops', 'semaphore tuned') ?? NaN),
@@ -569,6 +571,55 @@ function checkTargets(): { text: string; ok: boolean }[] {
     },
     ...nativeTargets(ours, 'Valkey 9', 's12'),
     ...nativeTargets(ours, 'Redis 8.6', 's12r'),
+    ...CFG.hotWaiters.flatMap((waiters) => hotTargets(ours, best, waiters)),
+  ];
+}
+
+/**
+ * Scenario 13 at `waiters` waiters: as fast as the best peer at no more Redis CPU per grant,
+ * and still fair between processes (at 8 and 64 waiters) with half its wait p99.
+ */
+function hotTargets(
+  ours: (m: string) => number,
+  best: (m: string, higher: boolean) => number,
+  waiters: number,
+): { text: string; ok: boolean }[] {
+  const m = `s13.${waiters}`;
+  const at = `${waiters} waiters`;
+  const rate = ours(`${m}.ops`) / best(`${m}.ops`, true);
+  const cpu = ours(`${m}.cpu`) / best(`${m}.cpu`, false);
+  const p99 = ours(`${m}.waitP99`) / best(`${m}.waitP99`, false);
+  return [
+    { text: `13: a hot lock, ${at}: grants ≥ 1.0× the best peer (${rate.toFixed(2)}×)`, ok: rate >= 1 },
+    { text: `13: ${at}: Redis CPU per grant ≤ 1.0× the best peer's (${cpu.toFixed(2)}×)`, ok: cpu <= 1 },
+    { text: `13: ${at}: wait p99 ≤ 0.5× the best peer's (${p99.toFixed(2)}×)`, ok: p99 <= 0.5 },
+    ...(waiters <= 64
+      ? [
+          {
+            text: `13: ${at}: fairness between processes ≥ 0.9 (${ours(`${m}.fair`).toFixed(2)})`,
+            ok: ours(`${m}.fair`) >= 0.9,
+          },
+        ]
+      : []),
+  ];
+}
+
+/** Scenario 10 across processes, hold 0: redis-semaphore's rate (default or tuned) at no more Redis CPU, fair between processes. */
+function permitsAcrossTargets(ours: (m: string) => number): { text: string; ok: boolean }[] {
+  const peer = (metric: string, pick: (...v: number[]) => number): number =>
+    pick(med(metric, 'semaphore') ?? NaN, med(metric, 'semaphore tuned') ?? NaN);
+  const rate = ours('s10mp.ops') / peer('s10mp.ops', Math.max);
+  const cpu = ours('s10mp.rcpu') / peer('s10mp.rcpu', Math.min);
+  return [
+    { text: `10: permits across processes ≥ 1.0× redis-semaphore (${rate.toFixed(2)}×)`, ok: rate >= 1 },
+    {
+      text: `10: permits across processes, Redis CPU per grant ≤ 1.0× redis-semaphore's (${cpu.toFixed(2)}×)`,
+      ok: cpu <= 1,
+    },
+    {
+      text: `10: permits across processes, fairness between processes ≥ 0.9 (${ours('s10mp.fair').toFixed(2)})`,
+      ok: ours('s10mp.fair') >= 0.9,
+    },
   ];
 }
 

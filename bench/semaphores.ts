@@ -2,6 +2,7 @@ import { Redis } from 'ioredis';
 import { Semaphore as PeerSemaphore } from 'redis-semaphore';
 import { LockEngine } from '../libs/lockwarden/src/core';
 import { percentile } from './stats';
+import { serverWork } from './server-work';
 import { runWorkerProcesses } from './worker-processes';
 
 const TTL = 10_000;
@@ -18,6 +19,10 @@ export interface PermitsResult {
   readonly fairness: number;
   /** Across processes: the client CPU (all processes) per cycle, µs. */
   readonly clientCpuUs?: number;
+  /** Across processes: Redis' own CPU per grant (INFO cpu), µs. */
+  readonly redisCpuUs?: number;
+  /** Across processes: commands Redis ran per grant, a script's inner calls included. */
+  readonly commands?: number;
 }
 
 /** `workers` flows loop acquire+release of one permit of a `permits`-permit semaphore. */
@@ -50,8 +55,11 @@ async function cycles(take: TakePermit, workers: number, ms: number): Promise<Pe
 }
 
 /** A permit-taking function for one library, and how to close what it opened. */
+/** The permit libraries measured across processes. */
+export type PermitLib = 'lockwarden' | 'semaphore' | 'semaphore tuned';
+
 export function permitTaker(
-  lib: 'lockwarden' | 'semaphore' | 'semaphore tuned',
+  lib: PermitLib,
   url: string,
   key: string,
   permits: number,
@@ -123,29 +131,38 @@ export async function peerPermits(
 /**
  * Scenario 10 across processes: `processes` processes with `workers` flows each share one
  * semaphore. Fairness is between processes: the fewest cycles a process made over the most.
+ * Redis' CPU and commands are read around the timed run only, through `admin`.
  */
 export async function multiProcessPermits(
   url: string,
-  lib: 'lockwarden' | 'semaphore tuned',
+  admin: Redis,
+  lib: PermitLib,
   ms: number,
   processes = 4,
   holdMs = 0,
   thinkMs = 0,
 ): Promise<PermitsResult> {
   const key = `mp-${lib.replace(' ', '-')}-${Date.now()}`;
+  const work = serverWork(admin);
   const results = await runWorkerProcesses<{ count: number; waits: number[]; cpuMs: number }>(
     url,
     'permits-worker.ts',
     key,
     processes,
     { LIB: lib, MS: String(ms), HOLD_MS: String(holdMs), THINK_MS: String(thinkMs) },
-    () => Date.now() + 50,
+    async () => {
+      await work.start();
+      return Date.now() + 50;
+    },
   );
   const counts = results.map((r) => r.count);
   const cycles = counts.reduce((a, b) => a + b, 0);
+  const server = await work.per(cycles);
   return {
     clientCpuUs: (results.reduce((a, r) => a + r.cpuMs, 0) * 1000) / cycles,
-    opsPerSec: (counts.reduce((a, b) => a + b, 0) * 1000) / ms,
+    redisCpuUs: server.cpuUs,
+    commands: server.commands,
+    opsPerSec: (cycles * 1000) / ms,
     waitP99: percentile(
       results.flatMap((r) => r.waits),
       99,
