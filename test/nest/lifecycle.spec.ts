@@ -21,7 +21,10 @@ class CapturingLogger implements LoggerService {
   readonly warnings: string[] = [];
   readonly debugs: string[] = [];
   readonly errors: string[] = [];
-  log(): void {}
+  readonly logs: string[] = [];
+  log(message: unknown): void {
+    this.logs.push(String(message));
+  }
   error(message: unknown): void {
     this.errors.push(String(message));
   }
@@ -374,6 +377,42 @@ describe('skips', () => {
 });
 
 describe('graceful shutdown', () => {
+  it('answers 503, logging no error, for a route whose work stops as its signal asks and throws the reason', async () => {
+    const logger = new CapturingLogger();
+    let inside!: () => void;
+    const started = new Promise<void>((resolve) => (inside = resolve));
+    @Controller('stops')
+    class StopsController {
+      constructor(private readonly locks: LockService) {}
+
+      @Get()
+      @Locked('stops')
+      async stops(): Promise<string> {
+        const signal = this.locks.current()!.signal;
+        inside();
+        // What the docs advise: pass the signal on, and stop with its reason when it fires.
+        throw await aborted(signal);
+      }
+    }
+    const moduleRef = await Test.createTestingModule({
+      imports: [LockModule.forRoot({ redis: server.redis.url, keyPrefix: uniquePrefix('stops') })],
+      controllers: [StopsController],
+    }).compile();
+    const app = moduleRef.createNestApplication({ logger });
+    await app.listen(0, '127.0.0.1');
+    const reply = request(app.getHttpServer()).get('/stops');
+    const answered = reply.then((r) => r);
+    await started;
+    const closed = app.close();
+    const res = await answered;
+    await closed;
+    expect(res.status).toBe(503);
+    expect(res.body.code).toBe('LOCK_UNAVAILABLE');
+    expect(res.headers['retry-after']).toBeDefined();
+    expect(logger.errors).toEqual([]);
+    expect(logger.logs.some((l) => /asked to stop: the application is shutting down/.test(l))).toBe(true);
+  });
+
   it('asks in-flight work to stop, waits for it, releases what it gives back, and keeps lockAtLeastMs locks', async () => {
     const keyPrefix = uniquePrefix('shutdown');
     const moduleRef = await Test.createTestingModule({

@@ -1,5 +1,12 @@
 import type { LoggerService } from '@nestjs/common';
-import { LockAbortedError, LockBackendError, LockConfigError, LockLostError, LockTimeoutError } from '../../errors';
+import {
+  LockAbortedError,
+  LockBackendError,
+  LockConfigError,
+  LockInterruptedError,
+  LockLostError,
+  LockTimeoutError,
+} from '../../errors';
 import type { LockError } from '../../errors';
 import { tellRefusal } from '../../errors/refusal-notice';
 
@@ -13,7 +20,7 @@ export interface LockErrorReply {
    * `LOCK_BUSY` (retry later), `LOCK_LOST` (the lock was lost and the work stopped: retry),
    * `LOCK_LOST_AFTER_WORK` (the work ran to its end, but its lock was lost meanwhile: check its
    * effects, do not simply retry), `LOCK_UNAVAILABLE` (Redis unreachable or refusing, or the app
-   * shutting down) or `LOCK_ERROR`.
+   * shutting down: a wait cut short, or work that stopped when its signal asked it to) or `LOCK_ERROR`.
    */
   readonly code: 'LOCK_BUSY' | 'LOCK_LOST' | 'LOCK_LOST_AFTER_WORK' | 'LOCK_UNAVAILABLE' | 'LOCK_ERROR';
   readonly message: string;
@@ -33,6 +40,7 @@ export interface LockErrorReply {
  * | LockLostError, the work stopped | LOCK_LOST |
  * | LockLostError, the work ran to its end (`workCompleted`) | LOCK_LOST_AFTER_WORK (no retry advice) |
  * | LockBackendError, LockAbortedError | LOCK_UNAVAILABLE (the message is logged as a warning; a refusal, once per cause) |
+ * | LockInterruptedError (the work stopped as its signal asked: shutdown, or the client gone) | LOCK_UNAVAILABLE (logged at log level) |
  * | LockConfigError, any other lock error | LOCK_ERROR (the message is logged as an error) |
  *
  * @example
@@ -71,6 +79,12 @@ export function lockErrorReply(err: LockError, logger: LoggerService, retryAfter
   if (err instanceof LockBackendError || err instanceof LockAbortedError) {
     // A refusal (an ACL, OOM) answers every request alike: said once, with its fix, not per request.
     if (!tellRefusal(logger, err)) logger.warn?.(err.message);
+    return { status: 'error', code: 'LOCK_UNAVAILABLE', message: 'Locking is unavailable right now. Retry later.' };
+  }
+  if (err instanceof LockInterruptedError) {
+    // The work did what the signal asked: the app is stopping or nobody waits for the answer.
+    // Expected, so not an error; a client still there is told to come back.
+    logger.log(err.message);
     return { status: 'error', code: 'LOCK_UNAVAILABLE', message: 'Locking is unavailable right now. Retry later.' };
   }
   logger.error(err instanceof LockConfigError ? err.message : `Unexpected lock error: ${err.message}`);
