@@ -63,7 +63,11 @@ export interface LockEngineOptions {
   waitMs?: number;
   /** Human-readable id of this process, stored beside each lock for inspection. Default `hostname:pid`. */
   instanceId?: string;
-  /** How long before a lease ends a holder whose renewal has not succeeded is told the lock is lost. Default min(2 000 ms, lease/5). */
+  /**
+   * How long before a lease ends a holder whose renewal has not succeeded is told the lock is
+   * lost. Default min(2 000 ms, lease/5). Never more than a third of a lease, whatever is set
+   * here, so a renewal always gets its chance: with a 1 s lease, a margin set to 5 s acts as 333 ms.
+   */
   safetyMarginMs?: number;
   /**
    * The longest a Redis call outside an acquire may take: a withdrawal, and a holder's release,
