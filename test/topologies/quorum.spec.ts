@@ -1,4 +1,5 @@
 import { Redis } from 'ioredis';
+import type { Command } from 'ioredis';
 import { LockEngine } from 'lockwarden/core';
 import { LockBackendError, LockConfigError, LockLostError, LockTimeoutError } from 'lockwarden/errors';
 import type { LockEngineOptions } from 'lockwarden/core';
@@ -191,6 +192,53 @@ describe('quorum (Redlock across 5 masters)', () => {
     await expect(e.withWriteLock('rw', () => 1)).rejects.toBeInstanceOf(LockConfigError);
     await expect(e.acquire('f', { fair: true })).rejects.toBeInstanceOf(LockConfigError);
     expect(await heldOn(e, 'rw')).toBe(0);
+  });
+
+  it('hears the answers that arrived while the process stalled past the node timeout', async () => {
+    // Node runs expired timers before it reads sockets: after a stall, each node's timeout
+    // would call it silent while its answer sits unread, and a quorum of answers would be lost.
+    const nodeTimeoutMs = 200;
+    const clients = five.value().processes.map((m) => new Redis(m.url));
+    const disconnect = (): void => clients.forEach((c) => c.disconnect());
+    let stall = false;
+    for (const client of clients) {
+      const send = client.sendCommand.bind(client);
+      client.sendCommand = ((command: Command, stream?: unknown) => {
+        const sent = send(command, stream as never);
+        if (stall && (command.name === 'evalsha' || command.name === 'eval')) {
+          stall = false;
+          // Once every node's call is written (the same turn), the process is busy past the timeout.
+          setImmediate(() => {
+            const until = performance.now() + 2 * nodeTimeoutMs;
+            while (performance.now() < until) {
+              // no timer, no socket read
+            }
+          });
+        }
+        return sent;
+      }) as typeof client.sendCommand;
+    }
+    let e: LockEngine;
+    try {
+      // Clients of the test's own as the nodes, as an application may pass.
+      e = new LockEngine({ quorum: { nodes: clients, nodeTimeoutMs }, keyPrefix: uniquePrefix('q-stall') });
+    } catch (err) {
+      disconnect();
+      throw err;
+    }
+    engines.push(e);
+    try {
+      await (await e.acquire('warm', { waitMs: 0 })).release();
+      stall = true;
+      const lock = await e.acquire('k', { waitMs: 0 });
+      expect(stall).toBe(false); // the stall happened
+      expect(lock.isHeld()).toBe(true);
+      expect(await heldOn(e, 'k')).toBe(5);
+      await lock.release();
+    } finally {
+      await closeNow(engines.pop()!);
+      disconnect();
+    }
   });
 
   it('rejects bad quorum options with a typed error', () => {

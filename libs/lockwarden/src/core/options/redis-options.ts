@@ -102,9 +102,12 @@ export function resolveQuorum(raw: unknown): ResolvedQuorum {
     );
   }
   for (const node of q.nodes as unknown[]) {
-    const clusterClient =
-      isRedisClient(node) && ('masters' in node || (node as { isCluster?: unknown }).isCluster === true);
-    if (node === null || node === undefined || clusterClient || (typeof node === 'object' && 'cluster' in node)) {
+    // A client is a Cluster by what it has; a spec, by its `cluster` list. Not a client by
+    // `'cluster' in node`: every ioredis client has a cluster() method, for the CLUSTER command.
+    const client = isRedisClient(node);
+    const clusterClient = client && ('masters' in node || (node as { isCluster?: unknown }).isCluster === true);
+    const clusterSpec = !client && typeof node === 'object' && node !== null && 'cluster' in node;
+    if (node === null || node === undefined || clusterClient || clusterSpec) {
       throw new LockConfigError(
         'Each quorum node must be one Redis master (a URL, ioredis options or a client), not a Cluster.',
       );
