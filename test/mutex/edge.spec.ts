@@ -298,3 +298,35 @@ describe('an acquire whose process stalls past the settle grace', () => {
     expect(stall).toBe(false); // the stall happened
   });
 });
+
+describe('health() whose process stalls past its bound', () => {
+  it('reports what Redis answered meanwhile, not "no answer"', async () => {
+    const timeoutMs = 200;
+    const client = new Redis(server.redis.url);
+    closers.push(async () => client.disconnect());
+    const send = client.sendCommand.bind(client);
+    let stall = false;
+    // Right after the probe's PING is written, the process is busy past the whole bound.
+    client.sendCommand = ((command: Command, stream?: unknown) => {
+      const sent = send(command, stream as never);
+      if (stall && command.name === 'ping') {
+        stall = false;
+        setImmediate(() => {
+          const until = performance.now() + 2 * timeoutMs;
+          while (performance.now() < until) {
+            // the process is busy: no timer, no socket read
+          }
+        });
+      }
+      return sent;
+    }) as typeof client.sendCommand;
+    const e = new LockEngine({ client, keyPrefix: uniquePrefix('stall-health'), shutdownGraceMs: 0 });
+    closers.push(() => closeNow(e));
+    await (await e.acquire('warm', { waitMs: 0 })).release();
+    stall = true;
+    const report = await e.health(timeoutMs);
+    expect(stall).toBe(false); // the stall happened
+    expect(report).toMatchObject({ reachable: true, serversUp: 1 });
+    expect(report.error).toBeUndefined();
+  });
+});

@@ -80,10 +80,16 @@ async function probeOne(
       leftMs,
     );
   });
+  // Both calls go out at once: after a stall of this process, both answers are read before
+  // the deadline is called (afterReads). A script check sent after the PING's answer would
+  // meet a deadline that passed during the stall.
+  const ping = server.ping();
+  const scripts = server.scriptExists(SHAS);
+  scripts.catch(() => undefined); // a PING that failed says why; this one's failure is the same
   try {
-    await Promise.race([server.ping(), timeout]);
+    await Promise.race([ping, timeout]);
     const pingMs = performance.now() - started;
-    const cached = await Promise.race([server.scriptExists(SHAS), timeout]);
+    const cached = await Promise.race([scripts, timeout]);
     return { ok: true, pingMs: Math.round(pingMs * 100) / 100, scripts: cached.every((n) => n === 1) };
   } catch (err) {
     if (err !== NO_ANSWER) return down(err);
@@ -99,7 +105,13 @@ async function probeOne(
 /** Whether `promise` settled within `ms` (a rejection counts as settled: the probe then finds what it finds). */
 async function settled(promise: Promise<unknown>, ms: number): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
+  const late = new Promise<false>(
+    (resolve) =>
+      (timer = setTimeout(
+        afterReads(() => resolve(false)),
+        ms,
+      )),
+  );
   try {
     return await Promise.race([
       promise.then(
