@@ -106,7 +106,9 @@ describe('the lock dashboard in a real browser', () => {
     const held = await other.acquire('order:42', { leaseMs: 60_000, renew: false });
     // Minted now: the page shows a token only once one was minted.
     const heldToken = await held.fencingToken();
-    const row = page.locator('tr[data-lock="order:42"]');
+    // A survey taken between the grant and the mint shows the row without a token at first:
+    // wait for the row as it is once the page learned the token.
+    const row = page.locator('tr[data-lock="order:42"]', { hasText: String(heldToken) });
     await row.waitFor();
     const text = await row.innerText();
     expect(text).toContain('worker-7');
@@ -122,7 +124,7 @@ describe('the lock dashboard in a real browser', () => {
     expect(readFileSync(join(shots, 'held.png')).subarray(1, 4).toString()).toBe('PNG');
 
     await held.release();
-    await row.waitFor({ state: 'detached' });
+    await page.locator('tr[data-lock="order:42"]').waitFor({ state: 'detached' });
     expect(fails).toEqual([]);
     await page.close();
   });
