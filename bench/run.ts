@@ -104,7 +104,7 @@ async function main(): Promise<void> {
   const fencedReader = makeAdapter('lockwarden fenced', url);
   const nodeRedis = makeAdapter('lockwarden node-redis', url);
   const natives = nativeServers();
-  steps = CFG.rounds * (MAIN.length * (5 + CFG.hotWaiters.length) + 8 + natives.length * 11) + MULTI.length + 11;
+  steps = CFG.rounds * (MAIN.length * (5 + CFG.hotWaiters.length) + 8 + natives.length * 11) + MULTI.length + 12;
   const admin = new Redis(url);
   try {
     for (let round = 0; round < CFG.rounds; round++) {
