@@ -548,10 +548,12 @@ describe('multi-process', () => {
 
   it("a SIGKILLed holder's permits come back, and the other processes' workers get in", async () => {
     const PREFIX = uniquePrefix('sem-kill');
-    const hog = spawn({ PREFIX, HOG: '1' });
+    // The hog's lease is 3 s: long enough that a hog starved between its grant and printing its
+    // token (a loaded machine) still holds, short enough that its lapse, what this checks, comes soon.
+    const hog = spawn({ PREFIX, HOG: '1', LEASE_MS: '3000' });
     const [, fence] = await hog.waitFor(/^holding (\d+)$/);
     // The workers hold a 10 s lease: one stalled past a 1 s lease on a loaded machine would lose
-    // its permits and let a fourth in. The hog keeps 1 s: its lapse is what this checks.
+    // its permits and let a fourth in.
     const workers = Array.from({ length: 3 }, (_, i) =>
       spawn({ PREFIX, FLOWS: '3', OPS: '5', NAME: `p${i}`, LEASE_MS: '10000' }),
     );

@@ -30,7 +30,10 @@ describe('the lottery with a leader-run scheduler', () => {
     await lottery.cluster.instances.find((i) => i.id === leader)!.stop(); // SIGTERM: it resigns
     let round = await lottery.cluster.scheduledRound();
     for (let i = 0; i < 5 && !round.rows.some((r) => r.action === 'drew'); i++) {
-      expect(round.rows.map((r) => r.action)).toEqual(['not leader', 'not leader']);
+      // Nobody draws until the new leader does. Under load its first draw can outlast the 2 s
+      // period: it answers the next tick "overrun" while it draws, and that tick's round may
+      // be complete before the tick it is drawing.
+      expect(round.rows.every((r) => r.action === 'not leader' || r.action === 'overrun')).toBe(true);
       round = await lottery.cluster.scheduledRound();
     }
     expect(round.rows.map((r) => r.action).sort()).toEqual(['drew', 'not leader']);

@@ -5,8 +5,10 @@ describe('the lottery across three instances', () => {
   const lottery = lotteryForFile({
     cron: '*/3 * * * * *',
     drawDelayMs: 400,
-    // Long enough that a CPU-starved holder keeps renewing; the crash round waits one lease out.
-    leaseMs: 3_000,
+    // Long enough that a CPU-starved holder keeps renewing (3 s was not, with both cores busy
+    // beside the suite: a permit lost mid-call aborts that call, and a winner goes unannounced);
+    // the crash round waits one lease out.
+    leaseMs: 6_000,
   });
 
   it('draws each scheduled tick on exactly one instance', async () => {
