@@ -132,6 +132,34 @@ describe('input validation, before anything reaches Redis', () => {
 });
 
 describe('campaign, isLeader, leader(), resign', () => {
+  it('campaigns on when its lease ran out between the grant and the term (a stalled process), and leads', async () => {
+    const prefix = uniquePrefix('lead-stall');
+    const leaseMs = 300;
+    const { engine, registry } = candidate(prefix, 'a', leaseMs);
+    const jobs = registry.leadership('jobs');
+    // Stall the process past the lease right after the first grant is asked for: the grant is
+    // read only once its lease is over, and reading its token finds it lost.
+    const realAcquire = engine.acquire.bind(engine);
+    let stalled = false;
+    engine.acquire = ((key: string, options?: Parameters<LockEngine['acquire']>[1]) => {
+      const granted = realAcquire(key, options);
+      if (!stalled) {
+        stalled = true;
+        setImmediate(() => {
+          const until = performance.now() + 2 * leaseMs;
+          while (performance.now() < until) {
+            // the process is busy: no timer, no socket read
+          }
+        });
+      }
+      return granted;
+    }) as LockEngine['acquire'];
+    await jobs.campaign();
+    expect(stalled).toBe(true);
+    expect(jobs.isLeader()).toBe(true);
+    await jobs.resign();
+  });
+
   it('elects one candidate at a time, hands off on resign, and records each term by Redis time', async () => {
     const prefix = uniquePrefix('lead-basic');
     const a = candidate(prefix, 'a').registry.leadership('jobs');

@@ -330,3 +330,40 @@ describe('health() whose process stalls past its bound', () => {
     expect(report.error).toBeUndefined();
   });
 });
+
+describe("a holder's call whose process stalls past commandTimeoutMs", () => {
+  it('hears the release Redis answered meanwhile, not "Redis did not answer"', async () => {
+    const commandTimeoutMs = 200;
+    const client = new Redis(server.redis.url);
+    closers.push(async () => client.disconnect());
+    const send = client.sendCommand.bind(client);
+    let stall = false;
+    // Right after the release's script call is written, the process is busy past the budget.
+    client.sendCommand = ((command: Command, stream?: unknown) => {
+      const sent = send(command, stream as never);
+      if (stall && command.name === 'evalsha') {
+        stall = false;
+        setImmediate(() => {
+          const until = performance.now() + 2 * commandTimeoutMs;
+          while (performance.now() < until) {
+            // the process is busy: no timer, no socket read
+          }
+        });
+      }
+      return sent;
+    }) as typeof client.sendCommand;
+    const e = new LockEngine({
+      client,
+      keyPrefix: uniquePrefix('stall-release'),
+      commandTimeoutMs,
+      shutdownGraceMs: 0,
+    });
+    closers.push(() => closeNow(e));
+    await (await e.acquire('warm', { waitMs: 0 })).release();
+    const lock = await e.acquire('k', { waitMs: 0 });
+    stall = true;
+    await expect(lock.release()).resolves.toBe(true);
+    expect(stall).toBe(false); // the stall happened
+    expect(await server.admin.exists(`${e.options.keyPrefix}{k}`)).toBe(0);
+  });
+});

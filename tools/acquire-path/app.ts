@@ -12,7 +12,14 @@ import type { Coverage, ScriptCoverage } from './coverage';
 /** This file: its functions are the application's, not the library's. */
 export const APP_FILE = __filename;
 
-/** A little over the slowest sweep's period at the default commandTimeoutMs (OutageSweep's, a quarter of it). */
+/**
+ * The measured app's commandTimeoutMs. Coverage counts whatever runs while a call is measured:
+ * with the default 2 s, a call that a loaded machine slowed past a sweep's period (an eighth of
+ * it) also showed the sweep. The corridor is the call's code, not its timers.
+ */
+const COMMAND_TIMEOUT_MS = 60_000;
+
+/** A margin for timers earlier calls left; the sweeps of calls in flight stop with their last call. */
 const QUIET_MS = 600;
 
 /** Called by the application's methods once they hold their lock: where a measure cuts the call. */
@@ -55,6 +62,7 @@ export class App {
         LockModule.forRoot({
           redis: url,
           keyPrefix: `acquire-path:${process.pid}:${otel ? 'otel' : 'plain'}:`,
+          commandTimeoutMs: COMMAND_TIMEOUT_MS,
           onEvent: (event) => listeners.forEach((l) => l(event)),
           ...(otel ? {} : { metrics: false, traces: false }),
         }),
@@ -87,10 +95,7 @@ export class App {
   }
 }
 
-/**
- * Waits until the timers earlier calls left (the sweeps of calls in flight, which stop at
- * their first round with nothing to watch) have stopped, so none runs in the next measure.
- */
+/** Waits a little, so that no timer an earlier call left runs in the next measure. */
 export function quiet(): Promise<void> {
   return new Promise((done) => setTimeout(done, QUIET_MS));
 }

@@ -1,3 +1,5 @@
+import { afterReads } from '../redis/after-reads';
+
 /** One holder's call waiting for Redis: when it is due, and how it fails. */
 interface InFlight {
   readonly due: number;
@@ -9,7 +11,9 @@ interface InFlight {
  * does not answer within it fails, so a holder awaiting Redis through a partition is told, not
  * kept. One timer sweeps every call in flight, every eighth of the budget, so a call with no
  * answer fails between 1 and 1.125 times it: every release is such a call, and a timer each
- * would cost them all.
+ * would cost them all. The timer stops as the last call in flight settles, and a call found due
+ * fails only after the event loop has read what arrived meanwhile (afterReads): a stall of this
+ * process is not Redis' silence.
  */
 export class CallBudget {
   private readonly inFlight = new Set<InFlight>();
@@ -26,21 +30,29 @@ export class CallBudget {
     return new Promise<T>((resolve, reject) => {
       const entry: InFlight = {
         due: performance.now() + this.ms,
-        fail: (err) => (this.inFlight.delete(entry), reject(err)),
+        fail: (err) => (this.settled(entry), reject(err)),
       };
       this.inFlight.add(entry);
       this.sweeper ??= setInterval(this.sweep, Math.max(10, this.ms / 8)).unref();
-      work.then((value) => (this.inFlight.delete(entry), resolve(value)), entry.fail);
+      work.then((value) => (this.settled(entry), resolve(value)), entry.fail);
     });
+  }
+
+  private settled(entry: InFlight): void {
+    this.inFlight.delete(entry);
+    if (this.inFlight.size > 0) return;
+    clearInterval(this.sweeper);
+    this.sweeper = undefined;
   }
 
   private readonly sweep = (): void => {
     const now = performance.now();
-    for (const entry of this.inFlight) {
-      if (entry.due <= now) entry.fail(new Error(`Redis did not answer within ${this.said}`));
-    }
-    if (this.inFlight.size > 0) return;
-    clearInterval(this.sweeper);
-    this.sweeper = undefined;
+    const due = [...this.inFlight].filter((entry) => entry.due <= now);
+    if (due.length === 0) return;
+    afterReads(() => {
+      for (const entry of due) {
+        if (this.inFlight.has(entry)) entry.fail(new Error(`Redis did not answer within ${this.said}`));
+      }
+    })();
   };
 }

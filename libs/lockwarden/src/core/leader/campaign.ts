@@ -1,4 +1,4 @@
-import { LockAbortedError, LockBackendError, LockError, LockTimeoutError } from '../../errors';
+import { LockAbortedError, LockBackendError, LockError, LockLostError, LockTimeoutError } from '../../errors';
 import type { LeadershipHost } from './leadership-host';
 import { MAX_MS } from '../options/options';
 import type { LockHandle } from '../lease/lock-handle';
@@ -124,6 +124,9 @@ export class Campaign {
         term = await log.elect(engine.options.instanceId, await handle.fencingToken());
       } catch (err) {
         await handle.release().catch(() => false);
+        // The lease ran out between the grant and reading its token (a stalled process): this
+        // one never led, and the holder was told. Campaign on, as for any term that never began.
+        if (err instanceof LockLostError) continue;
         throw err instanceof LockError ? err : new LockBackendError(key, 'record the term of', err);
       }
       if (signal.aborted) {

@@ -58,6 +58,10 @@ export class OutageSweep {
 
   unwatch(watcher: OutageWatcher): void {
     this.watching.delete(watcher);
+    // No timer outlives the calls it watches.
+    if (this.watching.size > 0) return;
+    clearInterval(this.sweeper);
+    this.sweeper = undefined;
   }
 
   /**
