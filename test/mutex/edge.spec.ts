@@ -4,7 +4,6 @@
 // TRIALS trials. A resource outside the library (a Redis the library never sees) keeps the
 // highest fencing token per key and refuses lower ones.
 import { Redis } from 'ioredis';
-import type { Command } from 'ioredis';
 import { LockEngine } from 'lockwarden/core';
 import { LockTimeoutError } from 'lockwarden/errors';
 import type { LockHandle } from 'lockwarden/core';
@@ -14,6 +13,7 @@ import { EventLog } from '../harness/event-log';
 import { redisForFile, uniquePrefix } from '../harness/redis';
 import { FencedResource } from '../harness/fenced-resource';
 import { closeNow } from '../harness/engines';
+import { StallAfterWrite } from '../harness/stall';
 
 const TRIALS = 20;
 /** The settle grace (core/wait/acquire-loop.ts): an attempt unanswered this long past its budget fails. */
@@ -264,28 +264,13 @@ describe('an acquire whose process stalls past the settle grace', () => {
   ])('hears what Redis answered meanwhile when the lock is %s, not "Redis did not answer"', async (_, busy) => {
     const client = new Redis(server.redis.url);
     closers.push(async () => client.disconnect());
-    const send = client.sendCommand.bind(client);
-    let stall = false;
-    // Right after the acquire's call is written, the process stalls past the grace (in the
-    // event loop's check phase: its next turn starts with the timers, the grace's among them).
-    client.sendCommand = ((command: Command, stream?: unknown) => {
-      const sent = send(command, stream as never);
-      if (stall && (command.name === 'set' || command.name === 'evalsha')) {
-        stall = false;
-        setImmediate(() => {
-          const until = performance.now() + 2 * GRACE_MS;
-          while (performance.now() < until) {
-            // the process is busy: no timer, no socket read
-          }
-        });
-      }
-      return sent;
-    }) as typeof client.sendCommand;
+    // Right after the acquire's call is written, the process stalls past the grace.
+    const stall = new StallAfterWrite(client, ['set', 'evalsha'], 2 * GRACE_MS);
     const e = new LockEngine({ client, keyPrefix: uniquePrefix('stall'), shutdownGraceMs: 0 });
     closers.push(() => closeNow(e));
     await (await e.acquire('warm', { waitMs: 0 })).release();
     const holder = busy ? await engine(e.options.keyPrefix).acquire('k') : undefined;
-    stall = true;
+    stall.arm();
     const attempt = e.acquire('k', { waitMs: 0 });
     if (busy) {
       await expect(attempt).rejects.toBeInstanceOf(LockTimeoutError);
@@ -295,7 +280,7 @@ describe('an acquire whose process stalls past the settle grace', () => {
       expect(lock.isHeld()).toBe(true);
       await lock.release();
     }
-    expect(stall).toBe(false); // the stall happened
+    expect(stall.happened).toBe(true);
   });
 });
 
@@ -304,28 +289,14 @@ describe('health() whose process stalls past its bound', () => {
     const timeoutMs = 200;
     const client = new Redis(server.redis.url);
     closers.push(async () => client.disconnect());
-    const send = client.sendCommand.bind(client);
-    let stall = false;
     // Right after the probe's PING is written, the process is busy past the whole bound.
-    client.sendCommand = ((command: Command, stream?: unknown) => {
-      const sent = send(command, stream as never);
-      if (stall && command.name === 'ping') {
-        stall = false;
-        setImmediate(() => {
-          const until = performance.now() + 2 * timeoutMs;
-          while (performance.now() < until) {
-            // the process is busy: no timer, no socket read
-          }
-        });
-      }
-      return sent;
-    }) as typeof client.sendCommand;
+    const stall = new StallAfterWrite(client, ['ping'], 2 * timeoutMs);
     const e = new LockEngine({ client, keyPrefix: uniquePrefix('stall-health'), shutdownGraceMs: 0 });
     closers.push(() => closeNow(e));
     await (await e.acquire('warm', { waitMs: 0 })).release();
-    stall = true;
+    stall.arm();
     const report = await e.health(timeoutMs);
-    expect(stall).toBe(false); // the stall happened
+    expect(stall.happened).toBe(true);
     expect(report).toMatchObject({ reachable: true, serversUp: 1 });
     expect(report.error).toBeUndefined();
   });
@@ -336,22 +307,8 @@ describe("a holder's call whose process stalls past commandTimeoutMs", () => {
     const commandTimeoutMs = 200;
     const client = new Redis(server.redis.url);
     closers.push(async () => client.disconnect());
-    const send = client.sendCommand.bind(client);
-    let stall = false;
     // Right after the release's script call is written, the process is busy past the budget.
-    client.sendCommand = ((command: Command, stream?: unknown) => {
-      const sent = send(command, stream as never);
-      if (stall && command.name === 'evalsha') {
-        stall = false;
-        setImmediate(() => {
-          const until = performance.now() + 2 * commandTimeoutMs;
-          while (performance.now() < until) {
-            // the process is busy: no timer, no socket read
-          }
-        });
-      }
-      return sent;
-    }) as typeof client.sendCommand;
+    const stall = new StallAfterWrite(client, ['evalsha'], 2 * commandTimeoutMs);
     const e = new LockEngine({
       client,
       keyPrefix: uniquePrefix('stall-release'),
@@ -361,9 +318,9 @@ describe("a holder's call whose process stalls past commandTimeoutMs", () => {
     closers.push(() => closeNow(e));
     await (await e.acquire('warm', { waitMs: 0 })).release();
     const lock = await e.acquire('k', { waitMs: 0 });
-    stall = true;
+    stall.arm();
     await expect(lock.release()).resolves.toBe(true);
-    expect(stall).toBe(false); // the stall happened
+    expect(stall.happened).toBe(true);
     expect(await server.admin.exists(`${e.options.keyPrefix}{k}`)).toBe(0);
   });
 });

@@ -1,5 +1,4 @@
 import { Redis } from 'ioredis';
-import type { Command } from 'ioredis';
 import { LockEngine } from 'lockwarden/core';
 import { LockBackendError, LockConfigError, LockLostError, LockTimeoutError } from 'lockwarden/errors';
 import type { LockEngineOptions } from 'lockwarden/core';
@@ -8,6 +7,7 @@ import { FaultProxy } from '../harness/fault-proxy';
 import { uniquePrefix } from '../harness/redis';
 import { RedisProcess } from '../harness/redis-process';
 import { closeNow } from '../harness/engines';
+import { StallAfterWrite } from '../harness/stall';
 import { startedForFile } from '../harness/for-file';
 
 /** Redlock across 5 independent masters, each behind a fault proxy that can cut it off. */
@@ -200,24 +200,8 @@ describe('quorum (Redlock across 5 masters)', () => {
     const nodeTimeoutMs = 200;
     const clients = five.value().processes.map((m) => new Redis(m.url));
     const disconnect = (): void => clients.forEach((c) => c.disconnect());
-    let stall = false;
-    for (const client of clients) {
-      const send = client.sendCommand.bind(client);
-      client.sendCommand = ((command: Command, stream?: unknown) => {
-        const sent = send(command, stream as never);
-        if (stall && (command.name === 'evalsha' || command.name === 'eval')) {
-          stall = false;
-          // Once every node's call is written (the same turn), the process is busy past the timeout.
-          setImmediate(() => {
-            const until = performance.now() + 2 * nodeTimeoutMs;
-            while (performance.now() < until) {
-              // no timer, no socket read
-            }
-          });
-        }
-        return sent;
-      }) as typeof client.sendCommand;
-    }
+    // Once every node's call is written (the same turn), the process is busy past the timeout.
+    const stalls = clients.map((client) => new StallAfterWrite(client, ['evalsha', 'eval'], 2 * nodeTimeoutMs));
     let e: LockEngine;
     try {
       // Clients of the test's own as the nodes, as an application may pass.
@@ -229,9 +213,9 @@ describe('quorum (Redlock across 5 masters)', () => {
     engines.push(e);
     try {
       await (await e.acquire('warm', { waitMs: 0 })).release();
-      stall = true;
+      stalls[0].arm();
       const lock = await e.acquire('k', { waitMs: 0 });
-      expect(stall).toBe(false); // the stall happened
+      expect(stalls[0].happened).toBe(true);
       expect(lock.isHeld()).toBe(true);
       expect(await heldOn(e, 'k')).toBe(5);
       await lock.release();
