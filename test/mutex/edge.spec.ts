@@ -6,7 +6,7 @@
 import { Redis } from 'ioredis';
 import { LockEngine } from 'lockwarden/core';
 import { LockTimeoutError } from 'lockwarden/errors';
-import type { LockHandle } from 'lockwarden/core';
+import type { LockEngineOptions, LockHandle } from 'lockwarden/core';
 import { runWorker } from '../harness/child';
 import type { ChildScript } from '../harness/child';
 import { EventLog } from '../harness/event-log';
@@ -255,6 +255,24 @@ describe('waiting writers killed', () => {
   });
 });
 
+/**
+ * A warm engine on a client of its own, whose process stalls for `ms` right after the next of
+ * `commands` is written once the stall is armed (see StallAfterWrite).
+ */
+async function stallingEngine(
+  commands: string[],
+  ms: number,
+  options: Partial<LockEngineOptions> = {},
+): Promise<{ e: LockEngine; stall: StallAfterWrite }> {
+  const client = new Redis(server.redis.url);
+  closers.push(async () => client.disconnect());
+  const stall = new StallAfterWrite(client, commands, ms);
+  const e = new LockEngine({ client, keyPrefix: uniquePrefix('stall'), shutdownGraceMs: 0, ...options });
+  closers.push(() => closeNow(e));
+  await (await e.acquire('warm', { waitMs: 0 })).release();
+  return { e, stall };
+}
+
 describe('an acquire whose process stalls past the settle grace', () => {
   // Node runs expired timers before it reads sockets: after a stall, the grace's timer would
   // call the attempt unanswered while Redis' answer sits unread.
@@ -262,13 +280,8 @@ describe('an acquire whose process stalls past the settle grace', () => {
     ['free', false],
     ['busy', true],
   ])('hears what Redis answered meanwhile when the lock is %s, not "Redis did not answer"', async (_, busy) => {
-    const client = new Redis(server.redis.url);
-    closers.push(async () => client.disconnect());
     // Right after the acquire's call is written, the process stalls past the grace.
-    const stall = new StallAfterWrite(client, ['set', 'evalsha'], 2 * GRACE_MS);
-    const e = new LockEngine({ client, keyPrefix: uniquePrefix('stall'), shutdownGraceMs: 0 });
-    closers.push(() => closeNow(e));
-    await (await e.acquire('warm', { waitMs: 0 })).release();
+    const { e, stall } = await stallingEngine(['set', 'evalsha'], 2 * GRACE_MS);
     const holder = busy ? await engine(e.options.keyPrefix).acquire('k') : undefined;
     stall.arm();
     const attempt = e.acquire('k', { waitMs: 0 });
@@ -287,13 +300,8 @@ describe('an acquire whose process stalls past the settle grace', () => {
 describe('health() whose process stalls past its bound', () => {
   it('reports what Redis answered meanwhile, not "no answer"', async () => {
     const timeoutMs = 200;
-    const client = new Redis(server.redis.url);
-    closers.push(async () => client.disconnect());
     // Right after the probe's PING is written, the process is busy past the whole bound.
-    const stall = new StallAfterWrite(client, ['ping'], 2 * timeoutMs);
-    const e = new LockEngine({ client, keyPrefix: uniquePrefix('stall-health'), shutdownGraceMs: 0 });
-    closers.push(() => closeNow(e));
-    await (await e.acquire('warm', { waitMs: 0 })).release();
+    const { e, stall } = await stallingEngine(['ping'], 2 * timeoutMs);
     stall.arm();
     const report = await e.health(timeoutMs);
     expect(stall.happened).toBe(true);
@@ -305,18 +313,8 @@ describe('health() whose process stalls past its bound', () => {
 describe("a holder's call whose process stalls past commandTimeoutMs", () => {
   it('hears the release Redis answered meanwhile, not "Redis did not answer"', async () => {
     const commandTimeoutMs = 200;
-    const client = new Redis(server.redis.url);
-    closers.push(async () => client.disconnect());
     // Right after the release's script call is written, the process is busy past the budget.
-    const stall = new StallAfterWrite(client, ['evalsha'], 2 * commandTimeoutMs);
-    const e = new LockEngine({
-      client,
-      keyPrefix: uniquePrefix('stall-release'),
-      commandTimeoutMs,
-      shutdownGraceMs: 0,
-    });
-    closers.push(() => closeNow(e));
-    await (await e.acquire('warm', { waitMs: 0 })).release();
+    const { e, stall } = await stallingEngine(['evalsha'], 2 * commandTimeoutMs, { commandTimeoutMs });
     const lock = await e.acquire('k', { waitMs: 0 });
     stall.arm();
     await expect(lock.release()).resolves.toBe(true);

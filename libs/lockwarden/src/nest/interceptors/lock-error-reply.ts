@@ -28,6 +28,13 @@ export interface LockErrorReply {
   readonly retryAfterMs?: number;
 }
 
+/** Redis unreachable or refusing, or the app stopping: the same answer, whichever stood in the way. */
+const UNAVAILABLE: LockErrorReply = {
+  status: 'error',
+  code: 'LOCK_UNAVAILABLE',
+  message: 'Locking is unavailable right now. Retry later.',
+};
+
 /**
  * What a lock error tells the caller, in every context (an HTTP status is chosen from the
  * code): a code it can act on, a message that names no key and no Redis detail (those are for
@@ -79,13 +86,13 @@ export function lockErrorReply(err: LockError, logger: LoggerService, retryAfter
   if (err instanceof LockBackendError || err instanceof LockAbortedError) {
     // A refusal (an ACL, OOM) answers every request alike: said once, with its fix, not per request.
     if (!tellRefusal(logger, err)) logger.warn?.(err.message);
-    return { status: 'error', code: 'LOCK_UNAVAILABLE', message: 'Locking is unavailable right now. Retry later.' };
+    return UNAVAILABLE;
   }
   if (err instanceof LockInterruptedError) {
     // The work did what the signal asked: the app is stopping or nobody waits for the answer.
     // Expected, so not an error; a client still there is told to come back.
     logger.log(err.message);
-    return { status: 'error', code: 'LOCK_UNAVAILABLE', message: 'Locking is unavailable right now. Retry later.' };
+    return UNAVAILABLE;
   }
   logger.error(err instanceof LockConfigError ? err.message : `Unexpected lock error: ${err.message}`);
   return { status: 'error', code: 'LOCK_ERROR', message: 'Internal server error' };
