@@ -2,6 +2,7 @@ import type { Redis } from 'ioredis';
 import { analyse, now } from './scenarios';
 import type { Cycle } from './scenarios';
 import { serverWork } from './server-work';
+import type { CommandShare } from './server-work';
 import { runWorkerProcesses } from './worker-processes';
 
 /** What a hot lock cost and gave, across processes. */
@@ -15,6 +16,8 @@ export interface HotLockResult {
   readonly fairness: number;
   readonly waitP99: number;
   readonly overlaps: number;
+  /** Each command's calls and Redis time (µs) per grant (INFO commandstats). */
+  readonly byCommand: Map<string, CommandShare>;
 }
 
 /**
@@ -47,7 +50,7 @@ export async function hotLock(
   );
   const cycles = perProcess.flat();
   const result = analyse(cycles, start, Math.max(start + ms, ...cycles.map((c) => c.released)));
-  const { cpuUs, commands } = await work.per(cycles.length);
+  const { cpuUs, commands, byCommand } = await work.per(cycles.length);
   const perProcessGrants = perProcess.map((c) => c.length);
   return {
     grantsPerSec: result.cyclesPerSec,
@@ -56,5 +59,6 @@ export async function hotLock(
     fairness: Math.min(...perProcessGrants) / Math.max(...perProcessGrants),
     waitP99: result.waitP99,
     overlaps: result.overlaps,
+    byCommand,
   };
 }

@@ -10,13 +10,26 @@ export async function serverCpuUs(admin: Redis): Promise<number> {
   return (field('used_cpu_user') + field('used_cpu_sys')) * 1e6;
 }
 
+/** One command's share of a run: how often it ran, and Redis' time in it (INFO commandstats' usec). */
+export interface CommandShare {
+  readonly calls: number;
+  readonly usec: number;
+}
+
+/** Commands Redis ran since the last RESETSTAT, by name, a script's inner calls included, the bench's own left out. */
+export async function commandShares(admin: Redis): Promise<Map<string, CommandShare>> {
+  const stats = await admin.info('commandstats');
+  const shares = new Map<string, CommandShare>();
+  for (const [, command, n, usec] of stats.matchAll(/^cmdstat_([^:]+):calls=(\d+),usec=(\d+)/gm)) {
+    if (!OWN.has(command.split('|')[0])) shares.set(command, { calls: Number(n), usec: Number(usec) });
+  }
+  return shares;
+}
+
 /** Commands Redis ran since the last RESETSTAT, a script's inner calls included, the bench's own left out. */
 export async function commandCalls(admin: Redis): Promise<number> {
-  const stats = await admin.info('commandstats');
   let calls = 0;
-  for (const [, command, n] of stats.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) {
-    if (!OWN.has(command.split('|')[0])) calls += Number(n);
-  }
+  for (const share of (await commandShares(admin)).values()) calls += share.calls;
   return calls;
 }
 
@@ -24,7 +37,12 @@ export async function commandCalls(admin: Redis): Promise<number> {
 export interface ServerWork {
   start(): Promise<void>;
   /** Redis CPU (µs) and commands per grant since `start`. */
-  per(grants: number): Promise<{ readonly cpuUs: number; readonly commands: number }>;
+  per(grants: number): Promise<{
+    readonly cpuUs: number;
+    readonly commands: number;
+    /** Each command's calls and Redis time (µs) per grant; a script's time includes its inner calls'. */
+    readonly byCommand: Map<string, CommandShare>;
+  }>;
 }
 
 /** Counts Redis' CPU and commands around one timed run, through `admin` (a client of the bench's own). */
@@ -37,7 +55,13 @@ export function serverWork(admin: Redis): ServerWork {
     },
     async per(grants) {
       const cpu = (await serverCpuUs(admin)) - cpuBefore;
-      return { cpuUs: cpu / grants, commands: (await commandCalls(admin)) / grants };
+      const byCommand = new Map<string, CommandShare>();
+      let commands = 0;
+      for (const [name, share] of await commandShares(admin)) {
+        commands += share.calls;
+        byCommand.set(name, { calls: share.calls / grants, usec: share.usec / grants });
+      }
+      return { cpuUs: cpu / grants, commands: commands / grants, byCommand };
     },
   };
 }

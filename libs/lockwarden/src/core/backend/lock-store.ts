@@ -69,6 +69,16 @@ export interface PermitHandOff {
   readonly leaseMs: number;
 }
 
+/**
+ * The waiter of this process a release hands a mutex off to (hand-off-here.lua): its owner token, its
+ * lease, and whether its fencing token is minted at the grant (`fenced`) or on first read.
+ */
+export interface MutexHandOff {
+  readonly ownerToken: string;
+  readonly leaseMs: number;
+  readonly fenced: boolean;
+}
+
 export interface StoreSemAcquire {
   readonly keys: SemKeys;
   readonly ownerToken: string;
@@ -128,6 +138,15 @@ export interface LockStore {
    * release of a lock nobody waited for, with fewer keys (see HeldRelease).
    */
   releaseHeld(item: HeldRelease): Promise<boolean>;
+  /**
+   * Hands a mutex `ownerToken` holds straight off to `to`, a waiter of this process, with its
+   * full lease from now. `placed`: `to` holds its engine's place in the queue, which it gives
+   * up. Resolves its fencing token (> 0), UNMINTED when it is minted on first read, or -1
+   * when `ownerToken` no longer held the lock (nothing handed off). Only where `mutexHandOffHere`.
+   */
+  handOffMutex(keys: MutexKeys, ownerToken: string, to: MutexHandOff, placed: boolean): Promise<number>;
+  /** Whether handOffMutex is available: a grant it makes needs no replica acknowledgement. */
+  readonly mutexHandOffHere: boolean;
   rwAcquire(req: StoreRwAcquire): Promise<number>;
   /** True when it released our lease; false when we held nothing (a waiting writer's place is dropped too). */
   rwRelease(keys: RwKeys, ownerToken: string, kind: 'read' | 'write'): Promise<boolean>;

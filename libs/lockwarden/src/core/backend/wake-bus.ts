@@ -1,4 +1,4 @@
-import type { PermitHandOff } from './lock-store';
+import type { MutexHandOff, PermitHandOff } from './lock-store';
 
 /**
  * A waiting acquire, as the bus's contract names it: core/wake's Waiter is the one. What a
@@ -7,12 +7,16 @@ import type { PermitHandOff } from './lock-store';
 export interface BusWaiter {
   /** What a release needs to hand its permits off to this waiter. */
   readonly handOff: PermitHandOff | undefined;
+  /** What a release needs to hand its mutex off to this waiter. */
+  readonly mutexHandOff: MutexHandOff | undefined;
+  /** It holds its engine's place in the lock's queue on the server. */
+  readonly fair: boolean;
   /** A release of this process is handing permits off to it. */
   claimed: boolean;
   /** Wakes it to try by itself. */
   wake(): void;
   /** Permits a release handed off to it: their fencing token, when the hand-off was sent, and how many hand-offs led here. */
-  takeHandOff(fencingToken: number, leaseFrom: number, handOffs: number): void;
+  takeHandOff(fencingToken: number, leaseFrom: number, handOffs: number, handOffsSince?: number): void;
 }
 
 /**
@@ -27,6 +31,8 @@ export interface WakeBus {
   readonly inboxId: string;
   /** Registers a waiter; the returned promise settles once its channel is subscribed. */
   join(waiter: BusWaiter): Promise<unknown>;
+  /** Whether `channel` is subscribed already (joinIfLive would take a waiter). */
+  isLive(channel: string): boolean;
   /** Registers a waiter on a channel that is subscribed already; false, and nothing done, when it is not. */
   joinIfLive(waiter: BusWaiter): boolean;
   /**
@@ -48,6 +54,15 @@ export interface WakeBus {
    * the engine is queued on the server already, so a new caller waits in line behind it.
    */
   placeTaken(waiter: BusWaiter): boolean;
+  /**
+   * Mutexes this engine holds, by the lock's channel: `hold` as a lease begins (or a release
+   * hands the lock off to a waiter here), `unhold` as it ends. While one is held here, a new
+   * waiter of the engine waits in line for a hand-off here, without asking Redis; once none is, one
+   * waiter in line is woken to take the engine's place in the queue.
+   */
+  hold(lockChannel: string, ownerToken: string): void;
+  unhold(lockChannel: string, ownerToken: string): void;
+  heldHere(lockChannel: string): boolean;
   /** Removes a waiter; `acquired`: it got its lock or permits. */
   leave(waiter: BusWaiter, acquired: boolean): void;
   /** Interrupts every waiter and closes what the bus opened. */

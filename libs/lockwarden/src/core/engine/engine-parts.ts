@@ -4,6 +4,7 @@ import type { EventHub } from '../observe/telemetry';
 import { otelLockTracer, otelMetricsListener } from '../observe/telemetry';
 import type { JobHost } from '../schedule/scheduled-job';
 import type { OpenedBackend } from '../backend/lock-backend';
+import type { BusWaiter } from '../backend/wake-bus';
 import { SETTLE_GRACE_MS } from '../wait/acquire-loop';
 import { OutageSweep } from '../wait/outage-sweep';
 import type { ResolvedEngineOptions } from '../options/engine-options';
@@ -54,7 +55,15 @@ export function buildEngineParts(
   if (metrics) hub.add(metrics);
   const emit = hub.emit;
   const watchdog = new Watchdog(store, logger, emit);
-  const handOffTarget = store.permitHandOff ? (channel: string) => bus.claimHandOffTarget(channel) : undefined;
+  const claim = (channel: string): BusWaiter | undefined => bus.claimHandOffTarget(channel);
+  const handOffTarget = store.permitHandOff ? claim : undefined;
+  const here = store.mutexHandOffHere
+    ? {
+        target: claim,
+        hold: (lockChannel: string, token: string) => bus.hold(lockChannel, token),
+        unhold: (lockChannel: string, token: string) => bus.unhold(lockChannel, token),
+      }
+    : undefined;
   const held = new HeldLocks(
     store,
     watchdog,
@@ -63,6 +72,7 @@ export function buildEngineParts(
     emit,
     handOffTarget,
     bus.waitedOn,
+    here,
     holderCallBudget(options.commandTimeoutMs, store.attemptMs),
   );
   const stop = new EngineShutdown(held, watchdog, backend, logger);

@@ -11,6 +11,7 @@ import type { LockLogger } from '../observe/logger';
 import type { LockStore } from '../backend/lock-store';
 import type { BusWaiter } from '../backend/wake-bus';
 import { mintOnFirstRead, releaseMutex } from '../mutex/mutex-lease';
+import type { HandOffHere } from '../mutex/mutex-lease';
 import { releasePermits } from '../semaphore/permit-release';
 import { MIN_LEASE_MS } from '../options/validate';
 import { LeaseCalls } from './lease-calls';
@@ -45,13 +46,19 @@ export class HeldLocks implements LeaseHost {
     private readonly handOffTarget: ((channel: string) => BusWaiter | undefined) | undefined,
     /** The channels a waiter of this process waits on (WakeBus.waitedOn). */
     private readonly waitedOn: ReadonlySet<string>,
+    /** Where mutexes are handed off within the process: the bus's record of the mutexes held here (WakeBus.hold). */
+    private readonly here:
+      (HandOffHere & { readonly unhold: (lockChannel: string, ownerToken: string) => void }) | undefined,
     /** How long a holder's call (a release, a token read, an extension) may wait for Redis, and how to say it. */
     callBudget: { readonly ms: number; readonly said: string },
   ) {
     this.budget = new CallBudget(callBudget.ms, callBudget.said);
     this.calls = new LeaseCalls(store, watchdog, emit, (call) => this.budget.bound(call));
     // A lost lease is no longer held: not counted, not waited for at shutdown, not "abandoned".
-    watchdog.onLost = (lease) => this.leases.delete(lease) && this.checkIdle();
+    watchdog.onLost = (lease) => {
+      this.endedHere(lease);
+      if (this.leases.delete(lease)) this.checkIdle();
+    };
   }
 
   get size(): number {
@@ -66,6 +73,7 @@ export class HeldLocks implements LeaseHost {
   /** Takes charge of a newly granted lease: watched by the watchdog until it ends. */
   add(lease: Lease): void {
     this.leases.add(lease);
+    if (this.here && lease.lock.kind === 'mutex') this.here.hold(lease.lock.keys.channel, lease.ownerToken);
     this.watchdog.track(lease);
     // A hand-off's short lease is renewed now, before the holder's work can block the loop past it.
     if (lease.currentLeaseMs < lease.leaseMs) this.watchdog.renewNow(lease);
@@ -189,6 +197,7 @@ export class HeldLocks implements LeaseHost {
     this.leases.clear();
     const reason = 'the lock service shut down while the work holding it still ran; it expires with its lease';
     for (const lease of abandoned) {
+      this.endedHere(lease);
       this.watchdog.untrack(lease);
       this.watchdog.lost(lease, reason, false); // the shutdown's one warning names them all
     }
@@ -207,9 +216,13 @@ export class HeldLocks implements LeaseHost {
     this.leases.delete(lease);
     this.watchdog.untrack(lease);
     this.checkIdle();
-    if (this.stopped) return Promise.resolve(false);
+    if (this.stopped) {
+      this.endedHere(lease);
+      return Promise.resolve(false);
+    }
     return this.budget.bound(this.releaseOnServer(lease)).then(
       (released) => {
+        this.endedHere(lease);
         if (held && !released) lostAtRelease(lease, this.emit);
         else if (held) {
           this.emit?.({
@@ -223,6 +236,7 @@ export class HeldLocks implements LeaseHost {
         return released;
       },
       (err: unknown) => {
+        this.endedHere(lease);
         const error = new LockBackendError(lease.key, 'release', err);
         if (this.draining) warnUnreleased(this.logger, lease, error);
         throw error;
@@ -244,6 +258,11 @@ export class HeldLocks implements LeaseHost {
   }
 
   // ---- internals ----------------------------------------------------------------------------
+
+  /** A mutex lease's hold here is over (WakeBus.unhold): its waiters in line may have to ask Redis now. */
+  private endedHere(lease: Lease): void {
+    if (this.here && lease.lock.kind === 'mutex') this.here.unhold(lease.lock.keys.channel, lease.ownerToken);
+  }
 
   private track<T>(work: Promise<T>): Promise<T> {
     this.running.add(work);
@@ -273,7 +292,7 @@ export class HeldLocks implements LeaseHost {
         .then(([kept]) => kept);
     }
     const lock = lease.lock;
-    if (lock.kind === 'mutex') return releaseMutex(this.store, lease, lock.keys, this.waitedOn);
+    if (lock.kind === 'mutex') return releaseMutex(this.store, lease, lock.keys, this.waitedOn, this.here);
     if (lock.kind === 'permit') return releasePermits(this.store, lease, lock.keys, this.handOffTarget);
     return this.store.rwRelease(lock.keys, lease.ownerToken, lock.kind);
   }

@@ -232,6 +232,8 @@ export class LeaseGranter {
     if (req.maxHoldMs !== undefined) lease.maxHoldUntil = result.leaseFrom + req.maxHoldMs;
     if (req.lockAtLeastMs !== undefined) lease.keepUntil = result.leaseFrom + req.lockAtLeastMs;
     lease.handOffs = result.handOffs ?? 0;
+    lease.handOffsSince = result.handOffsSince;
+    if (attempt.mutexHandOff) lease.handsOffHere = true;
     if (result.contended) lease.contended = true;
     lease.name = req.name;
     this.held.add(lease);

@@ -52,8 +52,12 @@ export class Lease {
   renewing = false;
   /** No renewal reaches past this (maxHoldMs); Infinity when uncapped. */
   maxHoldUntil = Infinity;
-  /** Semaphores: how many releases in a row handed these permits off within this process (sem-release.lua). */
+  /** How many releases in a row handed these permits (sem-release.lua) or this mutex (hand-off-here.lua) off within this process. */
   handOffs = 0;
+  /** A mutex whose release may hand it off to a waiter of this process (Attempt.mutexHandOff). */
+  handsOffHere = false;
+  /** Since when the mutex has been handed off within this process in a row; undefined when it came from Redis. */
+  handOffsSince: number | undefined;
   /** It was waited for, or handed off: others likely wait too (see LoopResult.contended). */
   contended = false;
   /** Set once maxHoldMs shortened or skipped a renewal: the lease now ends by the cap. */

@@ -1,6 +1,7 @@
 import { LockBackendError, LockLostError } from '../../errors';
 import type { MutexKeys } from '../backend/lock-keys';
 import type { LockStore } from '../backend/lock-store';
+import type { BusWaiter } from '../backend/wake-bus';
 import type { Lease } from '../lease/lease';
 import type { Watchdog } from '../lease/watchdog';
 
@@ -42,17 +43,66 @@ export async function mintOnFirstRead(
 }
 
 /**
- * Releases a held mutex lease. It tells the store whether someone may wait for the lock: this
- * process's waiters (`waitedOn`, the channels they wait on) or a busy answer on the way in
- * (`Lease.contended`). A store may then release a lock nobody waited for with fewer keys
- * (HeldRelease).
+ * How many times in a row a mutex is handed off from holder to holder within one process (see
+ * releaseMutex), and for how long at most, before a release gives it back to the queue, so
+ * waiters in other processes get their turn.
  */
-export function releaseMutex(
+export const MAX_MUTEX_HANDOFFS = 16;
+export const MAX_MUTEX_HANDOFFS_MS = 50;
+
+/** What a release of this process needs to hand a mutex off within it. */
+export interface HandOffHere {
+  /** Claims a parked waiter of this process for the lock's channel (WakeBus.claimHandOffTarget). */
+  readonly target: (channel: string) => BusWaiter | undefined;
+  /** WakeBus.hold: the waiter handed the lock holds it here from now. */
+  readonly hold: (lockChannel: string, ownerToken: string) => void;
+}
+
+/**
+ * Releases a held mutex lease. When a waiter of this process is parked for the lock, and the
+ * lock has not been handed off within the process too often or too long in a row, the lock
+ * goes straight to it (hand-off-here.lua): one call, no message, and no other process wakes; waiters
+ * elsewhere keep their places, and get the lock once a release gives it back to the queue.
+ * Otherwise it tells the store whether someone may wait for the lock: this process's waiters
+ * (`waitedOn`, the channels they wait on) or a busy answer on the way in (`Lease.contended`).
+ * A store may then release a lock nobody waited for with fewer keys (HeldRelease).
+ */
+export async function releaseMutex(
   store: LockStore,
   lease: Lease,
   keys: MutexKeys,
   waitedOn: ReadonlySet<string>,
+  here: HandOffHere | undefined,
 ): Promise<boolean> {
-  const waited = lease.contended || waitedOn.has(keys.channel);
-  return store.releaseHeld({ keys, ownerToken: lease.ownerToken, waited, fence: lease.mintedToken });
+  // Only a lock a waiter of this process waits for can be handed off here.
+  const to = here && waitedOn.has(keys.channel) && mayHandOffHere(lease) ? here.target(keys.channel) : undefined;
+  if (!to?.mutexHandOff) {
+    const waited = lease.contended || waitedOn.has(keys.channel);
+    return store.releaseHeld({ keys, ownerToken: lease.ownerToken, waited, fence: lease.mintedToken });
+  }
+  const sentAt = performance.now();
+  let fence: number;
+  try {
+    fence = await store.handOffMutex(keys, lease.ownerToken, to.mutexHandOff, to.fair);
+  } catch (err) {
+    // It tries by itself: a hand-off that did land is found by its attempt (acquire.lua's holder path).
+    to.claimed = false;
+    to.wake();
+    throw err;
+  }
+  if (fence < 0) {
+    // Not ours to hand off (its key expired or was deleted): the waiter asks Redis itself.
+    to.claimed = false;
+    to.wake();
+    return false;
+  }
+  here!.hold(keys.channel, to.mutexHandOff.ownerToken);
+  to.takeHandOff(fence, sentAt, lease.handOffs + 1, lease.handOffsSince ?? sentAt);
+  return true;
+}
+
+/** Whether a release of `lease` may hand the lock off within the process (see MAX_MUTEX_HANDOFFS). */
+function mayHandOffHere(lease: Lease): boolean {
+  if (!lease.handsOffHere || lease.handOffs >= MAX_MUTEX_HANDOFFS) return false;
+  return lease.handOffsSince === undefined || performance.now() - lease.handOffsSince < MAX_MUTEX_HANDOFFS_MS;
 }

@@ -1,6 +1,6 @@
 import type { MutexKeys } from '../backend/lock-keys';
 import { BUSY_FOR_UNKNOWN, UNMINTED } from '../backend/lock-store';
-import type { LockStore, StoreAcquire } from '../backend/lock-store';
+import type { LockStore, MutexHandOff, StoreAcquire } from '../backend/lock-store';
 import { SCRIPTS } from '../redis/lua-script';
 import { NativeCommands } from '../redis/native-commands';
 import { acknowledged } from '../redis/store-context';
@@ -66,6 +66,17 @@ export class RedisMutexStore {
 
   release(keys: MutexKeys, ownerToken: string): Promise<boolean> {
     return this.held.releaseOne(keys, ownerToken);
+  }
+
+  /** hand-off-here.lua: the lock goes from `ownerToken` to `to`, a waiter of this process. */
+  async handOffHere(keys: MutexKeys, ownerToken: string, to: MutexHandOff, placed: boolean): Promise<number> {
+    const args = [ownerToken, to.ownerToken, to.leaseMs, this.ctx.instanceId, to.fenced ? '1' : ''];
+    const reply = await this.ctx.client.run(
+      SCRIPTS.handOffHere,
+      placed ? keys.acquireKeys : keys.plainAcquireKeys,
+      args,
+    );
+    return Number(reply);
   }
 
   /** Records the fencing token a quorum granted on this node (see fence-raise.lua). */

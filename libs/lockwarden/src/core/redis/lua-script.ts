@@ -27,6 +27,7 @@ export const SCRIPTS = {
   acquire: new LuaScript('acquire'),
   release: new LuaScript('release'),
   releasePlain: new LuaScript('release-plain'),
+  handOffHere: new LuaScript('hand-off-here'),
   renew: new LuaScript('renew'),
   fenceRaise: new LuaScript('fence-raise'),
   fenceMint: new LuaScript('fence-mint'),

@@ -75,6 +75,13 @@ export class MemoryLockStore implements LockStore {
   /** The memory backend wakes every waiter on a release instead (see MemoryLockBackend.semRelease). */
   readonly permitHandOff = false;
 
+  /** A release here wakes a waiter, who takes the lock in the same process at no cost: nothing to hand off. */
+  readonly mutexHandOffHere = false;
+
+  handOffMutex(): Promise<number> {
+    return Promise.reject(new Error('handOffMutex is not available on the memory backend'));
+  }
+
   semHandOff(): Promise<{ released: boolean; fencingToken: number }> {
     return Promise.reject(new Error('semHandOff is not available on the memory backend'));
   }

@@ -161,6 +161,13 @@ export class QuorumLockStore implements LockStore {
 
   readonly permitHandOff = false;
 
+  /** A quorum's grant is a majority's, never one node's script: no hand-off within the process. */
+  readonly mutexHandOffHere = false;
+
+  handOffMutex(): Promise<number> {
+    return Promise.reject(new Error('handOffMutex is not available with a quorum'));
+  }
+
   semHandOff(): Promise<{ released: boolean; fencingToken: number }> {
     return Promise.reject(noSemaphore());
   }

@@ -2,6 +2,7 @@ import type { LockInfo, SemaphoreInfo, ServerProbe } from '../backend/lock-info'
 import type { MutexKeys, RwKeys, SemKeys } from '../backend/lock-keys';
 import type {
   LockStore,
+  MutexHandOff,
   PermitHandOff,
   RenewItem,
   StoreAcquire,
@@ -40,6 +41,7 @@ export class RedisLockStore implements LockStore {
   readonly fairQueue: boolean;
   readonly rwQueue: boolean;
   readonly permitHandOff: boolean;
+  readonly mutexHandOffHere: boolean;
   /** The mutex's held releases, exposed as they are: no frame of this store's on a lease's way out. */
   readonly releaseHeld: LockStore['releaseHeld'];
 
@@ -58,7 +60,7 @@ export class RedisLockStore implements LockStore {
     this.attemptMs = ack ? ACK_ATTEMPTS * ack.timeoutMs : 0;
     // A queue hands a lock or permits off inside the releaser's script, with no WAIT by the
     // new holder. Under replicaAck every grant must be acknowledged: no queue, no hand-off.
-    this.fairQueue = this.rwQueue = this.permitHandOff = ack === undefined;
+    this.fairQueue = this.rwQueue = this.permitHandOff = this.mutexHandOffHere = ack === undefined;
   }
 
   // ---- mutexes: mutex/redis-mutex-store.ts --------------------------------------------------
@@ -73,6 +75,10 @@ export class RedisLockStore implements LockStore {
 
   release(keys: MutexKeys, ownerToken: string): Promise<boolean> {
     return this.mutex.release(keys, ownerToken);
+  }
+
+  handOffMutex(keys: MutexKeys, ownerToken: string, to: MutexHandOff, placed: boolean): Promise<number> {
+    return this.mutex.handOffHere(keys, ownerToken, to, placed);
   }
 
   /** A quorum's: records the fencing token it granted on this node. */

@@ -16,6 +16,7 @@ import {
   retryPauseMs,
   subscribed,
   usableGrant,
+  waitsInLine,
 } from './busy-wait';
 
 /**
@@ -98,7 +99,7 @@ export async function acquireLoop(
   /** Join this engine's line of waiters for the semaphore without a first attempt (see below). */
   let inLine = false;
   try {
-    if (attempt.handOff) ({ waiter, inLine } = joinEarly(ctx, attempt, waitMs));
+    if (attempt.handOff ?? attempt.mutexHandOff) ({ waiter, inLine } = joinEarly(ctx, attempt, waitMs));
     for (;;) {
       gate.check();
       let cap: number;
@@ -109,19 +110,30 @@ export async function acquireLoop(
         sent = true;
         heardBusy = true;
         busyMs = attempt.queueRefreshMs ?? 0;
-        cap = Math.min(busyMs, deadline - performance.now());
+        // A mutex waiter in line is woken by what happens here (a hand-off here, or the end of the hold
+        // that kept it in line), not by Redis: no check back every refresh, only the lease's.
+        const checkBack = attempt.kind === 'mutex' ? attempt.ask.leaseMs : busyMs;
+        cap = Math.min(checkBack, deadline - performance.now());
+        // Out of budget, unless a hand-off came meanwhile (the park below takes it at once).
+        if (cap <= 0 && !waiter?.handOffGrant) return { granted: false, busyMs };
+      } else if (waiter && attempt.mutexHandOff && waitMs > 0 && waitsInLine(ctx, attempt, waiter)) {
+        // Held here, or another waiter here has the engine's place: wait in line for it.
+        inLine = true;
+        continue;
       } else {
         const sentAt = performance.now();
         sent = true;
         lastBusy = false;
-        if (!queued && attempt.queues && waiter && ctx.bus.mayTakePlace(waiter)) {
+        // A mutex's first attempt barges in: only one that found the lock busy takes a place.
+        const mayQueue = attempt.queues && (heardBusy || attempt.kind !== 'mutex');
+        if (!queued && mayQueue && waiter && ctx.bus.mayTakePlace(waiter)) {
           // It found the lock busy and listens on its inbox: from now on it holds a place.
           queued = true;
           waiter.fair = true;
           waiter.waiterId = waiterId = newWaiterId();
         }
         const seq = sentTimes.push(sentAt) - 1;
-        const work = send(ctx.store, attempt, queued, { waiterId, inbox: ctx.bus.inboxId, seq }, waiter !== undefined);
+        const work = send(ctx.store, attempt, queued, { waiterId, inbox: ctx.bus.inboxId, seq }, heardBusy);
         let reply: number | typeof LATE | typeof FAILED;
         if (!heardBusy) {
           // Bounded by what is left. Its "no answer" names the whole budget the caller gave Redis.
@@ -186,7 +198,7 @@ export async function acquireLoop(
       if (woke === 'handOffHere') {
         // Granted in a release of this process, timed from when that release was sent.
         granted = true;
-        return { granted: true, ...waiter.handOffGrant!, handedOff: true };
+        return { granted: true, ...waiter.handOffGrant!, handedOff: true, contended: true };
       }
       if (woke === 'handOff') {
         waiter.toldOfHandOff = false;
@@ -206,6 +218,8 @@ export async function acquireLoop(
     ctx.outages.unwatch(gate);
     gate.dispose();
     if (waiter) ctx.bus.leave(waiter, granted);
+    // A hand-off here that reached it as it gave up: its withdrawal releases the lock in Redis.
+    if (!granted && attempt.mutexHandOff) ctx.bus.unhold(attempt.channel, attempt.ownerToken);
     if (!granted && sent && !nothingLeft(attempt, queued, handedOff, lastBusy)) {
       // After a "busy", the caller hears it by the deadline: the withdrawal goes on behind it.
       // One that cannot reach Redis goes on behind the caller at once.

@@ -1,6 +1,13 @@
 import { randomFillSync } from 'node:crypto';
 import type { MutexKeys, RwKeys, SemKeys } from '../backend/lock-keys';
-import type { LockStore, PermitHandOff, StoreAcquire, StoreRwAcquire, StoreSemAcquire } from '../backend/lock-store';
+import type {
+  LockStore,
+  MutexHandOff,
+  PermitHandOff,
+  StoreAcquire,
+  StoreRwAcquire,
+  StoreSemAcquire,
+} from '../backend/lock-store';
 import { safetyMarginFor } from '../lease/lease';
 import { LockBackendError, LockError } from '../../errors';
 
@@ -56,6 +63,12 @@ interface WaitShape {
   readonly handoffMarginMs: number;
   /** Semaphores: lets a release of this process hand its permits off to this waiter. */
   readonly handOff?: PermitHandOff;
+  /**
+   * Mutexes that are not fair, where the store can: lets a release of this process hand the
+   * lock off to this waiter. The engine's waiters then share one place in the queue, as a
+   * semaphore's do, and wait in line while the lock is held here.
+   */
+  readonly mutexHandOff?: MutexHandOff;
   /** The new holder's secret owner token, drawn once per acquire. */
   readonly ownerToken: string;
 }
@@ -93,6 +106,8 @@ export function mutexAttempt(
     queues: store.fairQueue,
     handoffMarginMs: safetyMarginFor(handoffMs, configuredMargin),
     ownerToken,
+    mutexHandOff:
+      store.mutexHandOffHere && !req.fair ? { ownerToken, leaseMs: req.leaseMs, fenced: req.fenced } : undefined,
     ask: { keys, ownerToken, leaseMs: req.leaseMs, placeMs, handoffMs, fenced: req.fenced },
   };
 }

@@ -106,7 +106,8 @@ export function usableGrant(
 }
 
 /**
- * Semaphores, where a new caller usually finds every permit taken: on a channel already
+ * Semaphores, where a new caller usually finds every permit taken, and mutexes handed off
+ * within the process (`attempt.mutexHandOff`): on a channel already
  * subscribed, its waiter joins before the first attempt and hears messages from before it, so
  * that a failed attempt parks at once instead of trying a second time to cover a release in
  * between. `inLine`: where this engine waits for the semaphore already, with its place in the
@@ -120,11 +121,25 @@ export function joinEarly(
   attempt: Attempt,
   waitMs: number,
 ): { waiter: Waiter | undefined; inLine: boolean } {
-  const early = new Waiter(listenOn(ctx.bus.inboxId, attempt), false, '', attempt.channel);
+  const channel = listenOn(ctx.bus.inboxId, attempt);
+  // Nobody here waited for the lock lately: an uncontended acquire makes no waiter.
+  if (!ctx.bus.isLive(channel)) return { waiter: undefined, inLine: false };
+  const early = new Waiter(channel, false, '', attempt.channel);
   early.handOff = attempt.handOff;
+  early.mutexHandOff = attempt.mutexHandOff;
   early.sharesPlace = attempt.queues;
   if (!ctx.bus.joinIfLive(early)) return { waiter: undefined, inLine: false };
-  return { waiter: early, inLine: waitMs > 0 && attempt.queues && ctx.bus.placeTaken(early) };
+  return { waiter: early, inLine: waitMs > 0 && waitsInLine(ctx, attempt, early) };
+}
+
+/**
+ * Whether a waiter of this engine without a place in the queue waits in line, asking Redis
+ * nothing: another waiter here holds the engine's place, or (mutexes) the lock is held here,
+ * and its release hands it off within the process or wakes one in line to take the place.
+ */
+export function waitsInLine(ctx: Pick<LoopContext, 'bus'>, attempt: Attempt, waiter: Waiter): boolean {
+  if (!attempt.queues || waiter.fair) return false;
+  return ctx.bus.placeTaken(waiter) || (attempt.mutexHandOff !== undefined && ctx.bus.heldHere(attempt.channel));
 }
 
 /**
@@ -135,7 +150,8 @@ export function newWaiter(ctx: Pick<LoopContext, 'bus'>, attempt: Attempt, queue
   const waiter = new Waiter(listenOn(ctx.bus.inboxId, attempt), queued, waiterId, attempt.channel);
   waiter.handoffMs = attempt.handoffMs;
   waiter.handOff = attempt.handOff;
-  waiter.sharesPlace = attempt.kind === 'permit' && attempt.queues;
+  waiter.mutexHandOff = attempt.mutexHandOff;
+  waiter.sharesPlace = (attempt.kind === 'permit' || attempt.mutexHandOff !== undefined) && attempt.queues;
   return waiter;
 }
 

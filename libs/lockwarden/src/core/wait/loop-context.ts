@@ -36,6 +36,8 @@ export type LoopResult =
       readonly leaseFrom: number;
       /** How many releases handed the permits off in a row to get here (sem-release.lua). */
       readonly handOffs?: number;
+      /** Mutexes: since when the lock has been handed off from holder to holder within this process (mutex-lease.ts). */
+      readonly handOffsSince?: number;
       /** A release handed the lock (fair queue) or its permits off to this waiter. */
       readonly handedOff?: boolean;
       /**

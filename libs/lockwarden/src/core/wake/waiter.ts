@@ -1,4 +1,4 @@
-import type { PermitHandOff } from '../backend/lock-store';
+import type { MutexHandOff, PermitHandOff } from '../backend/lock-store';
 import type { GrantNotice } from '../backend/wire';
 
 /**
@@ -23,6 +23,8 @@ export class Waiter {
   handoffMs = Infinity;
   /** Semaphores: what a release of this process needs to hand its permits off to this waiter. */
   handOff: PermitHandOff | undefined;
+  /** Mutexes: what a release of this process needs to hand the lock off to this waiter (hand-off-here.lua). */
+  mutexHandOff: MutexHandOff | undefined;
   /**
    * Semaphores: this engine's waiters for the semaphore share one place on the server
    * (WakeBus.mayTakePlace); the others are served by hand-offs within the process, and take
@@ -32,7 +34,7 @@ export class Waiter {
   /** A release of this process is handing permits off to this waiter (WakeBus.claimHandOffTarget). */
   claimed = false;
   /** The grant a hand-off within the process brought: its fencing token, when it was sent, and how many hand-offs led to it. */
-  handOffGrant: { fencingToken: number; leaseFrom: number; handOffs: number } | undefined;
+  handOffGrant: { fencingToken: number; leaseFrom: number; handOffs: number; handOffsSince?: number } | undefined;
   private resolvePark: ((result: ParkResult) => void) | undefined;
   private timer: NodeJS.Timeout | undefined;
   private wakeAt = Infinity;
@@ -50,6 +52,7 @@ export class Waiter {
   /** Waits until a wake-up, a hand-off, `ms` elapsing or `interrupt()`; returns at once if one is pending. */
   park(ms: number): Promise<ParkResult> {
     if (this.toldOfHandOff) return Promise.resolve('handOff');
+    if (this.handOffGrant) return Promise.resolve('handOffHere');
     if (this.pendingWake) {
       this.pendingWake = false;
       return Promise.resolve('wake');
@@ -95,13 +98,14 @@ export class Waiter {
   }
 
   /**
-   * A release handed its permits off to this waiter. One no longer parked is trying by itself
-   * already: its attempt finds the grant (sem-acquire.lua's holder path), so nothing is lost.
+   * A release of this process handed its permits or its mutex off to this waiter. One no longer
+   * parked woke meanwhile: its next attempt finds the grant (the holder paths of sem-acquire.lua
+   * and acquire.lua), and if it parks first, the grant is there for it. One that gives up
+   * withdraws, which releases what was handed to it.
    */
-  takeHandOff(fencingToken: number, leaseFrom: number, handOffs: number): void {
+  takeHandOff(fencingToken: number, leaseFrom: number, handOffs: number, handOffsSince?: number): void {
     this.claimed = false;
-    if (!this.resolvePark) return;
-    this.handOffGrant = { fencingToken: fencingToken, leaseFrom, handOffs: handOffs };
+    this.handOffGrant = { fencingToken, leaseFrom, handOffs, handOffsSince };
     this.settle('handOffHere');
   }
 

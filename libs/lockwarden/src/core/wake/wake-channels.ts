@@ -29,6 +29,8 @@ const LINGER_MS = 5_000;
 export class WakeChannels implements WakeBus, WakeSink {
   private readonly channels = new Map<string, ChannelState>();
   private readonly waited = new Set<string>();
+  /** The owner tokens of the mutexes held here, by lock channel (see hold). */
+  private readonly holders = new Map<string, Set<string>>();
   readonly waitedOn: ReadonlySet<string> = this.waited;
   private sweepTimer: NodeJS.Timeout | undefined;
   private closed = false;
@@ -73,6 +75,10 @@ export class WakeChannels implements WakeBus, WakeSink {
    * while its first attempt is in flight is kept for it (Waiter.pendingWake); false, and
    * nothing done, when the channel is not subscribed yet.
    */
+  isLive(channel: string): boolean {
+    return this.channels.get(channel)?.live === true;
+  }
+
   joinIfLive(waiter: Waiter): boolean {
     const state = this.channels.get(waiter.channel);
     if (!state?.live) return false;
@@ -90,7 +96,7 @@ export class WakeChannels implements WakeBus, WakeSink {
     const state = this.channels.get(`${channel}:${this.inboxId}`) ?? this.channels.get(channel);
     if (!state) return undefined;
     for (const w of state.waiters) {
-      if (w.handOff && w.parked && !w.claimed && !w.pendingWake && !w.toldOfHandOff) {
+      if ((w.handOff ?? w.mutexHandOff) && w.parked && !w.claimed && !w.pendingWake && !w.toldOfHandOff) {
         w.claimed = true;
         return w;
       }
@@ -115,6 +121,30 @@ export class WakeChannels implements WakeBus, WakeSink {
     return holder !== undefined && holder !== waiter && state!.waiters.includes(holder);
   }
 
+  hold(lockChannel: string, ownerToken: string): void {
+    const held = this.holders.get(lockChannel);
+    // Only where a waiter of this engine listens (or did, lately): an uncontended lock costs
+    // nothing here. A waiter that comes while it is held then asks Redis, and takes the place.
+    if (!held && !this.channels.has(`${lockChannel}:${this.inboxId}`)) return;
+    if (held) held.add(ownerToken);
+    else this.holders.set(lockChannel, new Set([ownerToken]));
+  }
+
+  unhold(lockChannel: string, ownerToken: string): void {
+    const held = this.holders.get(lockChannel);
+    if (!held?.delete(ownerToken) || held.size > 0) return;
+    this.holders.delete(lockChannel);
+    // Nobody here holds it now: the waiters in line would wait for a hand-off here that will not come.
+    // One of them takes the engine's place in the queue, unless a waiter holds it already.
+    const state = this.channels.get(`${lockChannel}:${this.inboxId}`);
+    if (!state || (state.placeHolder && state.waiters.includes(state.placeHolder))) return;
+    state.waiters.find((w) => w.mutexHandOff && !w.fair && !w.claimed)?.wake();
+  }
+
+  heldHere(lockChannel: string): boolean {
+    return this.holders.has(lockChannel);
+  }
+
   /** Removes a waiter. One that leaves holding an unused wake-up passes it on. */
   leave(waiter: Waiter, acquired: boolean): void {
     const state = this.channels.get(waiter.channel);
@@ -128,8 +158,10 @@ export class WakeChannels implements WakeBus, WakeSink {
     if (state.placeHolder === waiter) {
       // The engine's place goes with it: the longest waiting of the others takes it now, so
       // the engine keeps its turn in the queue (a hand-off, within the process or from the queue, served the one leaving).
+      // A mutex waiter that leaves with the lock holds it here: the others wait in line for
+      // its hand-off, or for its end (unhold) to take the place then.
       state.placeHolder = undefined;
-      state.waiters.find((w) => w.sharesPlace && !w.fair)?.wake();
+      if (!(acquired && waiter.mutexHandOff)) state.waiters.find((w) => w.sharesPlace && !w.fair)?.wake();
     }
     // A semaphore caller that got its permits may have got them without the wake-up it was
     // sent: another waiter may fit in the permits that wake-up announced.
