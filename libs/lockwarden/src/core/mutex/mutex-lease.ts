@@ -45,10 +45,14 @@ export async function mintOnFirstRead(
 /**
  * How many times in a row a mutex is handed off from holder to holder within one process (see
  * releaseMutex), and for how long at most, before a release gives it back to the queue, so
- * waiters in other processes get their turn.
+ * waiters in other processes get their turn. Longer runs within a process spread the cost of
+ * a hand-off between processes (a message, a wake-up, and two scripts more) over more grants,
+ * and make the other processes wait longer. Measured with 4 processes on one key (BENCHMARKS.md,
+ * scenarios 4 and 13): 4 ms keeps the wait p99 of flows with think time where strict arrival
+ * order had it; 10 ms doubles it, and 50 ms makes it five times longer.
  */
 export const MAX_MUTEX_HANDOFFS = 16;
-export const MAX_MUTEX_HANDOFFS_MS = 50;
+export const MAX_MUTEX_HANDOFFS_MS = 4;
 
 /** What a release of this process needs to hand a mutex off within it. */
 export interface HandOffHere {
