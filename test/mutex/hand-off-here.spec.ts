@@ -5,7 +5,7 @@
 // counts and the lock's key.
 import { LockLostError, LockTimeoutError } from 'lockwarden/errors';
 import type { LockEngine, LockHandle } from 'lockwarden/core';
-import { MAX_MUTEX_HANDOFFS } from '../../libs/lockwarden/src/core/mutex/mutex-lease';
+import { MAX_MUTEX_HANDOFFS, MAX_MUTEX_HANDOFFS_MS } from '../../libs/lockwarden/src/core/mutex/mutex-lease';
 import { callsOf, commandCalls } from '../harness/command-stats';
 import { engineFactory } from '../harness/engines';
 import { aborted, EventLog } from '../harness/event-log';
@@ -174,6 +174,33 @@ describe('hand-offs within an engine, beside waiters of other engines', () => {
     await Promise.all(flows);
     // The holder when b queued, and at most MAX_MUTEX_HANDOFFS hand-offs after it.
     expect(grantsMeanwhile).toBeLessThanOrEqual(MAX_MUTEX_HANDOFFS + 1);
+  });
+
+  it('keeps handing the lock off within the engine past the limit while no other engine waits', async () => {
+    const events = new EventLog();
+    const e = engine({}, events);
+    let stop = false;
+    const loop = async (): Promise<void> => {
+      while (!stop) {
+        const lock = await e.acquire('alone', { waitMs: 60_000 });
+        await new Promise((resolve) => setImmediate(resolve));
+        await lock.release();
+      }
+    };
+    const flows = [loop(), loop(), loop()];
+    await until(() => events.count({ type: 'acquired', key: 'alone', handedOff: true }) > 0);
+    const [publishes, from] = [await callsOf(server.admin, 'publish'), events.mark()];
+    // Well past MAX_MUTEX_HANDOFFS in a row, and past MAX_MUTEX_HANDOFFS_MS.
+    await events.since(from, { type: 'acquired', key: 'alone' }, MAX_MUTEX_HANDOFFS * 4);
+    await new Promise((resolve) => setTimeout(resolve, MAX_MUTEX_HANDOFFS_MS * 2));
+    // No release went to the queue meanwhile: nothing was published.
+    const publishedMeanwhile = (await callsOf(server.admin, 'publish')) - publishes;
+    const grants = events.events.slice(from).filter((ev) => ev.type === 'acquired');
+    stop = true;
+    await Promise.all(flows);
+    expect(publishedMeanwhile).toBe(0);
+    // Each grant was a hand-off here.
+    expect(grants.filter((ev) => !('handedOff' in ev && ev.handedOff))).toEqual([]);
   });
 
   it('never hands a fair lock off within the engine: the oldest place goes first', async () => {

@@ -107,6 +107,9 @@ export const BUSY_FOR_UNKNOWN = Number.NEGATIVE_INFINITY;
  */
 export const UNMINTED = 0;
 
+/** What LockStore.handOffMutex resolves when the lock went to the queue instead (another process waited). */
+export const GIVEN_TO_QUEUE = -2;
+
 /** A mutex lease this process holds, to release (LockStore.releaseHeld). */
 export interface HeldRelease {
   readonly keys: MutexKeys;
@@ -141,10 +144,18 @@ export interface LockStore {
   /**
    * Hands a mutex `ownerToken` holds straight off to `to`, a waiter of this process, with its
    * full lease from now. `placed`: `to` holds its engine's place in the queue, which it gives
-   * up. Resolves its fencing token (> 0), UNMINTED when it is minted on first read, or -1
-   * when `ownerToken` no longer held the lock (nothing handed off). Only where `mutexHandOffHere`.
+   * up. `runOver`: the process has kept the lock long enough; if another place waits in the
+   * queue, the lock goes to the queue instead, as `release` gives it. Resolves `to`'s fencing
+   * token (> 0), UNMINTED when it is minted on first read, -1 when `ownerToken` no longer held
+   * the lock (nothing done), or GIVEN_TO_QUEUE. Only where `mutexHandOffHere`.
    */
-  handOffMutex(keys: MutexKeys, ownerToken: string, to: MutexHandOff, placed: boolean): Promise<number>;
+  handOffMutex(
+    keys: MutexKeys,
+    ownerToken: string,
+    to: MutexHandOff,
+    placed: boolean,
+    runOver: boolean,
+  ): Promise<number>;
   /** Whether handOffMutex is available: a grant it makes needs no replica acknowledgement. */
   readonly mutexHandOffHere: boolean;
   rwAcquire(req: StoreRwAcquire): Promise<number>;

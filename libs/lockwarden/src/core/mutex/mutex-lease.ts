@@ -1,5 +1,6 @@
 import { LockBackendError, LockLostError } from '../../errors';
 import type { MutexKeys } from '../backend/lock-keys';
+import { GIVEN_TO_QUEUE } from '../backend/lock-store';
 import type { LockStore } from '../backend/lock-store';
 import type { BusWaiter } from '../backend/wake-bus';
 import type { Lease } from '../lease/lease';
@@ -63,10 +64,11 @@ export interface HandOffHere {
 }
 
 /**
- * Releases a held mutex lease. When a waiter of this process is parked for the lock, and the
- * lock has not been handed off within the process too often or too long in a row, the lock
- * goes straight to it (hand-off-here.lua): one call, no message, and no other process wakes; waiters
- * elsewhere keep their places, and get the lock once a release gives it back to the queue.
+ * Releases a held mutex lease. When a waiter of this process is parked for the lock, the lock
+ * goes straight to it (hand-off-here.lua): one call, no message, and no other process wakes;
+ * waiters elsewhere keep their places. Once the lock has been handed off within the process
+ * MAX_MUTEX_HANDOFFS times or for MAX_MUTEX_HANDOFFS_MS in a row, the same call gives it to
+ * the queue instead if another place waits there, and the run starts again if none does.
  * Otherwise it tells the store whether someone may wait for the lock: this process's waiters
  * (`waitedOn`, the channels they wait on) or a busy answer on the way in (`Lease.contended`).
  * A store may then release a lock nobody waited for with fewer keys (HeldRelease).
@@ -79,20 +81,27 @@ export async function releaseMutex(
   here: HandOffHere | undefined,
 ): Promise<boolean> {
   // Only a lock a waiter of this process waits for can be handed off here.
-  const to = here && waitedOn.has(keys.channel) && mayHandOffHere(lease) ? here.target(keys.channel) : undefined;
+  const to = here && lease.handsOffHere && waitedOn.has(keys.channel) ? here.target(keys.channel) : undefined;
   if (!to?.mutexHandOff) {
     const waited = lease.contended || waitedOn.has(keys.channel);
     return store.releaseHeld({ keys, ownerToken: lease.ownerToken, waited, fence: lease.mintedToken });
   }
   const sentAt = performance.now();
+  const runOver = runIsOver(lease, sentAt);
   let fence: number;
   try {
-    fence = await store.handOffMutex(keys, lease.ownerToken, to.mutexHandOff, to.fair);
+    fence = await store.handOffMutex(keys, lease.ownerToken, to.mutexHandOff, to.fair, runOver);
   } catch (err) {
     // It tries by itself: a hand-off that did land is found by its attempt (acquire.lua's holder path).
     to.claimed = false;
     to.wake();
     throw err;
+  }
+  if (fence === GIVEN_TO_QUEUE) {
+    // Another process's turn: the waiter stays in line, and takes its engine's place in the
+    // queue once no lease here holds the lock (WakeBus.unhold).
+    to.claimed = false;
+    return true;
   }
   if (fence < 0) {
     // Not ours to hand off (its key expired or was deleted): the waiter asks Redis itself.
@@ -101,12 +110,14 @@ export async function releaseMutex(
     return false;
   }
   here!.hold(keys.channel, to.mutexHandOff.ownerToken);
-  to.takeHandOff(fence, sentAt, lease.handOffs + 1, lease.handOffsSince ?? sentAt);
+  // Nobody else waited: a new run starts with this hand-off.
+  if (runOver) to.takeHandOff(fence, sentAt, 1, sentAt);
+  else to.takeHandOff(fence, sentAt, lease.handOffs + 1, lease.handOffsSince ?? sentAt);
   return true;
 }
 
-/** Whether a release of `lease` may hand the lock off within the process (see MAX_MUTEX_HANDOFFS). */
-function mayHandOffHere(lease: Lease): boolean {
-  if (!lease.handsOffHere || lease.handOffs >= MAX_MUTEX_HANDOFFS) return false;
-  return lease.handOffsSince === undefined || performance.now() - lease.handOffsSince < MAX_MUTEX_HANDOFFS_MS;
+/** Whether `lease`'s process has kept the lock long enough (see MAX_MUTEX_HANDOFFS). */
+function runIsOver(lease: Lease, now: number): boolean {
+  if (lease.handOffs >= MAX_MUTEX_HANDOFFS) return true;
+  return lease.handOffsSince !== undefined && now - lease.handOffsSince >= MAX_MUTEX_HANDOFFS_MS;
 }

@@ -69,14 +69,17 @@ export class RedisMutexStore {
   }
 
   /** hand-off-here.lua: the lock goes from `ownerToken` to `to`, a waiter of this process. */
-  async handOffHere(keys: MutexKeys, ownerToken: string, to: MutexHandOff, placed: boolean): Promise<number> {
-    const args = [ownerToken, to.ownerToken, to.leaseMs, this.ctx.instanceId, to.fenced ? '1' : ''];
-    const reply = await this.ctx.client.run(
-      SCRIPTS.handOffHere,
-      placed ? keys.acquireKeys : keys.plainAcquireKeys,
-      args,
-    );
-    return Number(reply);
+  async handOffHere(
+    keys: MutexKeys,
+    ownerToken: string,
+    to: MutexHandOff,
+    placed: boolean,
+    runOver: boolean,
+  ): Promise<number> {
+    const { instanceId, publishCommand } = this.ctx;
+    const [fenced, place, over] = [to.fenced ? '1' : '', placed ? '1' : '', runOver ? '1' : ''];
+    const args = [ownerToken, to.ownerToken, to.leaseMs, instanceId, fenced, place, over, publishCommand];
+    return Number(await this.ctx.client.run(SCRIPTS.handOffHere, keys.releaseKeys, args));
   }
 
   /** Records the fencing token a quorum granted on this node (see fence-raise.lua). */

@@ -77,8 +77,14 @@ export class RedisLockStore implements LockStore {
     return this.mutex.release(keys, ownerToken);
   }
 
-  handOffMutex(keys: MutexKeys, ownerToken: string, to: MutexHandOff, placed: boolean): Promise<number> {
-    return this.mutex.handOffHere(keys, ownerToken, to, placed);
+  handOffMutex(
+    keys: MutexKeys,
+    ownerToken: string,
+    to: MutexHandOff,
+    placed: boolean,
+    runOver: boolean,
+  ): Promise<number> {
+    return this.mutex.handOffHere(keys, ownerToken, to, placed, runOver);
   }
 
   /** A quorum's: records the fencing token it granted on this node. */
