@@ -1,4 +1,4 @@
-import { checkHistory, type Section } from '../harness/history';
+import { checkHistory, CLOCK_STEP_US, type Section } from '../harness/history';
 
 /** The checker must catch what it is there to catch, or the history tests prove nothing. */
 const s = (token: number, entry: number, exit: number, aborted = false, key = 'k'): Section => ({
@@ -23,6 +23,11 @@ describe('the history checker', () => {
   it('lets a holder that was told of its loss overlap, but not two live ones', () => {
     expect(checkHistory([s(1, 0, 10, true), s(2, 5, 15)])).toEqual([]);
     expect(checkHistory([s(1, 0, 10), s(2, 5, 15, true), s(3, 8, 20)])).toHaveLength(1);
+  });
+
+  it("reports a section that ends before it begins, past the clock's step back", () => {
+    expect(checkHistory([s(1, 1_000_000, 1_000_000 - 105)])).toEqual([]);
+    expect(checkHistory([s(1, 1_000_000, 1_000_000 - CLOCK_STEP_US - 1)])).toHaveLength(1);
   });
 
   it('reports tokens that do not rise in entry order', () => {
