@@ -47,8 +47,7 @@ export class HeldLocks implements LeaseHost {
     /** The channels a waiter of this process waits on (WakeBus.waitedOn). */
     private readonly waitedOn: ReadonlySet<string>,
     /** Where mutexes are handed off within the process: the bus's record of the mutexes held here (WakeBus.hold). */
-    private readonly here:
-      (HandOffHere & { readonly unhold: (lockChannel: string, ownerToken: string) => void }) | undefined,
+    private readonly here: HandOffHere | undefined,
     /** How long a holder's call (a release, a token read, an extension) may wait for Redis, and how to say it. */
     callBudget: { readonly ms: number; readonly said: string },
   ) {

@@ -61,6 +61,8 @@ export interface HandOffHere {
   readonly target: (channel: string) => BusWaiter | undefined;
   /** WakeBus.hold: the waiter handed the lock holds it here from now. */
   readonly hold: (lockChannel: string, ownerToken: string) => void;
+  /** WakeBus.unhold: a lease's hold here is over. */
+  readonly unhold: (lockChannel: string, ownerToken: string) => void;
 }
 
 /**

@@ -93,6 +93,7 @@ export function mutexAttempt(
 ): Attempt {
   const ownerToken = newOwnerToken();
   const handoffMs = handoffFor(placeMs, req.leaseMs);
+  const ask = { keys, ownerToken, leaseMs: req.leaseMs, placeMs, handoffMs, fenced: req.fenced };
   return {
     kind: 'mutex',
     key: req.key,
@@ -106,9 +107,9 @@ export function mutexAttempt(
     queues: store.fairQueue,
     handoffMarginMs: safetyMarginFor(handoffMs, configuredMargin),
     ownerToken,
-    mutexHandOff:
-      store.mutexHandOffHere && !req.fair ? { ownerToken, leaseMs: req.leaseMs, fenced: req.fenced } : undefined,
-    ask: { keys, ownerToken, leaseMs: req.leaseMs, placeMs, handoffMs, fenced: req.fenced },
+    // The ask has what a hand-off here needs (token, lease, fenced): no second object per acquire.
+    mutexHandOff: store.mutexHandOffHere && !req.fair ? ask : undefined,
+    ask,
   };
 }
 
